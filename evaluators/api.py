@@ -1,0 +1,127 @@
+"""The Python API: what the CLI and the dashboard call."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .data import Dataset, load_dataset
+from .errors import UsageError
+from .judge import JudgeConfig
+from .registry import get_metric
+from .results import RunResults
+from .runner import Progress, Runner, RunSpec
+from .store import Store
+
+
+def _judge_config(judge: Any, concurrency: int | None) -> JudgeConfig | None:
+    if judge is None:
+        cfg = None
+    elif isinstance(judge, JudgeConfig):
+        cfg = judge
+    elif isinstance(judge, Mapping):
+        cfg = JudgeConfig.from_dict(dict(judge))
+    elif isinstance(judge, str):
+        cfg = JudgeConfig(model=judge)
+    else:
+        raise UsageError(f"judge must be a JudgeConfig, a dict or a model name, not {type(judge).__name__}")
+    if cfg is not None and concurrency:
+        cfg = cfg.with_(concurrency=int(concurrency))
+    return cfg
+
+
+def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
+                thresholds: Mapping[str, float] | None = None, column_mapping: Mapping[str, str] | None = None,
+                templates: Mapping[str, str] | None = None, concurrency: int | None = None,
+                out_dir: str | None = None, name: str | None = None, resume: bool = True) -> str:
+    """Validate everything, store the dataset, and create (or find, to resume) a run.
+
+    Args:
+        store: the store.
+        data: anything :func:`evaluators.data.load_dataset` takes, or a stored dataset id (``ds:<id>``).
+        metrics: metric names.
+        judge: a :class:`JudgeConfig`, its dict, or a model name.
+        out_dir: with ``resume``, an unfinished run with the same data and settings is continued.
+    Returns:
+        The run id.
+    Raises:
+        UsageError, DataValidationError: before anything is stored.
+    """
+    if isinstance(data, str) and data.startswith("ds:"):
+        ds = store.get_dataset(data[3:])
+    else:
+        ds = load_dataset(data, column_mapping)
+    if not metrics:
+        raise UsageError("choose at least one metric")
+    ds.check_metrics(metrics)
+    spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds or {}),
+                   judge=_judge_config(judge, concurrency) if any(get_metric(m).is_judge for m in metrics) else None,
+                   templates=dict(templates or {}))
+    spec.validate()
+    dataset_id = store.save_dataset(ds)
+    fp = spec.fingerprint()
+    out = str(Path(out_dir).resolve()) if out_dir else None
+    if out and resume:
+        rid = store.find_run_for_out_dir(out, dataset_id, fp)
+        if rid:
+            store.update_run(rid, spec=spec.to_dict())  # new thresholds or concurrency apply on resume
+            return rid
+    return store.create_run(dataset_id, spec.to_dict(), fp, name or f"{ds.name} · {', '.join(spec.metrics)}", out)
+
+
+def open_results(store: Store, run_id: str, thresholds: Mapping[str, float] | None = None) -> RunResults:
+    """A stored run's results; ``thresholds`` override the run's own at read time."""
+    run = store.get_run(run_id)
+    spec = RunSpec.from_dict(run["spec"])
+    merged = {**spec.thresholds, **(thresholds or {})}
+    return RunResults(store.get_dataset(run["dataset_id"]), store.load_results(run_id), spec.specs(), merged)
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` returns: ``rows`` (DataFrame, SDK keys), ``metrics`` (dict)."""
+
+    run_id: str
+    status: str
+    results: RunResults
+
+    @property
+    def rows(self):
+        return self.results.frame()
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.results.metrics()
+
+
+def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mapping[str, float] | None = None,
+             column_mapping: Mapping[str, str] | None = None, *, store: Store | None = None,
+             api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
+             out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> EvalResult:
+    """Evaluate a dataset headless.
+
+    Args:
+        data: path, DataFrame, list of dicts or :class:`Dataset`.
+        metrics: metric names, e.g. ``["f1_score", "coherence"]``.
+        judge: judge settings for judge metrics (:class:`JudgeConfig`, dict or model name).
+        thresholds: metric -> pass threshold.
+        column_mapping: field -> column, e.g. ``{"query": "question"}``.
+        store: defaults to ``EVAL_DATABASE_URL`` or the local SQLite file.
+        api_key: the judge's key for this call only (else from the environment).
+        out: also write ``rows.jsonl`` and ``metrics.json`` there (and resume a run written there).
+    Returns:
+        :class:`EvalResult` with ``.rows`` and ``.metrics``.
+    """
+    from .exports import write_outputs
+
+    store = store or Store()
+    rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
+                      out_dir=str(out) if out else None)
+    status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
+    res = open_results(store, rid)
+    if out:
+        write_outputs(out, res.rows(), res.metrics())
+    return EvalResult(rid, status, res)
+
+
+__all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "JudgeConfig", "Store"]

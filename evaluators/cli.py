@@ -1,0 +1,216 @@
+"""Command line: ``python -m evaluators run|metrics|worker``.
+
+Exit codes: 0 the run completed; 2 bad input or usage (one line, no traceback);
+3 a ``--fail-under`` gate was breached; 4 the run was cancelled; 1 anything unexpected.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from .errors import DataValidationError, EvalError, UsageError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED = 0, 1, 2, 3, 4
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code is 2 too, but with usage noise
+        raise UsageError(message)
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for v in values or []:
+        if "=" not in v:
+            raise UsageError(f"{what} takes NAME=VALUE, got '{v}'")
+        k, val = v.split("=", 1)
+        out[k.strip()] = val.strip()
+    return out
+
+
+def _floats(values: list[str] | None, what: str) -> dict[str, float]:
+    out = {}
+    for k, v in _pairs(values, what).items():
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise UsageError(f"{what} {k}: '{v}' is not a number") from None
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m evaluators", description="Evaluate LLM outputs: classic metrics and an LLM judge.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="evaluate a dataset file")
+    r.add_argument("data", help="JSONL, JSON, CSV or Parquet file")
+    r.add_argument("--metrics", required=True, help="comma-separated metric names (see `metrics`)")
+    r.add_argument("--out", required=True, help="folder for rows.jsonl and metrics.json; re-run to resume")
+    r.add_argument("--judge-base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    r.add_argument("--judge-model", help="judge model or Azure deployment (default gpt-4o-mini)")
+    r.add_argument("--judge-provider", choices=["openai", "azure", "compatible"],
+                   help="default: compatible with --judge-base-url, azure when AZURE_OPENAI_ENDPOINT is set, else openai")
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--max-tokens", type=int, default=800)
+    r.add_argument("--seed", type=int)
+    r.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call before retrying")
+    r.add_argument("--retries", type=int, default=5, help="retries per judge call")
+    r.add_argument("--concurrency", type=int, default=8, help="judge calls in flight")
+    r.add_argument("--threshold", action="append", metavar="NAME=VALUE")
+    r.add_argument("--map", action="append", metavar="FIELD=COLUMN", help="e.g. --map query=question")
+    r.add_argument("--template", action="append", metavar="METRIC=PATH", help="your own judge template file")
+    r.add_argument("--fail-under", action="append", metavar="NAME=VALUE",
+                   help="exit 3 if an aggregate is below VALUE; NAME is a metrics.json key or a metric name")
+    r.add_argument("--fresh", action="store_true", help="start a new run even if --out holds an unfinished one")
+    r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
+    r.add_argument("--quiet", action="store_true")
+    m = sub.add_parser("metrics", help="list metrics (and which a dataset allows)")
+    m.add_argument("data", nargs="?")
+    m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
+    w = sub.add_parser("worker", help="execute a stored run (used by the dashboard)")
+    w.add_argument("run_id")
+    w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
+    w.add_argument("--db")
+    return p
+
+
+def _judge_from_args(a) -> "JudgeConfig":
+    from .judge import JudgeConfig
+
+    provider = a.judge_provider or ("compatible" if a.judge_base_url else
+                                    "azure" if os.environ.get("AZURE_OPENAI_ENDPOINT") else "openai")
+    return JudgeConfig(model=a.judge_model or "gpt-4o-mini", provider=provider, base_url=a.judge_base_url,
+                       temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout,
+                       max_retries=a.retries, concurrency=a.concurrency)
+
+
+def _gate_key(name: str, metrics: dict) -> str:
+    from .registry import get_metric
+
+    if name in metrics:
+        return name
+    if "." not in name:
+        spec = get_metric(name)
+        return f"{spec.name}.{spec.primary}"
+    metric, key = name.split(".", 1)
+    if key == "pass_rate":
+        return f"{metric}.{get_metric(metric).prefix}_pass_rate"
+    raise UsageError(f"--fail-under: no aggregate '{name}'; e.g. {next(iter(metrics), 'bleu.bleu_score')}")
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def print_summary(res, out=sys.stdout) -> None:
+    rows = [("metric", "scored", "errored", "skipped", "mean", "95% CI", "pass rate")]
+    for s in res.specs:
+        sm = res.summary(s)
+        lo, hi = sm[f"{s.primary}_ci95"]
+        ci = "-" if lo is None else f"{lo:.3f}-{hi:.3f}"
+        rows.append((s.name, str(sm["scored_rows"]), str(sm["errored_rows"]), str(sm["skipped_rows"]),
+                     _fmt(sm[s.primary]), ci, "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for n, r in enumerate(rows):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def cmd_run(a) -> int:
+    from .api import open_results, prepare_run
+    from .exports import write_outputs
+    from .runner import Runner
+    from .store import Store
+
+    metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
+    thresholds = _floats(a.threshold, "--threshold")
+    gates = _floats(a.fail_under, "--fail-under")
+    store = Store(a.db)
+    rid = prepare_run(store, a.data, metrics, _judge_from_args(a), thresholds, _pairs(a.map, "--map"),
+                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh)
+    last = [0.0]
+
+    def progress(p):
+        now = time.monotonic()
+        if a.quiet or (now - last[0] < 0.5 and p.done + p.errored < p.total):
+            return
+        last[0] = now
+        eta = p.eta_seconds()
+        line = f"\r{p.done + p.errored}/{p.total} done, {p.errored} errored" + (f", ~{eta:.0f}s left" if eta else "")
+        print(line, end="", file=sys.stderr, flush=True)
+
+    resumed = store.get_run(rid)["tasks_done"] > 0
+    if resumed and not a.quiet:
+        print(f"resuming run {rid} in {a.out}", file=sys.stderr)
+    status = Runner(store, rid, on_progress=progress).run()
+    if not a.quiet:
+        print(file=sys.stderr)
+    res = open_results(store, rid)
+    metrics_out = res.metrics()
+    write_outputs(a.out, res.rows(), metrics_out)
+    print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
+    print_summary(res)
+    if status == "cancelled":
+        return EXIT_CANCELLED
+    breached = []
+    for name, floor in gates.items():
+        key = _gate_key(name, metrics_out)
+        value = metrics_out.get(key)
+        if value is None or value < floor:
+            breached.append(f"{key} = {_fmt(value)} < {floor:g}")
+    if breached:
+        print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
+        return EXIT_GATE
+    return EXIT_OK
+
+
+def cmd_metrics(a) -> int:
+    from .data import load_dataset
+    from .registry import FAMILIES, all_metrics
+
+    avail = load_dataset(a.data, _pairs(a.map, "--map")).availability() if a.data else None
+    for fam, title in FAMILIES.items():
+        specs = [s for s in all_metrics() if s.family == fam]
+        if not specs:
+            continue
+        print(title)
+        for s in specs:
+            note = ""
+            if avail is not None:
+                note = "  [available]" if not avail[s.name] else f"  [needs {', '.join(avail[s.name])}]"
+            lo, hi = s.score_range
+            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass >= {s.default_threshold:g}  {s.description}{note}")
+    return EXIT_OK
+
+
+def cmd_worker(a) -> int:
+    from .runner import Runner
+    from .store import Store
+
+    rows = {int(x) for x in a.rows.split(",")} if a.rows else None
+    status = Runner(Store(a.db), a.run_id, rows=rows).run()
+    return EXIT_CANCELLED if status == "cancelled" else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        a = build_parser().parse_args(argv)
+        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker}[a.command](a)
+    except DataValidationError as e:
+        print(f"error: {e.one_line()}", file=sys.stderr)
+        return EXIT_USAGE
+    except EvalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\ninterrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    except Exception as e:  # noqa: BLE001 — one line for the user; EVAL_DEBUG=1 for the traceback
+        if os.environ.get("EVAL_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (set EVAL_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_ERROR

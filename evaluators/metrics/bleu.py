@@ -1,0 +1,62 @@
+"""Sentence BLEU (1- to 4-grams, uniform weights) with Chen & Cherry smoothing method 4.
+
+Equal to ``nltk.translate.bleu_score.sentence_bleu([ref], hyp,
+smoothing_function=SmoothingFunction().method4)`` — the call the Azure AI
+Evaluation SDK makes — but with plain integer counting instead of Fractions.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from ..registry import MetricSpec, register
+from ._text import word_tokenize
+
+MAX_N = 4
+# SmoothingFunction's default k (Chen & Cherry 2014), used by method 4.
+K = 5
+
+
+def ngram_counts(tokens: list[str], n: int) -> Counter:
+    """Counts of the n-grams of ``tokens`` (empty when shorter than n)."""
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+def sentence_bleu(reference: list[str], hypothesis: list[str]) -> float:
+    """BLEU-4 of one hypothesis against one reference, smoothing method 4."""
+    hyp_len, ref_len = len(hypothesis), len(reference)
+    precisions = []
+    for n in range(1, MAX_N + 1):
+        hyp = ngram_counts(hypothesis, n)
+        ref = ngram_counts(reference, n)
+        matched = sum(min(c, ref[g]) for g, c in hyp.items() if g in ref)
+        precisions.append((matched, max(1, hyp_len - n + 1)))
+    if precisions[0][0] == 0:
+        return 0.0
+    if hyp_len > ref_len:
+        bp = 1.0
+    else:
+        bp = math.exp(1 - ref_len / hyp_len)
+    logs = []
+    smooth_step = 1
+    for matched, total in precisions:
+        if matched == 0 and hyp_len > 1:
+            # method4: a zero count becomes 1 / (2^i * k / ln(len(hyp))) over the total.
+            p = (1 / (2**smooth_step * K / math.log(hyp_len))) / total
+            smooth_step += 1
+        else:
+            p = matched / total
+        if p > 0:
+            logs.append(0.25 * math.log(p))
+    return bp * math.exp(math.fsum(logs))
+
+
+register(MetricSpec(
+    name="bleu", family="classic", kind="score",
+    fields=("response", "ground_truth"), conversation_fields=None,
+    prefix="bleu", outputs=("bleu_score",), score_range=(0.0, 1.0),
+    higher_is_better=True, default_threshold=0.5,
+    description="n-gram precision (1-4) against the ground truth, with a brevity penalty.",
+    compute=lambda row: {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
+    params=(("n", MAX_N), ("smooth", "method4"), ("tok", "treebank")),
+))

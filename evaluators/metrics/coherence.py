@@ -1,0 +1,9 @@
+"""Coherence: do the response's sentences fit together into a logical whole? (1-5)"""
+from ..registry import JudgeTemplates
+from ._judge import quality_metric
+
+SPEC = quality_metric(
+    "coherence", "How well the response's ideas connect and read as one logical whole.",
+    fields=("query", "response"), conversation_fields=(),
+    templates=JudgeTemplates(single="coherence.md", turn="coherence.md"),
+)

@@ -1,0 +1,28 @@
+"""F1 over words shared by the response and the ground truth (SQuAD-style)."""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..registry import MetricSpec, register
+from ._text import squad_normalize
+
+
+def f1(response: str, ground_truth: str) -> float:
+    """Token F1 after SQuAD normalisation; 0.0 when nothing is shared."""
+    pred, gold = squad_normalize(response), squad_normalize(ground_truth)
+    same = sum((Counter(pred) & Counter(gold)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+register(MetricSpec(
+    name="f1_score", family="classic", kind="score",
+    fields=("response", "ground_truth"), conversation_fields=None,
+    prefix="f1", outputs=("f1_score",), score_range=(0.0, 1.0),
+    higher_is_better=True, default_threshold=0.5,
+    description="Share of words in common with the ground truth (precision/recall harmonic mean).",
+    compute=lambda row: {"f1_score": f1(row["response"], row["ground_truth"])},
+    params=(("norm", "squad"),),
+))

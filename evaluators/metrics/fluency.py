@@ -1,0 +1,9 @@
+"""Fluency: is each sentence of the response well formed and grammatical? (1-5)"""
+from ..registry import JudgeTemplates
+from ._judge import quality_metric
+
+SPEC = quality_metric(
+    "fluency", "Grammar, word choice and sentence construction of the response.",
+    fields=("query", "response"), conversation_fields=(),
+    templates=JudgeTemplates(single="fluency.md", turn="fluency.md"),
+)

@@ -1,0 +1,40 @@
+"""Sentence Google-BLEU: min(precision, recall) over all 1- to 4-grams.
+
+Equal to ``nltk.translate.gleu_score.sentence_gleu([ref], hyp)``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..registry import MetricSpec, register
+from ._text import word_tokenize
+
+MIN_N, MAX_N = 1, 4
+
+
+def _all_ngrams(tokens: list[str]) -> Counter:
+    counts: Counter = Counter()
+    for n in range(MIN_N, min(MAX_N, len(tokens)) + 1):
+        counts.update(zip(*(tokens[i:] for i in range(n))))
+    return counts
+
+
+def sentence_gleu(reference: list[str], hypothesis: list[str]) -> float:
+    """GLEU of one hypothesis against one reference; 0.0 when both are empty."""
+    hyp, ref = _all_ngrams(hypothesis), _all_ngrams(reference)
+    total = max(sum(hyp.values()), sum(ref.values()))
+    if total == 0:
+        return 0.0
+    shared = sum(min(c, ref[g]) for g, c in hyp.items() if g in ref)
+    return shared / total
+
+
+register(MetricSpec(
+    name="gleu", family="classic", kind="score",
+    fields=("response", "ground_truth"), conversation_fields=None,
+    prefix="gleu", outputs=("gleu_score",), score_range=(0.0, 1.0),
+    higher_is_better=True, default_threshold=0.5,
+    description="Google-BLEU: the lower of n-gram precision and recall (1-4 grams).",
+    compute=lambda row: {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
+    params=(("n", f"{MIN_N}-{MAX_N}"), ("tok", "treebank")),
+))

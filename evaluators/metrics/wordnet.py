@@ -1,0 +1,92 @@
+"""Find WordNet 3.0 offline for METEOR's synonym matching.
+
+Looked for, in order: NLTK's own ``corpora/wordnet`` (if a user installed it),
+then the WordNet database files of Debian's ``wordnet-base`` (``$WNSEARCHDIR`` or
+``/usr/share/wordnet``). NLTK's reader also wants a ``lexnames`` file, which
+Debian does not ship; we carry its 45 lines (from the lexnames(5WN) manual) and
+copy the database once into a cache folder, because NLTK refuses to read through
+symbolic or hard links that leave its data roots. Nothing is downloaded.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import EvalError
+
+_FILES = [f"{kind}.{pos}" for kind in ("data", "index") for pos in ("adj", "adv", "noun", "verb")] + [
+    f"{pos}.exc" for pos in ("adj", "adv", "noun", "verb")
+] + ["index.sense"]
+INSTALL_HINT = (
+    "METEOR needs WordNet 3.0 and none was found. Install it with the README's set-up "
+    "(Debian/Ubuntu: apt-get install wordnet-base wordnet-sense-index), or set WNSEARCHDIR "
+    "to a folder holding WordNet's data.* and index.* files."
+)
+
+
+class WordNetMissing(EvalError):
+    """WordNet's data files are not on this machine."""
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "evaldash" / "nltk_data"
+
+
+def _materialise(src: Path) -> Path:
+    """Copy WordNet's files plus our lexnames into the cache once; return the corpus folder."""
+    dest = _cache_root() / "corpora" / "wordnet"
+    marker = dest / ".complete"
+    if marker.exists():
+        return dest
+    tmp = dest.with_name("wordnet.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in _FILES:
+        shutil.copyfile(src / name, tmp / name)
+    shutil.copyfile(Path(__file__).with_name("wordnet_lexnames.txt"), tmp / "lexnames")
+    (tmp / ".complete").write_text(str(src))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)  # atomic: a half-copied folder is never used
+    return dest
+
+
+def _debian_dir() -> Path | None:
+    for cand in (os.environ.get("WNSEARCHDIR"), "/usr/share/wordnet"):
+        if cand and all((Path(cand) / f).is_file() for f in _FILES):
+            return Path(cand)
+    return None
+
+
+@lru_cache(maxsize=1)
+def load_wordnet():
+    """The WordNet reader METEOR uses (loaded once per process, ~5 s).
+
+    Raises:
+        WordNetMissing: with install instructions, when no WordNet is found.
+    """
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    try:
+        nltk.data.find("corpora/wordnet")
+    except LookupError:
+        pass
+    else:  # a user-installed NLTK WordNet wins
+        from nltk.corpus import wordnet
+
+        return wordnet
+    src = _debian_dir()
+    if src is None:
+        raise WordNetMissing(INSTALL_HINT)
+    folder = _materialise(src)
+    root = str(folder.parent.parent)
+    if root not in nltk.data.path:
+        # NLTK only opens files under its data roots; ours is a private cache folder.
+        nltk.data.path.append(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multilingual functions are not available": expected, no OMW
+        return WordNetCorpusReader(str(folder), None)

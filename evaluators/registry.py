@@ -1,0 +1,182 @@
+"""The one registry of metrics.
+
+A metric is a small module that declares itself with :func:`register`. The CLI,
+the Python API and the dashboard build pickers, availability, result columns and
+thresholds from :class:`MetricSpec` alone and never special-case a metric by name.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+# Families, in the order the seeds group them (and the dashboard shows them).
+FAMILIES = {
+    "quality": "AI-assisted quality",
+    "safety": "Risk and safety",
+    "classic": "Classic (reference-based)",
+}
+# Kinds of value a metric produces. Only "score" exists today; the others are
+# reserved so safety (0-7 severities), label (true/false + category) and
+# pairwise (two responses, one verdict) metrics slot in without a new shape.
+KINDS = ("score", "severity", "label", "pairwise")
+# Canonical fields a dataset row can offer.
+FIELDS = ("query", "response", "context", "ground_truth", "messages")
+
+
+@dataclass(frozen=True)
+class JudgeTemplates:
+    """Template files (under ``evaluators/prompts``) a judge metric renders.
+
+    ``single`` is used for single-turn rows, ``turn`` for each assistant turn of
+    a conversation and ``turn_ground_truth`` for a turn that carries a ground truth.
+    """
+
+    single: str | None = None
+    turn: str | None = None
+    turn_ground_truth: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a metric is; everything a caller needs without running it.
+
+    Attributes:
+        name: registry name (the ``outputs.<name>`` namespace in results).
+        family: one of :data:`FAMILIES`.
+        kind: one of :data:`KINDS`.
+        fields: canonical fields a single-turn row must have.
+        conversation_fields: for conversations, fields each judged turn needs
+            (besides query/response); ``None`` when the metric does not run on conversations.
+        prefix: how output keys start (Azure AI Evaluation SDK names: ``f1`` -> ``f1_result``).
+        outputs: numeric output keys; ``outputs[0]`` is the one compared to the threshold.
+        score_range: (low, high) of the primary output.
+        higher_is_better: direction of the primary output.
+        default_threshold: pass when the primary output is >= (or <= when lower is better) this.
+        integer: judge scores must be whole numbers.
+        version: bumped when values change, recorded with every result.
+        compute: for in-process metrics, ``compute(row) -> {output: float}``.
+        templates: for judge metrics, the template files.
+        description: one line for pickers and ``--help``.
+        params: the settings the metric was built with (recorded in its signature).
+    """
+
+    name: str
+    family: str
+    kind: str
+    fields: tuple[str, ...]
+    conversation_fields: tuple[str, ...] | None
+    prefix: str
+    outputs: tuple[str, ...]
+    score_range: tuple[float, float]
+    higher_is_better: bool
+    default_threshold: float
+    description: str
+    version: str = "1"
+    integer: bool = False
+    compute: Callable[[Mapping[str, Any]], dict[str, float]] | None = field(default=None, compare=False)
+    templates: JudgeTemplates | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def is_judge(self) -> bool:
+        return self.templates is not None
+
+    @property
+    def primary(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def result_key(self) -> str:
+        return f"{self.prefix}_result"
+
+    @property
+    def threshold_key(self) -> str:
+        return f"{self.prefix}_threshold"
+
+    @property
+    def reason_key(self) -> str:
+        return f"{self.prefix}_reason"
+
+    @property
+    def error_key(self) -> str:
+        return f"{self.name}_error"
+
+    def passes(self, value: float, threshold: float) -> bool:
+        """Whether a primary value passes ``threshold`` in this metric's direction."""
+        return value >= threshold if self.higher_is_better else value <= threshold
+
+    def signature(self) -> str:
+        """Name, version and settings, so a number never travels without its configuration."""
+        parts = [f"{self.name}", f"v:{self.version}"] + [f"{k}:{v}" for k, v in self.params]
+        return "|".join(parts)
+
+    def check_threshold(self, value: float) -> float:
+        lo, hi = self.score_range
+        if not (lo <= value <= hi):
+            from .errors import UsageError
+
+            raise UsageError(f"threshold for '{self.name}' must be within {lo:g}-{hi:g}, got {value:g}")
+        return float(value)
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add a metric to the registry (module import time). Names are unique."""
+    if spec.family not in FAMILIES or spec.kind not in KINDS:
+        raise ValueError(f"metric {spec.name}: bad family/kind {spec.family}/{spec.kind}")
+    if spec.name in _REGISTRY:
+        raise ValueError(f"metric {spec.name} registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _load() -> None:
+    # Importing the package registers every built-in metric exactly once.
+    from . import metrics  # noqa: F401
+
+
+def all_metrics() -> list[MetricSpec]:
+    """Every registered metric, in family then registration order."""
+    _load()
+    order = list(FAMILIES)
+    return sorted(_REGISTRY.values(), key=lambda s: order.index(s.family))
+
+
+def get_metric(name: str) -> MetricSpec:
+    """Look a metric up by name; a clear error lists the known names."""
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        from .errors import UsageError
+
+        known = ", ".join(s.name for s in all_metrics())
+        raise UsageError(f"unknown metric '{name}'. Known metrics: {known}") from None
+
+
+def missing_fields(spec: MetricSpec, shape: str, fields: set[str]) -> list[str]:
+    """Fields a dataset of ``shape`` lacks for ``spec``; [] when it can be computed.
+
+    Args:
+        spec: the metric.
+        shape: "single" or "conversation".
+        fields: canonical fields the dataset provides (for conversations: what turns carry,
+            e.g. {"context", "ground_truth"}).
+    Returns:
+        Names of missing fields; ``["messages"]`` style names for conversations.
+    """
+    if shape == "conversation":
+        if spec.conversation_fields is None:
+            return [f for f in spec.fields if f not in ("query", "response")] or ["query/response (single-turn rows)"]
+        return [f"messages[].{f}" for f in spec.conversation_fields if f not in fields]
+    return [f for f in spec.fields if f not in fields]
+
+
+def spec_fingerprint(obj: Any) -> str:
+    """A short stable hash of a JSON-able object (used for run specs and cache keys)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

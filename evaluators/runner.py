@@ -1,0 +1,320 @@
+"""Runs an evaluation: the same code from the CLI, Python, or a dashboard worker.
+
+The runner plans (row, metric, turn) tasks, skips those the store already holds,
+computes classic metrics in-process, sends judge calls through the JudgeClient
+with bounded concurrency, and writes each result as it completes. A crash loses
+only calls in flight; running again continues where it stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .data import Dataset
+from .errors import UsageError
+from .judge import JudgeClient, JudgeConfig, JudgeError
+from .registry import MetricSpec, get_metric, spec_fingerprint
+from .store import Result, Store, utcnow
+from .templates import ReplyError, Template, load_template, parse_score_reply
+
+CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
+
+
+@dataclass
+class RunSpec:
+    """What to compute. Thresholds are applied when results are read, not here.
+
+    Attributes:
+        metrics: registry names.
+        thresholds: metric -> threshold (defaults from the registry).
+        judge: judge settings (needed when a judge metric is chosen).
+        templates: metric -> path of a user's template replacing the built-in one(s).
+    """
+
+    metrics: list[str]
+    thresholds: dict[str, float] = field(default_factory=dict)
+    judge: JudgeConfig | None = None
+    templates: dict[str, str] = field(default_factory=dict)
+
+    def specs(self) -> list[MetricSpec]:
+        return [get_metric(m) for m in self.metrics]
+
+    def threshold(self, spec: MetricSpec) -> float:
+        return float(self.thresholds.get(spec.name, spec.default_threshold))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
+                "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
+        return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
+                   judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
+                   templates=dict(d.get("templates") or {}))
+
+    def fingerprint(self) -> str:
+        """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
+        tpl = {}
+        for s in self.specs():
+            if s.is_judge:
+                tpl[s.name] = sorted(t.sha for t in resolve_templates(s, self.templates).values())
+        return spec_fingerprint({"metrics": sorted(self.metrics), "templates": tpl,
+                                 "judge": self.judge.identity() if self.judge and tpl else None})
+
+    def validate(self) -> None:
+        specs = self.specs()
+        for name, value in self.thresholds.items():
+            get_metric(name).check_threshold(value)
+        if any(s.is_judge for s in specs) and self.judge is None:
+            judged = ", ".join(s.name for s in specs if s.is_judge)
+            raise UsageError(f"{judged} need(s) an LLM judge: give --judge-base-url/--judge-model (or judge=...)")
+        for name in self.templates:
+            if not get_metric(name).is_judge:
+                raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
+        for s in specs:
+            if s.is_judge:
+                resolve_templates(s, self.templates)  # unknown placeholders fail here, before any call
+            if s.name == "meteor":
+                from .metrics.wordnet import load_wordnet
+
+                load_wordnet()  # a missing WordNet is a setup error, said once, not per row
+
+
+def resolve_templates(spec: MetricSpec, overrides: dict[str, str]) -> dict[str, Template]:
+    """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's file replacing all modes."""
+    t = spec.templates
+    modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
+    out = {}
+    for mode, builtin in modes.items():
+        if builtin:
+            out[mode] = load_template(overrides.get(spec.name, builtin))
+    return out
+
+
+@dataclass
+class Progress:
+    total: int = 0
+    done: int = 0
+    errored: int = 0
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def eta_seconds(self) -> float | None:
+        finished = self.done + self.errored
+        if not finished or finished >= self.total:
+            return None
+        rate = finished / max(1e-6, time.monotonic() - self.started)
+        return (self.total - finished) / rate
+
+
+@dataclass
+class _Task:
+    row: int
+    spec: MetricSpec
+    turn: int
+    values: dict[str, Any]
+    mode: str
+
+
+def cache_key(template: Template, messages: list[dict], judge: JudgeConfig) -> str:
+    blob = json.dumps([template.sha, messages, judge.identity()], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Runner:
+    """Executes one stored run.
+
+    Args:
+        store: where results go.
+        run_id: the run (created by :func:`evaluators.api.start_run`).
+        api_key: judge key for this process only (never stored).
+        on_progress: called with a :class:`Progress` after each result.
+        rows: restrict to these row indexes (retrying failed rows).
+    """
+
+    def __init__(self, store: Store, run_id: str, api_key: str | None = None,
+                 on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None):
+        self.store, self.run_id, self.api_key = store, run_id, api_key
+        run = store.get_run(run_id)
+        self.dataset: Dataset = store.get_dataset(run["dataset_id"])
+        self.spec = RunSpec.from_dict(run["spec"])
+        self.on_progress = on_progress
+        self.rows = rows
+        self.progress = Progress()
+        self._cancelled = False
+
+    # ---------------------------------------------------------------- planning
+    def plan(self) -> tuple[list[_Task], list[Result]]:
+        """Tasks still to do, and the skipped results to record (turns lacking a field)."""
+        done = self.store.done_keys(self.run_id)
+        tasks, skipped = [], []
+        ds = self.dataset
+        for spec in self.spec.specs():
+            for i in range(len(ds)):
+                if self.rows is not None and i not in self.rows:
+                    continue
+                if ds.shape == "single":
+                    if (i, spec.name, 0) not in done:
+                        tasks.append(_Task(i, spec, 0, ds.canonical(i), "single"))
+                    continue
+                for t in ds.turns(i):
+                    if (i, spec.name, t.index) in done:
+                        continue
+                    values = {"query": t.query, "response": t.response, "context": t.context,
+                              "ground_truth": t.ground_truth, "history": t.history}
+                    lacking = [f for f in spec.conversation_fields or () if not values.get(f)]
+                    if lacking:
+                        skipped.append(Result(i, spec.name, t.index, "skipped",
+                                              error=f"turn {t.index + 1} has no {', '.join(lacking)}"))
+                        continue
+                    mode = "turn_ground_truth" if t.ground_truth and spec.templates and spec.templates.turn_ground_truth else "turn"
+                    tasks.append(_Task(i, spec, t.index, values, mode))
+        return tasks, skipped
+
+    # ---------------------------------------------------------------- execution
+    def run(self) -> str:
+        """Run to the end (or cancellation); returns the final status. Works inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun())
+        box: dict[str, Any] = {}
+
+        def target():
+            try:
+                box["status"] = asyncio.run(self.arun())
+            except BaseException as e:  # re-raised in the caller's thread
+                box["error"] = e
+
+        th = threading.Thread(target=target)
+        th.start()
+        th.join()
+        if "error" in box:
+            raise box["error"]
+        return box["status"]
+
+    async def arun(self) -> str:
+        store, rid = self.store, self.run_id
+        store.claim_run(rid)
+        try:
+            tasks, skipped = self.plan()
+            store.write_results(rid, skipped)
+            classic = [t for t in tasks if not t.spec.is_judge]
+            judged = [t for t in tasks if t.spec.is_judge]
+            self.progress.total = len(tasks)
+            store.update_run(rid, tasks_total=len(tasks), tasks_done=0, tasks_errored=0)
+            watcher = asyncio.create_task(self._watch())
+            try:
+                await self._run_classic(classic)
+                if judged and not self._cancelled:
+                    await self._run_judged(judged)
+            finally:
+                watcher.cancel()
+            status = "cancelled" if self._cancelled else "completed"
+            self._flush_progress(status=status, finished_at=utcnow())
+            return status
+        except BaseException as e:
+            store.update_run(rid, status="failed", error=f"{type(e).__name__}: {e}"[:2000], finished_at=utcnow())
+            raise
+
+    def _flush_progress(self, **extra: Any) -> None:
+        p = self.progress
+        self.store.update_run(self.run_id, tasks_done=p.done, tasks_errored=p.errored, judge_calls=p.judge_calls,
+                              cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
+                              completion_tokens=p.completion_tokens, heartbeat_at=utcnow(), **extra)
+
+    async def _watch(self) -> None:
+        """Heartbeat, progress counters and cancel requests, twice a second."""
+        while True:
+            await asyncio.sleep(0.5)
+            self._flush_progress()
+            if self.store.cancel_requested(self.run_id):
+                self._cancelled = True
+                for t in getattr(self, "_inflight", ()):
+                    t.cancel()
+
+    def _tick(self, result: Result) -> None:
+        if result.status == "error":
+            self.progress.errored += 1
+        else:
+            self.progress.done += 1
+        if self.on_progress:
+            self.on_progress(self.progress)
+
+    async def _run_classic(self, tasks: list[_Task]) -> None:
+        for start in range(0, len(tasks), CLASSIC_BATCH):
+            if self._cancelled:
+                return
+            batch = []
+            for t in tasks[start:start + CLASSIC_BATCH]:
+                try:
+                    out = t.spec.compute(t.values)
+                    r = Result(t.row, t.spec.name, t.turn, "ok", value=out[t.spec.primary], outputs=out,
+                               meta={"signature": t.spec.signature()})
+                except Exception as e:  # one bad row never aborts a run
+                    r = Result(t.row, t.spec.name, t.turn, "error", error=f"{type(e).__name__}: {e}")
+                batch.append(r)
+            self.store.write_results(self.run_id, batch)
+            for r in batch:
+                self._tick(r)
+            await asyncio.sleep(0)  # let the watcher see a cancel request
+
+    async def _run_judged(self, tasks: list[_Task]) -> None:
+        judge = self.spec.judge
+        client = JudgeClient(judge, self.api_key)
+        templates = {s.name: resolve_templates(s, self.spec.templates) for s in {t.spec for t in tasks}}
+        sem = asyncio.Semaphore(judge.concurrency)
+
+        async def one(t: _Task) -> None:
+            async with sem:
+                if self._cancelled:
+                    return
+                r = await self._judge_one(client, templates[t.spec.name][t.mode], t)
+            self.store.write_results(self.run_id, [r])
+            self._tick(r)
+
+        try:
+            self._inflight = [asyncio.create_task(one(t)) for t in tasks]
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        finally:
+            await client.aclose()
+
+    async def _judge_one(self, client: JudgeClient, template: Template, t: _Task) -> Result:
+        judge = self.spec.judge
+        messages = template.render(t.values)
+        key = cache_key(template, messages, judge)
+        meta = {"signature": t.spec.signature(), "prompt_sha": template.sha, "template": template.source,
+                "model": judge.model, "provider": judge.provider, "temperature": judge.temperature}
+        hit = self.store.cache_get(key)
+        if hit is not None:
+            self.progress.cache_hits += 1
+            text, pt, ct, lat, cached = hit.reply, hit.prompt_tokens, hit.completion_tokens, hit.latency_ms, True
+        else:
+            try:
+                reply = await client.complete(messages)
+            except JudgeError as e:
+                self.progress.judge_calls += e.attempts
+                return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=meta)
+            self.progress.judge_calls += reply.attempts
+            self.progress.prompt_tokens += reply.prompt_tokens or 0
+            self.progress.completion_tokens += reply.completion_tokens or 0
+            text, pt, ct, lat, cached = reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms, False
+        lo, hi = t.spec.score_range
+        try:
+            parsed = parse_score_reply(text, lo, hi, integer=t.spec.integer)
+        except ReplyError as e:
+            return Result(t.row, t.spec.name, t.turn, "error", error=f"unusable judge reply: {e}", raw=text,
+                          prompt_tokens=pt, completion_tokens=ct, latency_ms=lat, cached=cached, meta=meta)
+        if not cached:  # only replies we could use are cached, so a retry asks again
+            self.store.cache_put(key, judge.model, text, pt, ct, lat)
+        return Result(t.row, t.spec.name, t.turn, "ok", value=parsed.score, outputs={t.spec.primary: parsed.score},
+                      reason=parsed.reason, raw=text, prompt_tokens=pt, completion_tokens=ct, latency_ms=lat,
+                      cached=cached, meta=meta)

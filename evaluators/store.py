@@ -1,0 +1,323 @@
+"""The store: datasets, runs, per-row results and the judge-call cache.
+
+SQLAlchemy over an embedded SQLite file by default (``~/.evaldash/evals.db``, or
+``$EVAL_HOME/evals.db``); any SQLAlchemy URL through ``EVAL_DATABASE_URL``. A result
+is keyed by (run, row, metric, turn), so writes are idempotent and a resumed or
+retried run never duplicates. No API key is ever written here.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
+                        func, select, update)
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from .data import Dataset
+
+RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class DatasetRow(Base):
+    __tablename__ = "datasets"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(300))
+    source: Mapped[str] = mapped_column(String(300))
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    shape: Mapped[str] = mapped_column(String(20))
+    detected: Mapped[str] = mapped_column(String(40))
+    n_rows: Mapped[int] = mapped_column(Integer)
+    columns: Mapped[list] = mapped_column(JSON)
+    mapping: Mapped[dict] = mapped_column(JSON)
+    row_numbers: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class RecordRow(Base):
+    __tablename__ = "dataset_records"
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+    idx: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[dict] = mapped_column(JSON)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id"), index=True)
+    name: Mapped[str] = mapped_column(String(300))
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    spec: Mapped[dict] = mapped_column(JSON)
+    spec_hash: Mapped[str] = mapped_column(String(32))
+    out_dir: Mapped[str | None] = mapped_column(String(1000), nullable=True, index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    tasks_total: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_done: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_errored: Mapped[int] = mapped_column(Integer, default=0)
+    judge_calls: Mapped[int] = mapped_column(Integer, default=0)
+    cache_hits: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ResultRow(Base):
+    __tablename__ = "results"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    row_idx: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metric: Mapped[str] = mapped_column(String(100), primary_key=True)
+    turn: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0 for single-turn rows
+    status: Mapped[str] = mapped_column(String(10))  # ok | error | skipped
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # the primary output
+    outputs: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    raw: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cached: Mapped[bool] = mapped_column(Boolean, default=False)
+    meta: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # metric signature, prompt sha, model
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class CacheRow(Base):
+    __tablename__ = "judge_cache"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    reply: Mapped[str] = mapped_column(Text)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+@dataclass
+class Result:
+    """One (row, metric, turn) outcome as the runner produces it."""
+
+    row_idx: int
+    metric: str
+    turn: int
+    status: str
+    value: float | None = None
+    outputs: dict | None = None
+    reason: str | None = None
+    raw: str | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float | None = None
+    cached: bool = False
+    meta: dict | None = None
+
+
+def default_url() -> str:
+    """``EVAL_DATABASE_URL``, else a SQLite file under ``$EVAL_HOME`` (default ``~/.evaldash``)."""
+    url = os.environ.get("EVAL_DATABASE_URL")
+    if url:
+        return url
+    home = Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash")
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'evals.db'}"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Store:
+    """All reads and writes of evaluation state. Safe to share across threads."""
+
+    def __init__(self, url: str | None = None):
+        self.url = url or default_url()
+        kwargs: dict[str, Any] = {}
+        if self.url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        self.engine = create_engine(self.url, **kwargs)
+        if self.engine.dialect.name == "sqlite":
+            @event.listens_for(self.engine, "connect")
+            def _pragmas(conn, _):  # WAL: readers (the dashboard) never block the writer (a run)
+                cur = conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.close()
+        Base.metadata.create_all(self.engine)
+        self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def session(self) -> Session:
+        return self._session()
+
+    # ------------------------------------------------------------ datasets
+    def save_dataset(self, ds: Dataset) -> str:
+        """Store a dataset once per content; returns its id (an existing one if identical)."""
+        h = ds.content_hash
+        with self.session() as s:
+            existing = s.scalars(select(DatasetRow.id).where(DatasetRow.content_hash == h)).first()
+            if existing:
+                return existing
+            did = new_id()
+            s.add(DatasetRow(id=did, name=ds.name, source=ds.source, content_hash=h, shape=ds.shape,
+                             detected=ds.detected, n_rows=len(ds), columns=ds.columns, mapping=ds.mapping,
+                             row_numbers=ds.row_numbers))
+            s.flush()
+            s.add_all(RecordRow(dataset_id=did, idx=i, data=r) for i, r in enumerate(ds.records))
+            s.commit()  # one transaction: a dataset is stored whole or not at all
+            return did
+
+    def get_dataset(self, dataset_id: str) -> Dataset:
+        with self.session() as s:
+            d = s.get(DatasetRow, dataset_id)
+            if d is None:
+                raise KeyError(f"no dataset {dataset_id}")
+            recs = s.scalars(select(RecordRow.data).where(RecordRow.dataset_id == dataset_id).order_by(RecordRow.idx)).all()
+        return Dataset(name=d.name, records=list(recs), columns=list(d.columns), mapping=dict(d.mapping),
+                       shape=d.shape, source=d.source, detected=d.detected, row_numbers=list(d.row_numbers))
+
+    def list_datasets(self) -> list[dict]:
+        with self.session() as s:
+            rows = s.scalars(select(DatasetRow).order_by(DatasetRow.created_at.desc())).all()
+            return [dict(id=d.id, name=d.name, shape=d.shape, rows=d.n_rows, detected=d.detected,
+                         columns=d.columns, mapping=d.mapping, created_at=d.created_at) for d in rows]
+
+    def rename_dataset(self, dataset_id: str, name: str) -> None:
+        with self.session() as s:
+            s.execute(update(DatasetRow).where(DatasetRow.id == dataset_id).values(name=name))
+            s.commit()
+
+    # ------------------------------------------------------------ runs
+    def create_run(self, dataset_id: str, spec: dict, spec_hash: str, name: str, out_dir: str | None = None) -> str:
+        rid = new_id()
+        with self.session() as s:
+            s.add(RunRow(id=rid, dataset_id=dataset_id, name=name, spec=spec, spec_hash=spec_hash, out_dir=out_dir))
+            s.commit()
+        return rid
+
+    def find_run_for_out_dir(self, out_dir: str, dataset_id: str, spec_hash: str) -> str | None:
+        """The latest run written to ``out_dir`` with the same data and settings (for resume)."""
+        with self.session() as s:
+            return s.scalars(select(RunRow.id).where(RunRow.out_dir == out_dir, RunRow.dataset_id == dataset_id,
+                                                     RunRow.spec_hash == spec_hash)
+                             .order_by(RunRow.created_at.desc())).first()
+
+    def get_run(self, run_id: str) -> dict:
+        with self.session() as s:
+            r = s.get(RunRow, run_id)
+            if r is None:
+                raise KeyError(f"no run {run_id}")
+            return _run_dict(r)
+
+    def list_runs(self, dataset_id: str | None = None) -> list[dict]:
+        with self.session() as s:
+            q = select(RunRow).order_by(RunRow.created_at.desc())
+            if dataset_id:
+                q = q.where(RunRow.dataset_id == dataset_id)
+            return [_run_dict(r) for r in s.scalars(q).all()]
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        with self.session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+            s.commit()
+
+    def claim_run(self, run_id: str) -> bool:
+        """Mark a run as running unless it already is (fresh heartbeat) or is finished; True if claimed."""
+        stale = utcnow() - dt.timedelta(seconds=30)
+        with self.session() as s:
+            res = s.execute(update(RunRow).where(
+                RunRow.id == run_id,
+                (RunRow.status != "running") | (RunRow.heartbeat_at.is_(None)) | (RunRow.heartbeat_at < stale),
+            ).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,
+                     error=None, finished_at=None))
+            s.commit()
+            return res.rowcount == 1
+
+    def request_cancel(self, run_id: str) -> None:
+        self.update_run(run_id, cancel_requested=True)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        with self.session() as s:
+            return bool(s.scalar(select(RunRow.cancel_requested).where(RunRow.id == run_id)))
+
+    # ------------------------------------------------------------ results
+    def write_results(self, run_id: str, results: Iterable[Result]) -> None:
+        """Insert or replace results (idempotent on (run, row, metric, turn))."""
+        results = list(results)
+        if not results:
+            return
+        with self.session() as s:
+            for r in results:
+                s.merge(ResultRow(run_id=run_id, row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status,
+                                  value=r.value, outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                                  prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                                  latency_ms=r.latency_ms, cached=r.cached, meta=r.meta, created_at=utcnow()))
+            s.commit()
+
+    def done_keys(self, run_id: str) -> set[tuple[int, str, int]]:
+        """(row, metric, turn) already settled (ok or skipped): a resumed run does not redo them."""
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
+                             .where(ResultRow.run_id == run_id, ResultRow.status != "error")).all()
+        return {tuple(r) for r in rows}
+
+    def load_results(self, run_id: str) -> list[Result]:
+        with self.session() as s:
+            rows = s.scalars(select(ResultRow).where(ResultRow.run_id == run_id)
+                             .order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)).all()
+            return [Result(row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status, value=r.value,
+                           outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                           prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                           latency_ms=r.latency_ms, cached=r.cached, meta=r.meta) for r in rows]
+
+    def clear_errors(self, run_id: str, row_idx: Iterable[int] | None = None) -> int:
+        """Forget errored results (all, or those rows') so that a retry judges them again."""
+        with self.session() as s:
+            q = delete(ResultRow).where(ResultRow.run_id == run_id, ResultRow.status == "error")
+            if row_idx is not None:
+                q = q.where(ResultRow.row_idx.in_(list(row_idx)))
+            n = s.execute(q).rowcount
+            s.commit()
+            return n
+
+    def result_counts(self, run_id: str) -> dict[str, int]:
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.status, func.count()).where(ResultRow.run_id == run_id)
+                             .group_by(ResultRow.status)).all()
+        return {k: v for k, v in rows}
+
+    # ------------------------------------------------------------ judge cache
+    def cache_get(self, key: str) -> CacheRow | None:
+        with self.session() as s:
+            return s.get(CacheRow, key)
+
+    def cache_put(self, key: str, model: str, reply: str, prompt_tokens: int | None,
+                  completion_tokens: int | None, latency_ms: float | None) -> None:
+        with self.session() as s:
+            s.merge(CacheRow(key=key, model=model, reply=reply, prompt_tokens=prompt_tokens,
+                             completion_tokens=completion_tokens, latency_ms=latency_ms))
+            s.commit()
+
+
+def _run_dict(r: RunRow) -> dict:
+    return {c.name: getattr(r, c.name) for c in RunRow.__table__.columns}
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)

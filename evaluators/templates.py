@@ -1,0 +1,160 @@
+"""Judge prompt templates: load, render, and parse the judge's reply.
+
+A template is a text file. ``{{ name }}`` placeholders (and WildBench's ``{$name}``)
+are filled from the row; an optional ``[system]`` section before a ``[user]`` line
+becomes the system message. Built-in templates live in ``evaluators/prompts``; a
+user's own file can replace any of them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+PROMPTS_DIR = Path(__file__).with_name("prompts")
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_][A-Za-z0-9_]*)\}")
+# Placeholders a template may use; anything else is a setup error, found before any call.
+KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output"}
+_ALIASES = {"user_query": "query", "model_output": "response"}  # WildBench names
+
+
+@dataclass(frozen=True)
+class Template:
+    """A loaded template. ``sha`` identifies its exact text (recorded with every result)."""
+
+    source: str
+    system: str | None
+    user: str
+    sha: str
+
+    @property
+    def placeholders(self) -> set[str]:
+        text = (self.system or "") + self.user
+        return {_ALIASES.get(a or b, a or b) for a, b in _PLACEHOLDER.findall(text)}
+
+    def render(self, values: dict[str, str]) -> list[dict[str, str]]:
+        """Chat messages with every placeholder filled (missing values become '(none)')."""
+
+        def fill(text: str) -> str:
+            def sub(m: re.Match) -> str:
+                key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
+                value = values.get(key)
+                return value if value not in (None, "") else "(none)"
+
+            return _PLACEHOLDER.sub(sub, text)
+
+        msgs = [{"role": "system", "content": fill(self.system)}] if self.system else []
+        msgs.append({"role": "user", "content": fill(self.user)})
+        return msgs
+
+
+def parse_template(text: str, source: str) -> Template:
+    """Parse template text; raises UsageError naming the file on an unknown placeholder."""
+    system, user = None, text
+    stripped = text.lstrip()
+    if stripped.startswith("[system]"):
+        body = stripped[len("[system]"):]
+        if "\n[user]" not in body:
+            raise UsageError(f"{source}: a template with a [system] section needs a [user] line")
+        system, user = body.split("\n[user]", 1)
+        system = system.strip()
+    user = user.strip("\n")
+    unknown = {a or b for a, b in _PLACEHOLDER.findall(text)} - KNOWN_PLACEHOLDERS
+    if unknown:
+        raise UsageError(
+            f"{source}: unknown placeholder(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(KNOWN_PLACEHOLDERS))}"
+        )
+    if not user.strip():
+        raise UsageError(f"{source}: the template has no user message")
+    return Template(source, system, user, hashlib.sha256(text.encode()).hexdigest()[:12])
+
+
+def load_template(name_or_path: str | Path) -> Template:
+    """Load a built-in template by file name, or a user's template by path."""
+    path = Path(name_or_path)
+    if not path.is_absolute() and not path.exists():
+        path = PROMPTS_DIR / path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"template file not found: {name_or_path}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{name_or_path}: template is not UTF-8 ({e.reason} at byte {e.start})") from None
+    return parse_template(text, str(name_or_path))
+
+
+class ReplyError(ValueError):
+    """The judge's reply holds no usable score; the message says why."""
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+
+
+def _json_objects(text: str):
+    decoder = json.JSONDecoder()
+    for block in _FENCE.findall(text):
+        try:
+            obj = json.loads(block.strip())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        i = text.find("{", end)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    score: float
+    reason: str
+
+
+def parse_score_reply(text: str, low: float, high: float, integer: bool = True) -> ParsedReply:
+    """Extract ``{"reason": ..., "score": n}`` from a judge reply.
+
+    Accepts the object bare, in a code fence, or amid prose or a ``<think>`` block;
+    the last object carrying a score wins (a model may quote the format first).
+
+    Raises:
+        ReplyError: no object with a score, a score that is not a number (or not whole
+            when ``integer``), or a score outside ``[low, high]``. Never a guess.
+    """
+    if text is None or not text.strip():
+        raise ReplyError("empty reply")
+    body = _THINK.sub(" ", text)
+    if "<think>" in body.lower():  # unclosed think block: the answer can only follow it
+        body = body[body.lower().rfind("</think>") + 8:] if "</think>" in body.lower() else ""
+    candidates = [o for o in _json_objects(body) if "score" in o]
+    if not candidates:
+        raise ReplyError("no JSON object with a 'score' in the reply")
+    obj = candidates[-1]
+    raw = obj["score"]
+    if isinstance(raw, bool):
+        raise ReplyError(f"score is not a number: {raw!r}")
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.strip())
+        except ValueError:
+            raise ReplyError(f"score is not a number: {obj['score']!r}") from None
+    if not isinstance(raw, (int, float)) or raw != raw:
+        raise ReplyError(f"score is not a number: {obj['score']!r}")
+    if integer and float(raw) != int(raw):
+        raise ReplyError(f"score must be a whole number, got {obj['score']!r}")
+    if not (low <= raw <= high):
+        raise ReplyError(f"score {obj['score']!r} is outside {low:g}-{high:g}")
+    reason = obj.get("reason", obj.get("explanation", ""))
+    return ParsedReply(float(raw), reason if isinstance(reason, str) else json.dumps(reason))

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up a fresh machine: system packages (WordNet; Chromium with --dev), a virtualenv, Python packages.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dev=0; [ "${1:-}" = "--dev" ] && dev=1
+
+apt_pkgs=()
+[ -f /usr/share/wordnet/index.sense ] || apt_pkgs+=(wordnet-base wordnet-sense-index)
+if [ $dev = 1 ] && ! command -v chromium >/dev/null; then apt_pkgs+=(chromium chromium-driver); fi
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    echo "installing system packages: ${apt_pkgs[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+  else
+    echo "warning: no apt-get; install WordNet 3.0 (for METEOR) and Chromium (for browser tests) yourself" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+req=requirements.txt; [ $dev = 1 ] && req=requirements-dev.txt
+stamp=".venv/.installed-$(cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)-$dev"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"
+  touch "$stamp"
+fi
