@@ -171,7 +171,7 @@ def missing_fields(spec: MetricSpec, shape: str, fields: set[str]) -> list[str]:
     """
     if shape == "conversation":
         if spec.conversation_fields is None:
-            return [f for f in spec.fields if f not in ("query", "response")] or ["query/response (single-turn rows)"]
+            return [f"single-turn rows ({', '.join(spec.fields)})"]
         return [f"messages[].{f}" for f in spec.conversation_fields if f not in fields]
     return [f for f in spec.fields if f not in fields]
 

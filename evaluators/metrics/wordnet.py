@@ -55,10 +55,9 @@ def _materialise(src: Path) -> Path:
 
 
 def _debian_dir() -> Path | None:
-    for cand in (os.environ.get("WNSEARCHDIR"), "/usr/share/wordnet"):
-        if cand and all((Path(cand) / f).is_file() for f in _FILES):
-            return Path(cand)
-    return None
+    # WNSEARCHDIR, when set, is the only place looked at (WordNet's own convention).
+    cand = os.environ.get("WNSEARCHDIR") or "/usr/share/wordnet"
+    return Path(cand) if all((Path(cand) / f).is_file() for f in _FILES) else None
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,56 @@
+"""Shared fixtures: a real loopback judge server, a real SQLite store, the samples and ../shared."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from evaluators.judge import JudgeConfig
+from evaluators.store import Store
+from tests.judge_server import JudgeServer
+
+ROOT = Path(__file__).resolve().parent.parent
+SINGLE = ROOT / "data" / "rag_single_turn.jsonl"
+CONVERSATIONS = ROOT / "data" / "support_conversations.jsonl"
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture
+def judge_server():
+    with JudgeServer() as s:
+        yield s
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(f"sqlite:///{tmp_path / 'evals.db'}")
+
+
+@pytest.fixture
+def judge_config(judge_server) -> JudgeConfig:
+    """A judge pointed at the loopback server, with fast retries so fault tests stay quick."""
+    return JudgeConfig(model="test-judge", provider="compatible", base_url=judge_server.url,
+                       timeout=2.0, max_retries=3, backoff_base=0.01, backoff_max=0.05)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    # No test may touch the user's ~/.evaldash store; subprocesses inherit this.
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "evalhome"))
+    monkeypatch.delenv("EVAL_DATABASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is not present")
+    return SHARED
+
+
+def env_for_subprocess(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env

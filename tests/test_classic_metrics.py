@@ -1,0 +1,127 @@
+"""Classic metrics against the reference implementations (NLTK, rouge-score) to 1e-6."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from evaluators.metrics import bleu, f1, gleu, meteor, rouge
+from evaluators.metrics._text import rouge_tokenize, squad_normalize, word_tokenize
+from tests.conftest import ROOT, SINGLE, env_for_subprocess
+
+nltk_bleu = pytest.importorskip("nltk.translate.bleu_score")
+from nltk.translate.gleu_score import sentence_gleu as ref_gleu  # noqa: E402
+from nltk.translate.meteor_score import meteor_score as ref_meteor  # noqa: E402
+from rouge_score import rouge_scorer  # noqa: E402
+
+from evaluators.metrics.wordnet import load_wordnet  # noqa: E402
+
+EPS = 1e-6
+
+
+def english_pairs() -> list[tuple[str, str]]:
+    """(response, ground_truth): the sample's pairs, their cross pairs, and edge cases."""
+    rows = [json.loads(line) for line in SINGLE.read_text().splitlines()]
+    pairs = [(r["response"], r["ground_truth"]) for r in rows if r["response"].isascii()]
+    pairs += [(rows[i]["response"], rows[i + 1]["context"]) for i in range(len(rows) - 1)]
+    pairs += [
+        ("the the the the the the the", "the cat is on the mat"),
+        ("It is a guide to action which ensures that the military always obeys the commands of the party.",
+         "It is a guide to action that ensures that the military will forever heed Party commands."),
+        ("a", "a"), ("a b", "b a"), ("", "something"), ("something", ""), ("Dogs running fast.", "The dog runs quickly."),
+        ("He bought a car. It was red!", "He purchased an automobile; it was red."),
+    ]
+    return pairs
+
+
+PAIRS = english_pairs()
+
+
+def test_corpus_is_large_enough_to_mean_something():
+    assert len(PAIRS) >= 60
+
+
+@pytest.mark.parametrize("response,truth", PAIRS)
+def test_bleu_equals_nltk_method4(response, truth):
+    h, r = word_tokenize(response), word_tokenize(truth)
+    expected = nltk_bleu.sentence_bleu([r], h, smoothing_function=nltk_bleu.SmoothingFunction().method4)
+    assert bleu.sentence_bleu(r, h) == pytest.approx(expected, abs=EPS)
+
+
+@pytest.mark.parametrize("response,truth", PAIRS)
+def test_gleu_equals_nltk(response, truth):
+    h, r = word_tokenize(response), word_tokenize(truth)
+    assert gleu.sentence_gleu(r, h) == pytest.approx(ref_gleu([r], h), abs=EPS)
+
+
+@pytest.mark.parametrize("response,truth", PAIRS)
+def test_meteor_equals_nltk(response, truth):
+    h, r = word_tokenize(response), word_tokenize(truth)
+    if not h or not r:
+        assert meteor.meteor(r, h) == 0.0  # NLTK raises on empty input; we score 0
+        return
+    expected = ref_meteor([r], h, wordnet=load_wordnet(), alpha=0.9, beta=3.0, gamma=0.5)
+    assert meteor.meteor(r, h) == pytest.approx(expected, abs=EPS)
+
+
+@pytest.mark.parametrize("kind", ["rougeL", "rouge1", "rouge2", "rouge3", "rouge4", "rouge5"])
+def test_rouge_equals_rouge_score(kind):
+    scorer = rouge_scorer.RougeScorer([kind])
+    for response, truth in PAIRS:
+        ref = scorer.score(truth, response)[kind]
+        t, p = rouge_tokenize(truth), rouge_tokenize(response)
+        ours = rouge.rouge_l(t, p) if kind == "rougeL" else rouge.rouge_n(t, p, int(kind[-1]))
+        assert ours["rouge_precision"] == pytest.approx(ref.precision, abs=EPS), (response, truth)
+        assert ours["rouge_recall"] == pytest.approx(ref.recall, abs=EPS)
+        assert ours["rouge_f1_score"] == pytest.approx(ref.fmeasure, abs=EPS)
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    ("ABCBDAB", "BDCABA", 4), ("AGGTAB", "GXTXAYB", 4), ("", "abc", 0), ("abc", "abc", 3), ("abc", "def", 0),
+    ("a" * 70, "a" * 65, 65),  # longer than a machine word: the big-int path
+])
+def test_lcs_length_table(a, b, expected):
+    assert rouge.lcs_length(list(a), list(b)) == expected
+    assert rouge.lcs_length(list(b), list(a)) == expected
+
+
+def test_rouge_keeps_non_ascii_text():
+    text = "Бесплатная доставка по всей России"
+    # The reference tokenizer drops Cyrillic entirely and scores identical text 0.
+    assert rouge_scorer.RougeScorer(["rougeL"]).score(text, text)["rougeL"].fmeasure == 0.0
+    assert rouge.rouge_l(rouge_tokenize(text), rouge_tokenize(text))["rouge_f1_score"] == 1.0
+    assert rouge_tokenize("東京は日本の首都です") != []
+
+
+@pytest.mark.parametrize("response,truth,expected", [
+    ("The cat sat", "the cat sat", 1.0),            # case and articles
+    ("Paris!", "paris", 1.0),                       # punctuation
+    ("a b c d", "c d e f", 0.5),                    # 2 shared of 4 each ('a' is an article: 2/3 & 2/4 -> 4/7)
+    ("blue", "red", 0.0),
+    ("the", "the", 0.0),                            # only articles: nothing left to share
+])
+def test_f1_squad_table(response, truth, expected):
+    if response == "a b c d":
+        expected = 2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4)
+    assert f1.f1(response, truth) == pytest.approx(expected, abs=EPS)
+
+
+def test_squad_normalize():
+    assert squad_normalize("The  Quick, brown fox!") == ["quick", "brown", "fox"]
+
+
+def test_word_tokenize_splits_sentence_final_periods():
+    assert word_tokenize("It rains. We stay inside.") == ["It", "rains", ".", "We", "stay", "inside", "."]
+    assert word_tokenize("Don't pay $3.50!") == ["Do", "n't", "pay", "$", "3.50", "!"]
+
+
+def test_meteor_without_wordnet_says_so_clearly(tmp_path):
+    env = env_for_subprocess(WNSEARCHDIR=str(tmp_path / "none"), XDG_CACHE_HOME=str(tmp_path / "cache"),
+                             NLTK_DATA=str(tmp_path / "nltk"), HOME=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", "meteor",
+                        "--out", str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert "WordNet" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "out" / "rows.jsonl").exists()

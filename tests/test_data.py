@@ -1,0 +1,151 @@
+"""Loading, schema detection, mapping and validation: every problem by file, row and field."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from evaluators.data import conversation_turns, load_dataset
+from evaluators.errors import DataValidationError, MAX_PROBLEMS, UsageError
+from tests.conftest import CONVERSATIONS, SINGLE
+
+
+def write(tmp_path, name, text, mode="w"):
+    p = tmp_path / name
+    (p.write_bytes if mode == "wb" else p.write_text)(text)
+    return p
+
+
+def test_samples_load_with_expected_shapes():
+    single, conv = load_dataset(SINGLE), load_dataset(CONVERSATIONS)
+    assert (single.shape, len(single), single.detected) == ("single", 31, "azure")
+    assert single.mapping == {"query": "query", "response": "response", "context": "context", "ground_truth": "ground_truth"}
+    assert (conv.shape, len(conv)) == ("conversation", 20)
+    assert {"context"} <= conv.fields()
+    assert sum(len(conv.turns(i)) for i in range(len(conv))) == 42  # 18 two-turn + 2 three-turn
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+def test_formats_round_trip(tmp_path, fmt):
+    rows = [{"query": "q1", "response": "r1", "ground_truth": "g1", "extra": "x"},
+            {"query": "q2", "response": "r2", "ground_truth": "g2", "extra": "y"}]
+    p = tmp_path / f"d.{fmt}"
+    if fmt == "jsonl":
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif fmt == "json":
+        p.write_text(json.dumps(rows))
+    elif fmt == "csv":
+        pd.DataFrame(rows).to_csv(p, index=False)
+    else:
+        pd.DataFrame(rows).to_parquet(p)
+    ds = load_dataset(p)
+    assert ds.records == rows and ds.columns == ["query", "response", "ground_truth", "extra"]
+    assert ds.canonical(1)["ground_truth"] == "g2"
+
+
+@pytest.mark.parametrize("columns,expected,schema", [
+    (["input", "actual_output", "expected_output", "retrieval_context"],
+     {"query": "input", "response": "actual_output", "ground_truth": "expected_output", "context": "retrieval_context"}, "deepeval"),
+    (["input", "target", "output"], {"query": "input", "ground_truth": "target", "response": "output"}, "inspect"),
+    (["question", "answer", "reference"], {"query": "question", "response": "answer", "ground_truth": "reference"}, "common"),
+])
+def test_schema_detection(columns, expected, schema):
+    row = {c: (["doc one", "doc two"] if c == "retrieval_context" else f"v-{c}") for c in columns}
+    ds = load_dataset([row])
+    assert ds.mapping == expected and ds.detected == schema
+    if "context" in expected:
+        assert ds.canonical(0)["context"] == "[doc1] doc one\n\n[doc2] doc two"
+
+
+def test_openai_messages_detected_as_conversation():
+    ds = load_dataset([{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}])
+    assert ds.shape == "conversation" and ds.detected == "azure"
+
+
+def test_explicit_mapping_overrides_detection():
+    ds = load_dataset([{"prompt": "p", "answer": "a", "model_answer": "m"}], column_mapping={"response": "model_answer"})
+    assert ds.mapping["response"] == "model_answer" and ds.mapping["query"] == "prompt"
+    with pytest.raises(UsageError, match="no column 'nope'"):
+        load_dataset([{"query": "q", "response": "r"}], column_mapping={"query": "nope"})
+    with pytest.raises(UsageError, match="cannot map 'answer'"):
+        load_dataset([{"query": "q", "response": "r"}], column_mapping={"answer": "query"})
+
+
+def test_every_problem_reported_with_file_row_and_field(tmp_path):
+    p = write(tmp_path, "bad.jsonl", "\n".join([
+        '{"query": "ok", "response": "fine"}',
+        '{"query": "broken" "response": "x"}',
+        '{"query": "q", "response": ["not", "text"]}',
+        '{"query": "q"}',
+        '[1, 2]',
+    ]))
+    with pytest.raises(DataValidationError) as e:
+        load_dataset(p)
+    got = [(pr.source, pr.row, pr.field) for pr in e.value.problems]
+    assert got == [("bad.jsonl", 2, ""), ("bad.jsonl", 3, "response"), ("bad.jsonl", 4, "response"), ("bad.jsonl", 5, "")]
+    assert "broken JSON line" in e.value.problems[0].message
+    assert "bad.jsonl, row 3, field 'response': response must be text, got list" in str(e.value)
+
+
+def test_non_utf8_names_the_row(tmp_path):
+    p = write(tmp_path, "latin1.csv", "query,response\nok,fine\ncaf\xe9,bad\n".encode("latin-1"), "wb")
+    with pytest.raises(DataValidationError, match=r"latin1.csv, row 3: not UTF-8: byte 0xe9"):
+        load_dataset(p)
+
+
+@pytest.mark.parametrize("name,text", [("empty.jsonl", ""), ("empty.csv", "query,response\n"), ("empty.json", "[]")])
+def test_empty_files(tmp_path, name, text):
+    with pytest.raises(DataValidationError, match="holds no rows"):
+        load_dataset(write(tmp_path, name, text))
+
+
+def test_missing_field_for_chosen_metric_names_rows(tmp_path):
+    p = write(tmp_path, "d.csv", "query,response,ground_truth\nq1,r1,g1\nq2,r2,\nq3,r3,g3\n")
+    ds = load_dataset(p)
+    with pytest.raises(DataValidationError) as e:
+        ds.check_metrics(["bleu"])
+    assert [(pr.row, pr.field) for pr in e.value.problems] == [(2, "ground_truth")]
+    with pytest.raises(UsageError, match="'groundedness' needs context"):
+        ds.check_metrics(["groundedness"])
+
+
+def test_problem_list_is_capped(tmp_path):
+    p = write(tmp_path, "many.jsonl", "{broken\n" * 80)
+    with pytest.raises(DataValidationError) as e:
+        load_dataset(p)
+    assert len(e.value.problems) == MAX_PROBLEMS and e.value.truncated
+
+
+def test_conversation_validation(tmp_path):
+    rows = [
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "context": {"citations": "x"}}]},
+        {"messages": [{"role": "wizard", "content": "hi"}]},
+        {"messages": "not a list"},
+    ]
+    p = write(tmp_path, "c.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataValidationError) as e:
+        load_dataset(p)
+    msgs = [(pr.row, pr.message) for pr in e.value.problems]
+    assert msgs[0][0] == 1 and "context must be" in msgs[0][1]
+    assert any(r == 2 and "role must be one of" in m for r, m in msgs)
+    assert any(r == 2 and "no assistant message" in m for r, m in msgs)
+    assert any(r == 3 and "messages must be a list" in m for r, m in msgs)
+
+
+def test_conversation_turns_carry_history_and_citations():
+    msgs = [{"role": "system", "content": "be nice"}, {"role": "user", "content": "Q1"},
+            {"role": "assistant", "content": "A1", "context": {"citations": [{"id": "d1", "title": "T", "content": "C"}]}},
+            {"role": "user", "content": "Q2"}, {"role": "assistant", "content": "A2", "ground_truth": "G2"}]
+    t = conversation_turns(msgs)
+    assert [(x.query, x.response) for x in t] == [("Q1", "A1"), ("Q2", "A2")]
+    assert t[0].context == "[doc1] d1 T\nC" and t[1].context is None and t[1].ground_truth == "G2"
+    assert t[1].history == "System: be nice\nUser: Q1\nAssistant: A1\nUser: Q2"
+
+
+def test_csv_json_cells_are_decoded_for_messages(tmp_path):
+    conv = json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+    p = tmp_path / "c.csv"
+    pd.DataFrame([{"messages": conv}]).to_csv(p, index=False)
+    ds = load_dataset(p)
+    assert ds.shape == "conversation" and ds.turns(0)[0].response == "a"

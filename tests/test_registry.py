@@ -1,0 +1,61 @@
+"""One generic test walks the registry and checks every metric's contract."""
+from __future__ import annotations
+
+import pytest
+
+from evaluators.data import load_dataset
+from evaluators.registry import FAMILIES, KINDS, all_metrics, get_metric
+from evaluators.errors import UsageError
+from evaluators.runner import resolve_templates
+from tests.conftest import CONVERSATIONS, SINGLE
+
+SPECS = all_metrics()
+ROW = {"query": "What colour is the sky on a clear day?", "response": "The sky is blue on a clear day.",
+       "ground_truth": "The sky is blue on a clear day.", "context": "A clear sky looks blue."}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_metric_contract(spec):
+    assert spec.family in FAMILIES and spec.kind in KINDS
+    lo, hi = spec.score_range
+    assert lo < hi and lo <= spec.default_threshold <= hi
+    assert spec.outputs and spec.description
+    assert spec.signature().startswith(f"{spec.name}|v:")
+    if spec.is_judge:
+        assert spec.compute is None
+        templates = resolve_templates(spec, {})
+        assert templates, "a judge metric needs at least one template"
+        for t in templates.values():
+            assert "response" in t.placeholders or spec.name == "retrieval"
+            assert '"score"' in t.user  # every built-in template asks for the JSON verdict
+    else:
+        out = spec.compute(ROW)
+        assert set(out) == set(spec.outputs)
+        assert all(lo <= v <= hi for v in out.values())
+        # identical response and ground truth is the best a reference metric can give (METEOR keeps
+        # a small fragmentation penalty by design: 1 - 0.5 * (1/n)^3)
+        assert out[spec.primary] >= 0.99
+
+
+def test_unknown_metric_lists_known_ones():
+    with pytest.raises(UsageError, match="Known metrics: .*coherence"):
+        get_metric("cohrence")
+
+
+def test_availability_follows_the_seeds_table():
+    single = load_dataset(SINGLE)
+    avail = {k for k, v in single.availability().items() if not v}
+    assert {"coherence", "fluency", "groundedness", "relevance", "similarity", "f1_score", "bleu", "gleu",
+            "rouge", "meteor"} <= avail
+    assert "retrieval" not in avail
+    qr = load_dataset([{"query": "q", "response": "r"}])
+    missing = qr.availability()
+    assert missing["coherence"] == [] and missing["fluency"] == []
+    assert missing["groundedness"] == ["context"] and missing["relevance"] == ["context"]
+    assert missing["similarity"] == ["ground_truth"] and missing["bleu"] == ["ground_truth"]
+    with_ctx = load_dataset([{"query": "q", "response": "r", "context": "c"}])
+    assert with_ctx.availability()["groundedness"] == [] and with_ctx.availability()["bleu"] == ["ground_truth"]
+    conv = load_dataset(CONVERSATIONS)
+    cavail = {k for k, v in conv.availability().items() if not v}
+    assert {"coherence", "fluency", "groundedness", "retrieval"} <= cavail
+    assert not ({"similarity", "f1_score", "bleu", "gleu", "rouge", "meteor"} & cavail)
