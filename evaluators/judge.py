@@ -18,6 +18,8 @@ from typing import Any
 from .errors import UsageError
 
 PROVIDERS = ("openai", "azure", "compatible")
+# A server's Retry-After is followed as given, up to this many seconds.
+MAX_RETRY_AFTER = 120.0
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ class JudgeClient:
     def _delay(self, attempt: int, exc: Exception) -> float:
         hinted = _retry_after(exc)
         if hinted is not None:
-            return min(hinted, self.config.backoff_max * 2)
+            return min(hinted, MAX_RETRY_AFTER)
         backoff = min(self.config.backoff_max, self.config.backoff_base * 2 ** attempt)
         return backoff * (0.5 + random.random() / 2)  # jitter spreads retries of concurrent calls
 

@@ -112,7 +112,9 @@ class JudgeServer:
                     req = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
                     return self._send(400, b'{"error": {"message": "bad json"}}')
-                if not self.path.endswith("/chat/completions"):
+                path = self.path.split("?", 1)[0]
+                req["_path"] = self.path  # tests check where the client sent the call
+                if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with owner._lock:
                     owner.calls.append(req)

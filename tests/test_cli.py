@@ -1,0 +1,147 @@
+"""The CLI end to end, as a user runs it: real subprocesses, the loopback judge, a SQLite store."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evaluators.data import load_dataset
+from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
+from tests.judge_server import expected_score, prompt_text
+
+
+def cli(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "evaluators", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, env=env or env_for_subprocess(), timeout=240, **kw)
+
+
+def read_rows(out):
+    return [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+
+
+def test_classic_metrics_offline(tmp_path):
+    out = tmp_path / "out"
+    p = cli("run", SINGLE, "--metrics", "f1_score,bleu,gleu,rouge,meteor", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = read_rows(out)
+    assert len(rows) == 31 and rows[0]["inputs.id"] == "st-001" and rows[-1]["inputs.id"] == "st-031"
+    keys = set(rows[0])
+    for k in ["outputs.f1_score.f1_score", "outputs.f1_score.f1_result", "outputs.f1_score.f1_threshold",
+              "outputs.bleu.bleu_score", "outputs.gleu.gleu_score", "outputs.meteor.meteor_score",
+              "outputs.rouge.rouge_precision", "outputs.rouge.rouge_recall", "outputs.rouge.rouge_f1_score"]:
+        assert k in keys
+    metrics = json.loads((out / "metrics.json").read_text())
+    mean = sum(r["outputs.bleu.bleu_score"] for r in rows) / 31
+    assert metrics["bleu.bleu_score"] == pytest.approx(mean)
+    assert metrics["bleu.scored_rows"] == 31 and metrics["bleu.errored_rows"] == 0
+    assert "f1_score" in p.stdout and "pass rate" in p.stdout  # the summary table
+
+
+def test_judge_metrics_on_both_samples(tmp_path, judge_server):
+    out1, out2 = tmp_path / "single", tmp_path / "conv"
+    p = cli("run", SINGLE, "--metrics", "coherence,fluency,groundedness,relevance,similarity", "--out", out1,
+            "--judge-base-url", judge_server.url, "--judge-model", "loopback", "--threshold", "coherence=4")
+    assert p.returncode == 0, p.stderr
+    rows = read_rows(out1)
+    assert len(judge_server.calls) == 31 * 5
+    assert all(r["outputs.coherence.coherence_threshold"] == 4.0 for r in rows)
+    for r in rows:
+        assert r["outputs.similarity.similarity"] in (1, 2, 3, 4, 5)
+        assert r["outputs.coherence.coherence_result"] == ("pass" if r["outputs.coherence.coherence"] >= 4 else "fail")
+    p = cli("run", CONVERSATIONS, "--metrics", "coherence,fluency,groundedness,retrieval,relevance", "--out", out2,
+            "--judge-base-url", judge_server.url)
+    assert p.returncode == 0, p.stderr
+    metrics = json.loads((out2 / "metrics.json").read_text())
+    assert metrics["coherence.scored_rows"] == 20 and metrics["retrieval.scored_rows"] == 20
+    assert metrics["groundedness.skipped_rows"] == 0  # every conversation has at least one cited turn
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "q", "response": "r"}\n{oops\n')
+    p = cli("run", bad, "--metrics", "bleu", "--out", tmp_path / "o")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "bad.jsonl, row 2: broken JSON line" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "o").exists()
+    for args, msg in [(["--metrics", "nope"], "unknown metric 'nope'"),
+                      (["--metrics", "bleu", "--threshold", "bleu=7"], "within 0-1"),
+                      (["--metrics", "bleu", "--map", "query=missing"], "no column 'missing'"),
+                      (["--metrics", "retrieval"], "needs messages")]:
+        p = cli("run", SINGLE, *args, "--out", tmp_path / "o")
+        assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+    p = cli("run", SINGLE)
+    assert p.returncode == 2 and "required" in p.stderr
+
+
+def test_fail_under_gate(tmp_path):
+    p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o", "--fail-under", "bleu=0.99")
+    assert p.returncode == 3 and "bleu.bleu_score" in p.stderr
+    p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o", "--fail-under", "bleu.pass_rate=0.0")
+    assert p.returncode == 0, p.stderr
+    p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o", "--fail-under", "bleu.nothing=0.1")
+    assert p.returncode == 2
+
+
+def test_column_mapping_flag(tmp_path):
+    data = tmp_path / "mine.csv"
+    data.write_text("prompt_text,model_said,gold\nWho?,Ada Lovelace,Ada Lovelace\nWhen?,In 1843,1843\n")
+    p = cli("run", data, "--metrics", "f1_score", "--out", tmp_path / "o", "--map", "query=prompt_text",
+            "--map", "response=model_said", "--map", "ground_truth=gold")
+    assert p.returncode == 0, p.stderr
+    rows = read_rows(tmp_path / "o")
+    assert [r["outputs.f1_score.f1_score"] for r in rows] == [1.0, pytest.approx(2 / 3)]
+    assert rows[0]["inputs.model_said"] == "Ada Lovelace"
+
+
+def test_killed_run_resumes_without_judging_a_row_twice(tmp_path, judge_server):
+    judge_server.latency = 0.25
+    out = tmp_path / "out"
+    db = tmp_path / "evalhome" / "evals.db"
+    cmd = [sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", "fluency", "--out", str(out),
+           "--judge-base-url", judge_server.url, "--concurrency", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    done = 0
+    while time.time() < deadline and done < 8:
+        time.sleep(0.1)
+        if db.exists():
+            with sqlite3.connect(db) as c:
+                try:
+                    done = c.execute("select count(*) from results").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 8 <= done < 31, "the run should have been killed part way"
+    with sqlite3.connect(db) as c:
+        kept = {r[0] for r in c.execute("select row_idx from results where status = 'ok'")}
+    calls_before = len(judge_server.calls)
+    judge_server.latency = 0.0
+    p = subprocess.run(cmd, cwd=ROOT, env=env_for_subprocess(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "resuming run" not in p.stdout  # --quiet
+    rows = read_rows(out)
+    assert len(rows) == 31 and all(r["outputs.fluency.fluency"] in (1, 2, 3, 4, 5) for r in rows)
+    ds = load_dataset(SINGLE)
+    second = [prompt_text(c) for c in judge_server.calls[calls_before:]]
+    assert len(second) == 31 - len(kept)
+    for i in kept:
+        assert not any(ds.records[i]["response"] in s for s in second), f"row {i} judged twice"
+    for i, r in enumerate(rows):  # and the stitched-together result is what the judge said
+        prompt = next(prompt_text(c) for c in judge_server.calls if ds.records[i]["response"] in prompt_text(c))
+        assert r["outputs.fluency.fluency"] == expected_score(prompt)
+
+
+def test_metrics_listing_shows_availability():
+    p = cli("metrics", CONVERSATIONS)
+    assert p.returncode == 0
+    line = next(x for x in p.stdout.splitlines() if x.strip().startswith("bleu"))
+    assert "needs single-turn rows" in line
+    assert "[available]" in next(x for x in p.stdout.splitlines() if x.strip().startswith("retrieval"))

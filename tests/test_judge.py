@@ -1,0 +1,93 @@
+"""The judge client against a real OpenAI-compatible server on loopback: retries, Retry-After, timeouts."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from evaluators.errors import UsageError
+from evaluators.judge import JudgeClient, JudgeConfig, JudgeError, resolve_api_key
+from tests.judge_server import Action, expected_score
+
+MSGS = [{"role": "user", "content": "Rate this: hello"}]
+
+
+def complete(cfg, msgs=MSGS):
+    async def go():
+        c = JudgeClient(cfg)
+        try:
+            return await c.complete(msgs)
+        finally:
+            await c.aclose()
+    return asyncio.run(go())
+
+
+def test_plain_call_returns_text_tokens_and_latency(judge_server, judge_config):
+    r = complete(judge_config.with_(seed=7, temperature=0.2))
+    assert f'"score": {expected_score("Rate this: hello")}' in r.text
+    assert r.prompt_tokens == len("Rate this: hello") // 4 and r.completion_tokens > 0
+    assert r.latency_ms > 0 and r.attempts == 1
+    sent = judge_server.calls[0]
+    assert (sent["model"], sent["seed"], sent["temperature"], sent["max_tokens"]) == ("test-judge", 7, 0.2, 800)
+
+
+def test_429_retry_after_is_honoured(judge_server, judge_config):
+    judge_server.queue.append(Action(status=429, headers={"Retry-After": "0.6"}))
+    t = time.perf_counter()
+    r = complete(judge_config)
+    elapsed = time.perf_counter() - t
+    assert r.attempts == 2 and len(judge_server.calls) == 2
+    assert elapsed >= 0.6  # backoff alone would be ~0.01 s
+
+
+def test_500_then_success(judge_server, judge_config):
+    judge_server.queue.extend([Action(status=500), Action(status=503)])
+    assert complete(judge_config).attempts == 3
+
+
+def test_hang_times_out_and_is_retried(judge_server, judge_config):
+    judge_server.queue.append(Action(hang=1.5))
+    r = complete(judge_config.with_(timeout=0.4))
+    assert r.attempts == 2
+
+
+def test_persistent_failure_gives_up_with_the_reason(judge_server, judge_config):
+    judge_server.queue.extend([Action(status=500)] * 10)
+    with pytest.raises(JudgeError, match="HTTP 500") as e:
+        complete(judge_config.with_(max_retries=2))
+    assert e.value.attempts == 3 and len(judge_server.calls) == 3
+
+
+def test_client_errors_are_not_retried(judge_server, judge_config):
+    judge_server.queue.append(Action(status=401))
+    with pytest.raises(JudgeError, match="401"):
+        complete(judge_config)
+    assert len(judge_server.calls) == 1
+
+
+def test_azure_provider_uses_deployment_path(judge_server):
+    cfg = JudgeConfig(model="my-deployment", provider="azure", azure_endpoint=judge_server.root,
+                      api_version="2024-10-21", timeout=2, max_retries=0)
+    r = asyncio.run(_complete_with_key(cfg, "azure-key"))
+    assert '"score"' in r.text
+    assert judge_server.calls[0]["_path"] == "/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21"
+
+
+async def _complete_with_key(cfg, key):
+    c = JudgeClient(cfg, api_key=key)
+    try:
+        return await c.complete(MSGS)
+    finally:
+        await c.aclose()
+
+
+def test_keys_come_from_caller_or_environment(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
+        resolve_api_key(JudgeConfig(provider="openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert resolve_api_key(JudgeConfig(provider="openai")) == "sk-env"
+    assert resolve_api_key(JudgeConfig(provider="openai"), "sk-given") == "sk-given"
+    assert resolve_api_key(JudgeConfig(provider="compatible", base_url="http://x")) in ("sk-env", "unused")
+    assert "key" not in str(JudgeConfig().to_dict()).lower().replace("max_tokens", "")
