@@ -23,6 +23,7 @@ from .store import Result, Store, utcnow
 from .templates import ReplyError, Template, load_template, parse_score_reply
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
+FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
 
 
 @dataclass
@@ -150,6 +151,8 @@ class Runner:
         self.rows = rows
         self.progress = Progress()
         self._cancelled = False
+        self._pending: list[Result] = []  # finished judge results not yet written
+        self._pending_cache: list[dict] = []
 
     # ---------------------------------------------------------------- planning
     def plan(self) -> tuple[list[_Task], list[Result]]:
@@ -218,6 +221,7 @@ class Runner:
                     await self._run_judged(judged)
             finally:
                 watcher.cancel()
+                self._flush_results()
             status = "cancelled" if self._cancelled else "completed"
             self._flush_progress(status=status, finished_at=utcnow())
             return status
@@ -231,10 +235,22 @@ class Runner:
                               cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
                               completion_tokens=p.completion_tokens, heartbeat_at=utcnow(), **extra)
 
+    def _flush_results(self) -> None:
+        results, cache = self._pending, self._pending_cache
+        self._pending, self._pending_cache = [], []
+        self.store.write_results(self.run_id, results, cache)
+        for r in results:
+            self._tick(r)
+
     async def _watch(self) -> None:
-        """Heartbeat, progress counters and cancel requests, twice a second."""
+        """Writes finished results, heartbeat and progress; picks up cancel requests."""
+        beat = 0
         while True:
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(FLUSH_SECONDS)
+            self._flush_results()
+            beat += 1
+            if beat % 2:
+                continue
             self._flush_progress()
             if self.store.cancel_requested(self.run_id):
                 self._cancelled = True
@@ -269,52 +285,71 @@ class Runner:
 
     async def _run_judged(self, tasks: list[_Task]) -> None:
         judge = self.spec.judge
-        client = JudgeClient(judge, self.api_key)
         templates = {s.name: resolve_templates(s, self.spec.templates) for s in {t.spec for t in tasks}}
+        prepared = []
+        for t in tasks:
+            template = templates[t.spec.name][t.mode]
+            messages = template.render(t.values)
+            prepared.append((t, template, messages, cache_key(template, messages, judge)))
+        hits = self.store.cache_get_many([p[3] for p in prepared])
+        todo = []
+        for t, template, messages, key in prepared:
+            hit = hits.get(key)
+            if hit is None:
+                todo.append((t, template, messages, key))
+                continue
+            self.progress.cache_hits += 1
+            self._pending.append(self._verdict(t, template, hit.reply, hit.prompt_tokens, hit.completion_tokens,
+                                               hit.latency_ms, cached=True))
+        if not todo:
+            return
+        client = JudgeClient(judge, self.api_key)
         sem = asyncio.Semaphore(judge.concurrency)
 
-        async def one(t: _Task) -> None:
+        async def one(t, template, messages, key) -> None:
             async with sem:
                 if self._cancelled:
                     return
-                r = await self._judge_one(client, templates[t.spec.name][t.mode], t)
-            self.store.write_results(self.run_id, [r])
-            self._tick(r)
+                try:
+                    reply = await client.complete(messages)
+                except JudgeError as e:
+                    self.progress.judge_calls += e.attempts
+                    self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
+                                                meta=self._meta(t, template)))
+                    return
+            p = self.progress
+            p.judge_calls += reply.attempts
+            p.prompt_tokens += reply.prompt_tokens or 0
+            p.completion_tokens += reply.completion_tokens or 0
+            r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms)
+            self._pending.append(r)
+            if r.status == "ok":  # only replies we could use are cached, so a retry asks again
+                self._pending_cache.append(dict(key=key, model=judge.model, reply=reply.text,
+                                                prompt_tokens=reply.prompt_tokens,
+                                                completion_tokens=reply.completion_tokens,
+                                                latency_ms=reply.latency_ms))
 
         try:
-            self._inflight = [asyncio.create_task(one(t)) for t in tasks]
+            self._inflight = [asyncio.create_task(one(*x)) for x in todo]
             await asyncio.gather(*self._inflight, return_exceptions=True)
         finally:
             await client.aclose()
 
-    async def _judge_one(self, client: JudgeClient, template: Template, t: _Task) -> Result:
+    def _meta(self, t: _Task, template: Template) -> dict[str, Any]:
         judge = self.spec.judge
-        messages = template.render(t.values)
-        key = cache_key(template, messages, judge)
-        meta = {"signature": t.spec.signature(), "prompt_sha": template.sha, "template": template.source,
+        return {"signature": t.spec.signature(), "prompt_sha": template.sha, "template": template.source,
                 "model": judge.model, "provider": judge.provider, "temperature": judge.temperature}
-        hit = self.store.cache_get(key)
-        if hit is not None:
-            self.progress.cache_hits += 1
-            text, pt, ct, lat, cached = hit.reply, hit.prompt_tokens, hit.completion_tokens, hit.latency_ms, True
-        else:
-            try:
-                reply = await client.complete(messages)
-            except JudgeError as e:
-                self.progress.judge_calls += e.attempts
-                return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=meta)
-            self.progress.judge_calls += reply.attempts
-            self.progress.prompt_tokens += reply.prompt_tokens or 0
-            self.progress.completion_tokens += reply.completion_tokens or 0
-            text, pt, ct, lat, cached = reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms, False
+
+    def _verdict(self, t: _Task, template: Template, text: str, pt: int | None, ct: int | None,
+                 latency: float | None, cached: bool = False) -> Result:
+        """Parse a reply into a result; an unusable reply is an error on the row, raw reply kept."""
         lo, hi = t.spec.score_range
+        meta = self._meta(t, template)
         try:
             parsed = parse_score_reply(text, lo, hi, integer=t.spec.integer)
         except ReplyError as e:
             return Result(t.row, t.spec.name, t.turn, "error", error=f"unusable judge reply: {e}", raw=text,
-                          prompt_tokens=pt, completion_tokens=ct, latency_ms=lat, cached=cached, meta=meta)
-        if not cached:  # only replies we could use are cached, so a retry asks again
-            self.store.cache_put(key, judge.model, text, pt, ct, lat)
+                          prompt_tokens=pt, completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
         return Result(t.row, t.spec.name, t.turn, "ok", value=parsed.score, outputs={t.spec.primary: parsed.score},
-                      reason=parsed.reason, raw=text, prompt_tokens=pt, completion_tokens=ct, latency_ms=lat,
+                      reason=parsed.reason, raw=text, prompt_tokens=pt, completion_tokens=ct, latency_ms=latency,
                       cached=cached, meta=meta)

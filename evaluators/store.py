@@ -257,18 +257,41 @@ class Store:
             return bool(s.scalar(select(RunRow.cancel_requested).where(RunRow.id == run_id)))
 
     # ------------------------------------------------------------ results
-    def write_results(self, run_id: str, results: Iterable[Result]) -> None:
-        """Insert or replace results (idempotent on (run, row, metric, turn))."""
-        results = list(results)
-        if not results:
+    def write_results(self, run_id: str, results: Iterable[Result], cache: Iterable[dict] = ()) -> None:
+        """Insert or replace results (idempotent on (run, row, metric, turn)), with the judge
+        replies to cache, in one transaction."""
+        now = utcnow()
+        rows = [dict(run_id=run_id, row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status, value=r.value,
+                     outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error, prompt_tokens=r.prompt_tokens,
+                     completion_tokens=r.completion_tokens, latency_ms=r.latency_ms, cached=r.cached, meta=r.meta,
+                     created_at=now) for r in results]
+        cache = [dict(c, created_at=now) for c in cache]
+        if not rows and not cache:
             return
         with self.session() as s:
-            for r in results:
-                s.merge(ResultRow(run_id=run_id, row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status,
-                                  value=r.value, outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
-                                  prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
-                                  latency_ms=r.latency_ms, cached=r.cached, meta=r.meta, created_at=utcnow()))
+            self._upsert(s, ResultRow, rows)
+            self._upsert(s, CacheRow, cache)
             s.commit()
+
+    def _upsert(self, s: Session, model, rows: list[dict]) -> None:
+        """INSERT ... ON CONFLICT DO UPDATE in one statement where the database has it."""
+        if not rows:
+            return
+        dialect = self.engine.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            if dialect == "sqlite":
+                from sqlalchemy.dialects.sqlite import insert
+            else:
+                from sqlalchemy.dialects.postgresql import insert
+            table = model.__table__
+            keys = [c.name for c in table.primary_key.columns]
+            stmt = insert(table)
+            stmt = stmt.on_conflict_do_update(index_elements=keys,
+                                              set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys})
+            s.execute(stmt, rows)
+        else:
+            for r in rows:
+                s.merge(model(**r))
 
     def done_keys(self, run_id: str) -> set[tuple[int, str, int]]:
         """(row, metric, turn) already settled (ok or skipped): a resumed run does not redo them."""
@@ -306,6 +329,15 @@ class Store:
     def cache_get(self, key: str) -> CacheRow | None:
         with self.session() as s:
             return s.get(CacheRow, key)
+
+    def cache_get_many(self, keys: list[str]) -> dict[str, CacheRow]:
+        """Cached replies for many keys at once (one query per 500 keys)."""
+        out: dict[str, CacheRow] = {}
+        with self.session() as s:
+            for i in range(0, len(keys), 500):
+                for row in s.scalars(select(CacheRow).where(CacheRow.key.in_(keys[i:i + 500]))):
+                    out[row.key] = row
+        return out
 
     def cache_put(self, key: str, model: str, reply: str, prompt_tokens: int | None,
                   completion_tokens: int | None, latency_ms: float | None) -> None:

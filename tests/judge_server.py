@@ -90,6 +90,9 @@ class JudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes; with Nagle on, the client's delayed ACK
+            # adds ~40 ms to every call, which would swamp the latency a test scripts
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep test output clean
                 pass

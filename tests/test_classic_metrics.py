@@ -125,3 +125,23 @@ def test_meteor_without_wordnet_says_so_clearly(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "WordNet" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "out" / "rows.jsonl").exists()
+
+
+TRICKY = [
+    'He said "hi" to me.', "I can't go--won't go!", "«Bonjour» dit-il… wait...", "It's 5:30, isn't it?",
+    "gimme a break; gonna cannot 'tis", "(a) [b] {c} <d>", "Price: $3.50 & 20% off*", "‘quoted’ “double” — dash – en",
+    "'Twas the night", "Don''t stop", "email@x.com #tag", "WANNA GO? Lemme see.", "The end.\")", "x:y, a,b 1,000",
+]
+
+
+def test_tokenizer_equals_nltk_treebank():
+    """Our engine runs NLTK's own rules; the tokens must be exactly NLTK's."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from evaluators.metrics._text import treebank_tokenize
+
+    ref = NLTKWordTokenizer()
+    rows = [json.loads(line) for line in SINGLE.read_text().splitlines()]
+    texts = TRICKY + [r[k] for r in rows for k in ("query", "response", "context", "ground_truth")]
+    for t in texts:
+        assert treebank_tokenize(t) == ref.tokenize(t), t

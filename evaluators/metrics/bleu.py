@@ -29,7 +29,7 @@ def sentence_bleu(reference: list[str], hypothesis: list[str]) -> float:
     for n in range(1, MAX_N + 1):
         hyp = ngram_counts(hypothesis, n)
         ref = ngram_counts(reference, n)
-        matched = sum(min(c, ref[g]) for g, c in hyp.items() if g in ref)
+        matched = sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys())
         precisions.append((matched, max(1, hyp_len - n + 1)))
     if precisions[0][0] == 0:
         return 0.0

@@ -25,7 +25,7 @@ def sentence_gleu(reference: list[str], hypothesis: list[str]) -> float:
     total = max(sum(hyp.values()), sum(ref.values()))
     if total == 0:
         return 0.0
-    shared = sum(min(c, ref[g]) for g, c in hyp.items() if g in ref)
+    shared = sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys())
     return shared / total
 
 
