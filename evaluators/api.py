@@ -125,3 +125,28 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
 
 __all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "JudgeConfig", "Store"]
+
+
+# Completion tokens a verdict takes: the built-in templates ask for one or two sentences and a score.
+VERDICT_TOKENS = 120
+
+
+def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any]:
+    """What a run will cost before it starts: judge calls (net of the cache), tokens, past latency.
+
+    Returns:
+        dict with ``judge_calls``, ``cached``, ``classic_values``, ``skipped_turns``, ``prompt_tokens``
+        (characters / 4 of the rendered prompts), ``completion_tokens`` (``VERDICT_TOKENS`` a call) and
+        ``latency_s`` (median of this model's recorded calls, or None).
+    """
+    from .runner import plan_tasks, render_judge_tasks
+
+    tasks, skipped = plan_tasks(dataset, spec, set())
+    judged = [t for t in tasks if t.spec.is_judge]
+    rendered = render_judge_tasks(judged, spec) if judged else []
+    hits = store.cache_get_many([r[3] for r in rendered])
+    todo = [r for r in rendered if r[3] not in hits]
+    chars = sum(len(m["content"]) for r in todo for m in r[2])
+    return {"judge_calls": len(todo), "cached": len(rendered) - len(todo), "classic_values": len(tasks) - len(judged),
+            "skipped_turns": len(skipped), "prompt_tokens": chars // 4, "completion_tokens": len(todo) * VERDICT_TOKENS,
+            "latency_s": store.median_latency_s(spec.judge.model) if spec.judge else None}

@@ -189,8 +189,10 @@ def cmd_worker(a) -> int:
     from .runner import Runner
     from .store import Store
 
+    from .workers import KEY_ENV
+
     rows = {int(x) for x in a.rows.split(",")} if a.rows else None
-    status = Runner(Store(a.db), a.run_id, rows=rows).run()
+    status = Runner(Store(a.db), a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows).run()
     return EXIT_CANCELLED if status == "cancelled" else EXIT_OK
 
 

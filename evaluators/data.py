@@ -457,3 +457,49 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
         records = [dict(r) for r in data]
         return build_dataset(records, list(range(1, len(records) + 1)), name or "<data>", name or "<data>", column_mapping)
     raise UsageError(f"cannot load data of type {type(data).__name__}")
+
+
+@dataclass
+class Inspection:
+    """What the dashboard shows about an upload before it is saved."""
+
+    name: str
+    columns: list[str]
+    mapping: dict[str, str]
+    detected: str
+    preview: list[dict[str, Any]]
+    problems: list  # list[Problem]; empty when ``dataset`` is set
+    dataset: Dataset | None
+    truncated: bool = False
+
+
+def inspect_file(data: bytes, name: str, column_mapping: Mapping[str, str] | None = None,
+                 preview_rows: int = 20) -> Inspection:
+    """Read an upload, detect its mapping and validate it, collecting every problem instead of raising.
+
+    Args:
+        data: the file's bytes.
+        name: its file name (gives the format).
+        column_mapping: field -> column chosen by the user (others detected).
+    """
+    fmt = FORMATS.get(Path(name).suffix.lower())
+    if fmt is None:
+        return Inspection(name, [], {}, "custom", [], [Problem(name, 0, "", "unknown file type; use .jsonl, .json, .csv or .parquet")], None)
+    problems = ProblemCollector(name)
+    try:
+        records, numbers = read_records(data, name, fmt, problems)
+    except DataValidationError as e:
+        return Inspection(name, [], {}, "custom", [], e.problems, None, e.truncated)
+    columns = list(dict.fromkeys(c for r in records for c in r))
+    detected, schema = detect_mapping(columns)
+    preview = [dict(r) for r in records[:preview_rows]]
+    try:
+        ds = build_dataset(records, numbers, name, name, column_mapping, problems)
+    except DataValidationError as e:
+        mapping = {**detected, **(column_mapping or {})}
+        return Inspection(name, columns, mapping, schema, preview, e.problems, None, e.truncated)
+    except UsageError as e:
+        mapping = {**detected, **(column_mapping or {})}
+        usage = Problem(name, 0, "", str(e).removeprefix(f"{name}: "))
+        return Inspection(name, columns, mapping, schema, preview, [usage, *problems.problems], None)
+    return Inspection(name, columns, ds.mapping, ds.detected, preview, [], ds)

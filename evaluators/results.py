@@ -188,3 +188,59 @@ class RunResults:
             for k in ("scored_rows", "errored_rows", "skipped_rows"):
                 flat[f"{s.name}.{k}"] = sm[k]
         return flat
+
+    # ------------------------------------------------------------------ the per-row table
+    def table(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
+              high: float | None = None, search: str = "", sort: str = "row", descending: bool = False):
+        """Rows as a DataFrame for reading: text columns, each metric's value and verdict.
+
+        Args:
+            metric: the metric ``verdict``, ``low`` and ``high`` filter on (default: the first).
+            verdict: "all", "pass", "fail" or "error" (error includes skipped and pending).
+            low, high: keep rows whose value of ``metric`` lies within.
+            search: case-insensitive text that the query or response must contain.
+            sort: "row" or a metric name.
+        Returns:
+            DataFrame indexed by row index, with columns ``#``, ``query``, ``response`` and per metric
+            ``<metric>`` and ``<metric> verdict``.
+        """
+        import pandas as pd
+
+        ds = self.dataset
+        recs = []
+        for i in range(len(ds)):
+            if ds.shape == "conversation":
+                turns = ds.turns(i)
+                q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
+                q = f"[{len(turns)} turns] {q}"
+            else:
+                c = ds.canonical(i)
+                q, r = c.get("query") or "", c.get("response") or ""
+            rec = {"#": ds.row_no(i), "query": q, "response": r}
+            for s in self.specs:
+                cell = self.cells[s.name][i]
+                p = self.passed(s, cell)
+                rec[s.name] = cell.value if cell else None
+                rec[f"{s.name} verdict"] = ("pass" if p else "fail") if p is not None else (cell.status if cell else "pending")
+            recs.append(rec)
+        df = pd.DataFrame(recs)
+        if df.empty:
+            return df
+        name = metric if metric in self.cells else self.specs[0].name
+        if verdict in ("pass", "fail"):
+            df = df[df[f"{name} verdict"] == verdict]
+        elif verdict == "error":
+            df = df[~df[f"{name} verdict"].isin(["pass", "fail"])]
+        if low is not None:
+            df = df[df[name] >= low]
+        if high is not None:
+            df = df[df[name] <= high]
+        if search:
+            needle = search.lower()
+            df = df[df["query"].str.lower().str.contains(needle, regex=False)
+                    | df["response"].str.lower().str.contains(needle, regex=False)]
+        if sort in self.cells:
+            df = df.sort_values(sort, ascending=not descending, na_position="last", kind="stable")
+        elif descending:
+            df = df.iloc[::-1]
+        return df

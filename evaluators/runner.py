@@ -125,6 +125,50 @@ class _Task:
     mode: str
 
 
+def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None) -> tuple[list[_Task], list[Result]]:
+    """Tasks still to do, and skipped results to record (conversation turns lacking a field).
+
+    Args:
+        ds: the dataset.
+        spec: what to compute.
+        done: (row, metric, turn) keys already settled.
+        rows: restrict to these row indexes.
+    """
+    tasks, skipped = [], []
+    for mspec in spec.specs():
+        for i in range(len(ds)):
+            if rows is not None and i not in rows:
+                continue
+            if ds.shape == "single":
+                if (i, mspec.name, 0) not in done:
+                    tasks.append(_Task(i, mspec, 0, ds.canonical(i), "single"))
+                continue
+            for t in ds.turns(i):
+                if (i, mspec.name, t.index) in done:
+                    continue
+                values = {"query": t.query, "response": t.response, "context": t.context,
+                          "ground_truth": t.ground_truth, "history": t.history}
+                lacking = [f for f in mspec.conversation_fields or () if not values.get(f)]
+                if lacking:
+                    skipped.append(Result(i, mspec.name, t.index, "skipped",
+                                          error=f"turn {t.index + 1} has no {', '.join(lacking)}"))
+                    continue
+                gt_rubric = t.ground_truth and mspec.templates and mspec.templates.turn_ground_truth
+                tasks.append(_Task(i, mspec, t.index, values, "turn_ground_truth" if gt_rubric else "turn"))
+    return tasks, skipped
+
+
+def render_judge_tasks(tasks: list[_Task], spec: RunSpec) -> list[tuple[_Task, Template, list[dict], str]]:
+    """(task, template, chat messages, cache key) for each judge task."""
+    templates = {s.name: resolve_templates(s, spec.templates) for s in {t.spec for t in tasks}}
+    out = []
+    for t in tasks:
+        template = templates[t.spec.name][t.mode]
+        messages = template.render(t.values)
+        out.append((t, template, messages, cache_key(template, messages, spec.judge)))
+    return out
+
+
 def cache_key(template: Template, messages: list[dict], judge: JudgeConfig) -> str:
     blob = json.dumps([template.sha, messages, judge.identity()], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -154,33 +198,8 @@ class Runner:
         self._pending: list[Result] = []  # finished judge results not yet written
         self._pending_cache: list[dict] = []
 
-    # ---------------------------------------------------------------- planning
     def plan(self) -> tuple[list[_Task], list[Result]]:
-        """Tasks still to do, and the skipped results to record (turns lacking a field)."""
-        done = self.store.done_keys(self.run_id)
-        tasks, skipped = [], []
-        ds = self.dataset
-        for spec in self.spec.specs():
-            for i in range(len(ds)):
-                if self.rows is not None and i not in self.rows:
-                    continue
-                if ds.shape == "single":
-                    if (i, spec.name, 0) not in done:
-                        tasks.append(_Task(i, spec, 0, ds.canonical(i), "single"))
-                    continue
-                for t in ds.turns(i):
-                    if (i, spec.name, t.index) in done:
-                        continue
-                    values = {"query": t.query, "response": t.response, "context": t.context,
-                              "ground_truth": t.ground_truth, "history": t.history}
-                    lacking = [f for f in spec.conversation_fields or () if not values.get(f)]
-                    if lacking:
-                        skipped.append(Result(i, spec.name, t.index, "skipped",
-                                              error=f"turn {t.index + 1} has no {', '.join(lacking)}"))
-                        continue
-                    mode = "turn_ground_truth" if t.ground_truth and spec.templates and spec.templates.turn_ground_truth else "turn"
-                    tasks.append(_Task(i, spec, t.index, values, mode))
-        return tasks, skipped
+        return plan_tasks(self.dataset, self.spec, self.store.done_keys(self.run_id), self.rows)
 
     # ---------------------------------------------------------------- execution
     def run(self) -> str:
@@ -285,12 +304,7 @@ class Runner:
 
     async def _run_judged(self, tasks: list[_Task]) -> None:
         judge = self.spec.judge
-        templates = {s.name: resolve_templates(s, self.spec.templates) for s in {t.spec for t in tasks}}
-        prepared = []
-        for t in tasks:
-            template = templates[t.spec.name][t.mode]
-            messages = template.render(t.values)
-            prepared.append((t, template, messages, cache_key(template, messages, judge)))
+        prepared = render_judge_tasks(tasks, self.spec)
         hits = self.store.cache_get_many([p[3] for p in prepared])
         todo = []
         for t, template, messages, key in prepared:

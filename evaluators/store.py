@@ -330,6 +330,13 @@ class Store:
         with self.session() as s:
             return s.get(CacheRow, key)
 
+    def median_latency_s(self, model: str) -> float | None:
+        """Median latency of this model's recorded judge calls (for time estimates)."""
+        with self.session() as s:
+            vals = sorted(v for v in s.scalars(select(CacheRow.latency_ms).where(CacheRow.model == model)
+                                                 .order_by(CacheRow.created_at.desc()).limit(500)) if v)
+        return vals[len(vals) // 2] / 1000 if vals else None
+
     def cache_get_many(self, keys: list[str]) -> dict[str, CacheRow]:
         """Cached replies for many keys at once (one query per 500 keys)."""
         out: dict[str, CacheRow] = {}

@@ -1,0 +1,53 @@
+"""Datasets: upload, check, map columns, save; browse what is stored."""
+import streamlit as st
+
+from evaluators.data import inspect_file
+from evaluators.registry import FIELDS
+from ui import loaders, state, widgets as w
+
+st.title("Datasets")
+with w.guard():
+    upload = st.file_uploader("Upload JSONL, JSON, CSV or Parquet (up to 200 MB)",
+                              type=["jsonl", "ndjson", "json", "csv", "parquet"], key="datasets.upload")
+    if upload is not None:
+        data = upload.getvalue()
+        first = inspect_file(data, upload.name)
+        st.markdown(f"**{upload.name}** · detected schema: `{first.detected}` · columns: {', '.join(first.columns) or '–'}")
+        mapping = {}
+        if first.columns:
+            st.caption("Column mapping (detected automatically; change any field)")
+            cols = st.columns(len(FIELDS))
+            for col, field in zip(cols, FIELDS):
+                options = ["(none)"] + first.columns
+                chosen = col.selectbox(field, options, index=options.index(first.mapping.get(field, "(none)")),
+                                       key=f"datasets.map.{upload.name}.{field}")
+                if chosen != "(none)":
+                    mapping[field] = chosen
+        checked = inspect_file(data, upload.name, mapping) if mapping != first.mapping else first
+        if checked.preview:
+            st.caption(f"First {len(checked.preview)} rows")
+            w.json_preview(checked.preview)
+        if checked.problems:
+            w.problems_table(checked.problems, checked.truncated)
+        else:
+            ds = checked.dataset
+            st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
+            name = st.text_input("Name", upload.name, key="datasets.name")
+            if st.button("Save dataset", type="primary", key="datasets.save"):
+                ds.name = name
+                did = loaders.store().save_dataset(ds)
+                loaders.datasets.clear()
+                st.switch_page("pages/new_run.py", query_params={"dataset": did})
+    st.subheader("Saved datasets")
+    saved = loaders.datasets(loaders.store().url)
+    table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
+              "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
+    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="datasets.table")
+    if event.selection.rows:
+        state.write("dataset", saved[event.selection.rows[0]]["id"])
+    chosen = state.read("dataset")
+    if chosen in {d["id"] for d in saved}:
+        ds = loaders.dataset(chosen)
+        st.markdown(f"**{ds.name}** · {len(ds)} rows · {ds.shape} · mapping `{ds.mapping}`")
+        w.json_preview(ds.records[:20])
+        st.page_link("pages/new_run.py", label="Evaluate this dataset", icon="▶️", query_params={"dataset": chosen})

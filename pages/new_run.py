@@ -1,0 +1,61 @@
+"""New evaluation: dataset, metrics (built from the registry), thresholds, judge, estimate, start."""
+import streamlit as st
+
+from evaluators.api import estimate_run, prepare_run
+from evaluators.registry import FAMILIES, all_metrics
+from evaluators.runner import RunSpec
+from evaluators.workers import spawn_worker
+from ui import loaders, state, widgets as w
+
+st.title("New evaluation")
+with w.guard():
+    saved = loaders.datasets(loaders.store().url)
+    ids = [d["id"] for d in saved]
+    labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
+    did = state.bound(st.selectbox, "Dataset", "dataset", ids[0] if ids else None, options=ids, format_func=labels.get)
+    if not did:
+        st.info("No dataset yet: upload one on the Datasets page.")
+        st.stop()
+    ds = loaders.dataset(did)
+    missing = ds.availability()
+    chosen = []
+    for family, title in FAMILIES.items():
+        specs = [s for s in all_metrics() if s.family == family]
+        st.subheader(title)
+        if not specs:
+            st.caption("No metrics of this family are available yet.")
+            continue
+        cols = st.columns(4)
+        for k, s in enumerate(specs):
+            lacking = missing[s.name]
+            help_text = s.description + (f" — needs {', '.join(lacking)}" if lacking else "")
+            if cols[k % 4].checkbox(s.name, key=f"new.metric.{s.name}", disabled=bool(lacking), help=help_text):
+                chosen.append(s)
+            if lacking:
+                cols[k % 4].caption(f"needs {', '.join(lacking)}")
+    if not chosen:
+        st.info("Pick at least one metric.")
+        st.stop()
+    st.subheader("Thresholds")
+    thresholds = {}
+    cols = st.columns(min(4, len(chosen)))
+    for k, s in enumerate(chosen):
+        lo, hi = s.score_range
+        thresholds[s.name] = cols[k % len(cols)].number_input(
+            f"{s.name} passes at {'≥' if s.higher_is_better else '≤'}", float(lo), float(hi), float(s.default_threshold),
+            1.0 if s.integer else 0.05, key=f"new.th.{s.name}")
+    judge, api_key = None, None
+    if any(s.is_judge for s in chosen):
+        st.subheader("Judge")
+        judge, api_key = w.judge_settings()
+    spec = RunSpec([s.name for s in chosen], thresholds, judge)
+    spec.validate()
+    st.subheader("Before you start")
+    w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge.concurrency if judge else 1)
+    name = st.text_input("Run name", f"{ds.name} · {', '.join(spec.metrics)}", key="new.name")
+    if st.button("Start evaluation", type="primary", key="new.start"):
+        store = loaders.store()
+        run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name)
+        spawn_worker(store, run_id, api_key)
+        loaders.runs.clear()
+        st.switch_page("pages/results.py", query_params={"run": run_id})

@@ -1,0 +1,33 @@
+"""Results of one run: headline, per-metric distributions and thresholds, errors, every row, exports."""
+import streamlit as st
+
+from ui import loaders, state, widgets as w
+
+st.title("Results")
+with w.guard():
+    runs = loaders.runs(loaders.store().url)
+    if not runs:
+        st.info("No runs yet.")
+        st.page_link("pages/new_run.py", label="Start a new evaluation", icon="▶️")
+        st.stop()
+    ids = [r["id"] for r in runs]
+    run_id = state.bound(st.selectbox, "Run", "run", ids[0], options=ids, format_func=w.run_label(runs))
+    run = loaders.run(run_id)
+    w.run_status(run)
+    res = loaders.results(run, w.thresholds_for(run))
+    w.headline(res)
+    tab_metrics, tab_rows, tab_errors, tab_share = st.tabs(["Metrics", "Rows", "Errors", "Share & export"])
+    with tab_metrics:
+        for spec in res.specs:
+            st.markdown(f"#### {spec.name}")
+            w.metric_panel(res, spec)
+    with tab_rows:
+        row = w.row_table(res, w.row_filters(res))
+        if row is not None and 0 <= row < len(res.dataset):
+            w.detail(res, row)
+    with tab_errors:
+        w.errors_panel(res, run)
+    with tab_share:
+        st.caption("This view's link (run, filters, selected row and thresholds are in it):")
+        w.share_link()
+        w.exports(res, run)

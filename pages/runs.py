@@ -1,0 +1,21 @@
+"""Runs: every evaluation in the store, newest first; pick one to read it."""
+import streamlit as st
+
+from ui import loaders, widgets as w
+
+st.title("Runs")
+with w.guard():
+    runs = loaders.runs(loaders.store().url)
+    st.page_link("pages/new_run.py", label="Start a new evaluation", icon="▶️")
+    if not runs:
+        st.info("No runs yet. The bundled sample datasets are ready: start a new evaluation; classic metrics need no key.")
+        st.stop()
+    names = {d["id"]: d["name"] for d in loaders.datasets(loaders.store().url)}
+    table = [{"run": r["name"], "dataset": names.get(r["dataset_id"], r["dataset_id"]), "status": r["status"],
+              "progress": (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0,
+              "errored": r["tasks_errored"], "metrics": ", ".join(r["spec"]["metrics"]),
+              "judge": (r["spec"].get("judge") or {}).get("model", "–"), "created": r["created_at"]} for r in runs]
+    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="runs.table",
+                         column_config={"progress": st.column_config.ProgressColumn(min_value=0, max_value=1)})
+    if event.selection.rows:
+        st.switch_page("pages/results.py", query_params={"run": runs[event.selection.rows[0]]["id"]})

@@ -1,0 +1,54 @@
+"""All data access of the dashboard: one store per process, cached reads keyed by what they are."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from evaluators import Store, load_dataset
+from evaluators.api import open_results
+from evaluators.results import RunResults
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data"
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> Store:
+    """The store (``EVAL_DATABASE_URL`` or the local SQLite file), with the bundled samples in it."""
+    s = Store()
+    for path in sorted(SAMPLES.glob("*.jsonl")):
+        s.save_dataset(load_dataset(path))  # stored once: datasets are kept by content
+    return s
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def runs(url: str) -> list[dict]:
+    return store().list_runs()
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def datasets(url: str) -> list[dict]:
+    return store().list_datasets()
+
+
+def run(run_id: str) -> dict | None:
+    try:
+        return store().get_run(run_id)
+    except KeyError:
+        return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=64, ttl=600)
+def _results(run_id: str, thresholds: tuple, version: tuple) -> RunResults:
+    return open_results(store(), run_id, dict(thresholds))
+
+
+def results(run: dict, thresholds: dict[str, float]) -> RunResults:
+    """A run's results with ``thresholds`` applied; recomputed when the run moves on."""
+    version = (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
+    return _results(run["id"], tuple(sorted(thresholds.items())), version)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def dataset(dataset_id: str):
+    return store().get_dataset(dataset_id)

@@ -1,0 +1,294 @@
+"""Shared widgets of the dashboard. Pages compose these; no scoring happens here."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+
+import streamlit as st
+
+from evaluators import EvalError
+from evaluators.charts import distribution
+from evaluators.exports import csv_text, jsonl_text
+from evaluators.judge import JudgeConfig
+from evaluators.registry import MetricSpec
+from evaluators.report import html_report
+from evaluators.results import RunResults
+from evaluators.store import utcnow
+from evaluators.workers import spawn_worker
+from ui import loaders, state
+
+ACTIVE = ("queued", "running")
+STALE_AFTER = dt.timedelta(seconds=30)
+log = logging.getLogger("evaldash")
+
+
+@contextlib.contextmanager
+def guard():
+    """Show a user's error as a message and anything else as a short apology: never a traceback."""
+    try:
+        yield
+    except EvalError as e:
+        st.error(str(e))
+    except Exception as e:  # noqa: BLE001 — the browser gets one line; the server log gets the rest
+        log.exception("page error")
+        st.error(f"Something went wrong: {type(e).__name__}: {e}")
+
+
+def session_key() -> str | None:
+    """The judge key typed in this browser session (never stored, never in the URL)."""
+    return st.session_state.get("judge_api_key") or None
+
+
+def run_label(runs: list[dict]):
+    by_id = {r["id"]: r for r in runs}
+
+    def label(rid: str) -> str:
+        r = by_id.get(rid)
+        return f"{r['name']} · {r['status']} · {r['created_at']:%Y-%m-%d %H:%M}" if r else rid
+    return label
+
+
+def _stale(run: dict) -> bool:
+    beat = run.get("heartbeat_at") or run.get("created_at")
+    return run["status"] in ACTIVE and beat is not None and utcnow() - beat > STALE_AFTER
+
+
+def run_status(run: dict) -> None:
+    """Live progress while a run is active (outside the script run: read from the store), or its end state."""
+    if run["status"] in ACTIVE and not _stale(run):
+        _live(run["id"])
+        return
+    if _stale(run):
+        st.warning("This run's worker stopped reporting (no heartbeat for 30 s). Results so far are kept.")
+    elif run["status"] == "failed":
+        st.error(f"The run failed: {run['error']}")
+    elif run["status"] == "cancelled":
+        st.info("The run was cancelled. Results so far are kept.")
+    if run["status"] != "completed" and st.button("Resume run", key="resume"):
+        spawn_worker(loaders.store(), run["id"], session_key())
+        st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def _live(run_id: str) -> None:
+    run = loaders.run(run_id)
+    if run is None or run["status"] not in ACTIVE:
+        st.rerun()  # the whole page, now with the final results
+    total, done, errored = run["tasks_total"], run["tasks_done"], run["tasks_errored"]
+    finished = done + errored
+    left = ""
+    if run["started_at"] and 0 < finished < total:
+        spent = (utcnow() - run["started_at"]).total_seconds()
+        left = f" · about {spent / finished * (total - finished):.0f} s left"
+    text = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored{left}"
+    st.progress(finished / total if total else 0.0, text=text)
+    if st.button("Cancel run", key="cancel"):
+        loaders.store().request_cancel(run_id)
+
+
+def thresholds_for(run: dict) -> dict[str, float]:
+    """The thresholds in force: the URL's ``th.<metric>`` values over the run's own."""
+    spec = run["spec"]
+    out = {}
+    for name in spec["metrics"]:
+        v = state.current(f"th.{name}", None, float)
+        if v is not None:
+            out[name] = float(v)
+    return out
+
+
+def headline(res: RunResults) -> None:
+    cols = st.columns(2 + len(res.specs))
+    errored = sum(1 for i in range(len(res.dataset))
+                  if any(res.cells[s.name][i] is not None and res.cells[s.name][i].status == "error" for s in res.specs))
+    cols[0].metric("Rows", len(res.dataset), border=True)
+    cols[1].metric("Errored rows", errored, border=True)
+    for col, s in zip(cols[2:], res.specs):
+        rate = res.summary(s)["pass_rate"]
+        col.metric(f"{s.name} pass rate", "–" if rate is None else f"{rate:.0%}", border=True,
+                   help=f"share of scored rows with {s.primary} {'≥' if s.higher_is_better else '≤'} {res.thresholds[s.name]:g}")
+
+
+def metric_panel(res: RunResults, spec: MetricSpec) -> None:
+    """Distribution, mean with its interval, pass rate, and a threshold that recomputes without re-running."""
+    sm = res.summary(spec)
+    left, right = st.columns([3, 2])
+    left.plotly_chart(distribution(res, spec), key=f"chart.{spec.name}", config={"displayModeBar": False})
+    lo, hi = sm[f"{spec.primary}_ci95"]
+    mean = "–" if sm[spec.primary] is None else f"{sm[spec.primary]:.3f}"
+    right.markdown(f"**Mean {spec.primary}:** {mean}" + ("" if lo is None else f" (95% CI {lo:.3f}–{hi:.3f})"))
+    if sm["pass_rate"] is not None:
+        plo, phi = sm["pass_rate_ci95"]
+        right.markdown(f"**Pass rate:** {sm['pass_rate']:.1%} (95% CI {plo:.1%}–{phi:.1%})")
+    right.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
+                  + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
+    low, high = spec.score_range
+    step = 1.0 if spec.integer else 0.05
+    with right:
+        state.bound(st.slider, "Threshold", f"th.{spec.name}", float(res.thresholds[spec.name]), parse=float,
+                    fmt=lambda v: f"{v:g}", min_value=float(low), max_value=float(high), step=step,
+                    help="Pass rates are recomputed from stored scores; nothing is re-run.")
+
+
+def errors_panel(res: RunResults, run: dict) -> None:
+    rows = [(res.dataset.row_no(i), s.name, c.error) for s in res.specs for i, c in enumerate(res.cells[s.name])
+            if c is not None and c.status == "error"]
+    if not rows:
+        st.success("No errored rows.")
+        return
+    st.dataframe([{"row": r, "metric": m, "error": e} for r, m, e in rows], hide_index=True)
+    if run["status"] not in ACTIVE and st.button(f"Retry {len(rows)} failed row(s)", key="retry"):
+        from evaluators.workers import retry_failed
+
+        retry_failed(loaders.store(), run["id"], session_key())
+        st.rerun()
+
+
+def row_filters(res: RunResults) -> dict:
+    names = [s.name for s in res.specs]
+    c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
+    metric = state.bound(c1.selectbox, "Metric", "metric", names[0], options=names)
+    verdict = state.bound(c2.selectbox, "Verdict", "verdict", "all", options=["all", "pass", "fail", "error"])
+    search = state.bound(c3.text_input, "Search query and response", "q", "")
+    sort = state.bound(c4.selectbox, "Sort by", "sort", "row", options=["row"] + names)
+    spec = next(s for s in res.specs if s.name == metric)
+    low, high = map(float, spec.score_range)
+    rng = state.bound(st.slider, f"{metric} range", f"range.{metric}", (low, high),
+                      parse=lambda t: tuple(float(x) for x in t.split("..")), fmt=lambda v: f"{v[0]:g}..{v[1]:g}",
+                      min_value=low, max_value=high, step=1.0 if spec.integer else 0.05)
+    desc = state.bound(st.toggle, "Descending", "desc", False, parse=lambda t: t == "1", fmt=lambda v: "1" if v else "0")
+    return dict(metric=metric, verdict=verdict, search=search, sort=sort, descending=desc,
+                low=None if rng[0] == low else rng[0], high=None if rng[1] == high else rng[1])
+
+
+def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
+    """The filtered rows; returns the selected row index (also kept in the URL as ``row``)."""
+    df = res.table(**filters)
+    st.caption(f"{len(df)} of {len(res.dataset)} rows")
+    event = st.dataframe(df, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
+                         column_config={"query": st.column_config.TextColumn(width="medium"),
+                                        "response": st.column_config.TextColumn(width="large")})
+    picked = event.selection.rows if event and event.selection else []
+    if picked:
+        state.write("row", int(df.index[picked[0]]))
+    return state.read("row", None, int)
+
+
+def text_block(label: str, text: str | None) -> None:
+    if text:
+        st.markdown(f"**{label}**")
+        st.text(text)
+
+
+def conversation(res: RunResults, i: int) -> None:
+    for m in res.dataset.value(i, "messages") or []:
+        with st.chat_message(m.get("role", "user")):
+            st.write(m.get("content", ""))
+            ctx = m.get("context")
+            if ctx:
+                with st.expander("Retrieved documents"):
+                    st.json(ctx, expanded=False)
+
+
+def detail(res: RunResults, i: int) -> None:
+    """Everything about one row: inputs, each metric's score, verdict, reasoning and raw reply."""
+    ds = res.dataset
+    st.subheader(f"Row {ds.row_no(i)}")
+    if ds.shape == "conversation":
+        conversation(res, i)
+    else:
+        c = ds.canonical(i)
+        for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"), ("Ground truth", "ground_truth")):
+            text_block(label, c.get(key))
+    for s in res.specs:
+        cell = res.cells[s.name][i]
+        verdict = res.passed(s, cell)
+        mark = "–" if verdict is None else ("✅ pass" if verdict else "❌ fail")
+        value = "pending" if cell is None else (f"{cell.value:g}" if cell.value is not None else cell.status)
+        with st.expander(f"{s.name}: {value} {mark}", expanded=True):
+            if cell is None:
+                continue
+            if cell.error:
+                st.error(cell.error)
+            if cell.reason:
+                st.markdown(f"**Judge's reasoning:** {cell.reason}")
+            for t in cell.turns:
+                meta = t.meta or {}
+                head = f"turn {t.turn + 1}: " if ds.shape == "conversation" else ""
+                info = [f"{head}{t.status}", meta.get("model"), f"{t.latency_ms:.0f} ms" if t.latency_ms else None,
+                        f"{(t.prompt_tokens or 0) + (t.completion_tokens or 0)} tokens" if t.prompt_tokens else None,
+                        "cached" if t.cached else None]
+                st.caption(" · ".join(x for x in info if x))
+                if t.raw:
+                    st.code(t.raw, language="json", wrap_lines=True)
+
+
+def exports(res: RunResults, run: dict) -> None:
+    name = "".join(ch if ch.isalnum() else "_" for ch in run["name"])[:60] or run["id"]
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Rows as CSV", lambda: csv_text(res.rows()), f"{name}.csv", "text/csv", key="dl.csv")
+    c2.download_button("Rows as JSONL", lambda: jsonl_text(res.rows()), f"{name}.jsonl", "application/jsonl", key="dl.jsonl")
+    c3.download_button("HTML report", lambda: html_report(res, run), f"{name}.html", "text/html", key="dl.html")
+
+
+def share_link() -> None:
+    query = "&".join(f"{k}={v}" for k, v in st.query_params.items())
+    base = str(getattr(st.context, "url", "") or "").split("?")[0]
+    st.code(f"{base}?{query}" if query else base, language=None)
+
+
+PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
+
+
+def judge_settings() -> tuple[JudgeConfig, str | None]:
+    """Judge provider, model and sampling; the key typed here stays in this browser session."""
+    c1, c2 = st.columns(2)
+    provider = PROVIDERS[c1.selectbox("Provider", list(PROVIDERS), key="judge.provider")]
+    model = c2.text_input("Model (Azure: deployment)", "gpt-4o-mini", key="judge.model")
+    base_url = endpoint = None
+    if provider == "compatible":
+        base_url = st.text_input("Base URL", "http://localhost:11434/v1", key="judge.base_url")
+    elif provider == "azure":
+        endpoint = st.text_input("Azure endpoint", os.environ.get("AZURE_OPENAI_ENDPOINT", ""), key="judge.endpoint")
+    c3, c4, c5 = st.columns(3)
+    temperature = c3.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="judge.temperature")
+    max_tokens = c4.number_input("Max tokens", 16, 8192, 800, 16, key="judge.max_tokens")
+    concurrency = c5.number_input("Concurrency", 1, 128, 8, key="judge.concurrency")
+    env = "AZURE_OPENAI_API_KEY" if provider == "azure" else "OPENAI_API_KEY"
+    hint = f"{env} is set in the server's environment" if os.environ.get(env) else "kept in this browser session only"
+    st.text_input("API key", type="password", key="judge_api_key", help=hint, placeholder=hint)
+    cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None,
+                      temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
+    return cfg, session_key()
+
+
+def estimate_panel(est: dict, concurrency: int) -> None:
+    c1, c2 = st.columns(2)
+    price_in = c1.number_input("Price per 1M input tokens", 0.0, value=0.15, step=0.05, key="price.in")
+    price_out = c2.number_input("Price per 1M output tokens", 0.0, value=0.60, step=0.05, key="price.out")
+    per_call = est["latency_s"] or st.session_state.get("price.latency", 2.0)
+    cost = est["prompt_tokens"] / 1e6 * price_in + est["completion_tokens"] / 1e6 * price_out
+    seconds = est["judge_calls"] * per_call / max(1, concurrency)
+    cols = st.columns(4)
+    cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
+    cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
+                   help=f"{est['prompt_tokens']:,} in (prompt length / 4) + {est['completion_tokens']:,} out")
+    cols[2].metric("Cost (est.)", f"{cost:.4f}")
+    cols[3].metric("Time (est.)", f"{seconds:.0f} s", help=f"{per_call:.2f} s a call"
+                   + (" (median of this model's past calls)" if est["latency_s"] else " (assumed)"))
+
+
+def problems_table(problems: list, truncated: bool = False) -> None:
+    st.error(f"{len(problems)}{'+' if truncated else ''} problem(s) found; nothing was saved.")
+    st.dataframe([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems],
+                 hide_index=True)
+
+
+def json_preview(rows: list[dict]) -> None:
+    import pandas as pd
+
+    st.dataframe(pd.DataFrame([{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v)
+                                for k, v in r.items()} for r in rows]), hide_index=True)
