@@ -152,6 +152,9 @@ class Store:
         if self.url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         self.engine = create_engine(self.url, **kwargs)
+        database = self.engine.url.database
+        if self.engine.dialect.name == "sqlite" and database and database != ":memory:":
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         if self.engine.dialect.name == "sqlite":
             @event.listens_for(self.engine, "connect")
             def _pragmas(conn, _):  # WAL: readers (the dashboard) never block the writer (a run)

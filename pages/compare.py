@@ -7,12 +7,12 @@ from ui import loaders, state, widgets as w
 
 st.title("Compare runs")
 with w.guard():
-    runs = [r for r in loaders.runs(loaders.store().url) if r["status"] == "completed"]
+    runs = [r for r in loaders.runs(st.query_params.get("base")) if r["status"] == "completed"]
     if len(runs) < 2:
         st.info("Two completed runs are needed to compare.")
         st.stop()
     ids, label = [r["id"] for r in runs], w.run_label(runs)
-    base_id = state.bound(st.selectbox, "Baseline", "base", ids[-1], options=ids, format_func=label)
+    base_id = state.pick("Baseline", "base", ids, ids[-1], format_func=label)
     base_run = loaders.run(base_id)
     base = loaders.results(base_run, {})
 
@@ -21,8 +21,7 @@ with w.guard():
                                        or len(loaders.dataset(r["dataset_id"])) == len(base.dataset))
 
     same_rows = [r["id"] for r in runs if aligned(r)]
-    others_ids = state.bound(st.multiselect, "Compare with", "runs", [], parse=state.as_list, fmt=state.join,
-                             options=same_rows, format_func=label)
+    others_ids = state.pick_many("Compare with", "runs", same_rows, format_func=label)
     if not others_ids:
         st.info("Pick one or more runs on the same dataset (or on a dataset with as many rows, aligned by position).")
         st.stop()
@@ -35,8 +34,7 @@ with w.guard():
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
                                     ("base_mean", "mean", "mean_delta", "base_pass_rate", "pass_rate", "pass_rate_delta")})
     changes = pd.DataFrame(row_changes(base, others))
-    only = state.bound(st.toggle, "Show only differences", "diff", False, parse=lambda t: t == "1",
-                       fmt=lambda v: "1" if v else "0")
+    only = st.toggle("Show only differences", key="diff", bind=state.URL)
     shown = changes[changes["changed"]] if only else changes
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
     event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")

@@ -36,10 +36,10 @@ with w.guard():
             if st.button("Save dataset", type="primary", key="datasets.save"):
                 ds.name = name
                 did = loaders.store().save_dataset(ds)
-                loaders.datasets.clear()
+                loaders.forget_lists()
                 st.switch_page("pages/new_run.py", query_params={"dataset": did})
     st.subheader("Saved datasets")
-    saved = loaders.datasets(loaders.store().url)
+    saved = loaders.datasets(st.query_params.get("dataset"))
     table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
               "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
     event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="datasets.table")
@@ -50,4 +50,4 @@ with w.guard():
         ds = loaders.dataset(chosen)
         st.markdown(f"**{ds.name}** · {len(ds)} rows · {ds.shape} · mapping `{ds.mapping}`")
         w.json_preview(ds.records[:20])
-        st.page_link("pages/new_run.py", label="Evaluate this dataset", icon="▶️", query_params={"dataset": chosen})
+        st.page_link("pages/new_run.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})

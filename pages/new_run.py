@@ -9,10 +9,10 @@ from ui import loaders, state, widgets as w
 
 st.title("New evaluation")
 with w.guard():
-    saved = loaders.datasets(loaders.store().url)
+    saved = loaders.datasets(st.query_params.get("dataset"))
     ids = [d["id"] for d in saved]
     labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-    did = state.bound(st.selectbox, "Dataset", "dataset", ids[0] if ids else None, options=ids, format_func=labels.get)
+    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=labels.get)
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()
@@ -52,10 +52,10 @@ with w.guard():
     spec.validate()
     st.subheader("Before you start")
     w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge.concurrency if judge else 1)
-    name = st.text_input("Run name", f"{ds.name} · {', '.join(spec.metrics)}", key="new.name")
+    name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()
-        run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name)
+        run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None)
         spawn_worker(store, run_id, api_key)
-        loaders.runs.clear()
+        loaders.forget_lists()
         st.switch_page("pages/results.py", query_params={"run": run_id})

@@ -5,18 +5,23 @@ from ui import loaders, state, widgets as w
 
 st.title("Results")
 with w.guard():
-    runs = loaders.runs(loaders.store().url)
+    runs = loaders.runs(st.query_params.get("run"))
     if not runs:
         st.info("No runs yet.")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon="▶️")
+        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
-    run_id = state.bound(st.selectbox, "Run", "run", ids[0], options=ids, format_func=w.run_label(runs))
+    run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))
     run = loaders.run(run_id)
     w.run_status(run)
-    res = loaders.results(run, w.thresholds_for(run))
-    w.headline(res)
-    tab_metrics, tab_rows, tab_errors, tab_share = st.tabs(["Metrics", "Rows", "Errors", "Share & export"])
+    head = st.container()
+    tab_metrics, tab_rows, tab_errors, tab_share = st.tabs(["Metrics", "Rows", "Errors", "Share & export"],
+                                                           key="view", bind=state.URL)
+    with tab_metrics:
+        thresholds = w.threshold_bar(run)  # first, so everything below uses the values just chosen
+    res = loaders.results(run, thresholds)
+    with head:
+        w.headline(res)
     with tab_metrics:
         for spec in res.specs:
             st.markdown(f"#### {spec.name}")

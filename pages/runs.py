@@ -5,12 +5,12 @@ from ui import loaders, widgets as w
 
 st.title("Runs")
 with w.guard():
-    runs = loaders.runs(loaders.store().url)
-    st.page_link("pages/new_run.py", label="Start a new evaluation", icon="▶️")
+    runs = loaders.runs(st.query_params.get("run"))
+    st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
     if not runs:
         st.info("No runs yet. The bundled sample datasets are ready: start a new evaluation; classic metrics need no key.")
         st.stop()
-    names = {d["id"]: d["name"] for d in loaders.datasets(loaders.store().url)}
+    names = {d["id"]: d["name"] for d in loaders.datasets(st.query_params.get("dataset"))}
     table = [{"run": r["name"], "dataset": names.get(r["dataset_id"], r["dataset_id"]), "status": r["status"],
               "progress": (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0,
               "errored": r["tasks_errored"], "metrics": ", ".join(r["spec"]["metrics"]),

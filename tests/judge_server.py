@@ -117,6 +117,7 @@ class JudgeServer:
                     return self._send(400, b'{"error": {"message": "bad json"}}')
                 path = self.path.split("?", 1)[0]
                 req["_path"] = self.path  # tests check where the client sent the call
+                req["_auth"] = self.headers.get("Authorization")  # ...and with which key
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with owner._lock:

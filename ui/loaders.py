@@ -22,13 +22,37 @@ def store() -> Store:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def runs(url: str) -> list[dict]:
+def _runs(url: str) -> list[dict]:
     return store().list_runs()
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def datasets(url: str) -> list[dict]:
+def _datasets(url: str) -> list[dict]:
     return store().list_datasets()
+
+
+def runs(wanted: str | None = None) -> list[dict]:
+    """Runs, newest first; re-read at once when the URL names one the cached list lacks."""
+    out = _runs(store().url)
+    if wanted and wanted not in {r["id"] for r in out}:
+        _runs.clear()
+        out = _runs(store().url)
+    return out
+
+
+def datasets(wanted: str | None = None) -> list[dict]:
+    """Datasets, newest first; re-read at once when the URL names one the cached list lacks."""
+    out = _datasets(store().url)
+    if wanted and wanted not in {d["id"] for d in out}:
+        _datasets.clear()
+        out = _datasets(store().url)
+    return out
+
+
+def forget_lists() -> None:
+    """After this session adds a run or a dataset."""
+    _runs.clear()
+    _datasets.clear()
 
 
 def run(run_id: str) -> dict | None:

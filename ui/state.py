@@ -1,7 +1,8 @@
-"""View state that lives in the URL's query string, so a copied link opens the same view.
+"""View state in the URL's query string, so a copied link opens the same view.
 
-A widget bound with :func:`bound` takes its first value from the URL, writes its
-value back on every run, and follows the URL when a link changes it.
+Widgets are bound with Streamlit's own ``bind="query-params"`` (the widget key is the
+parameter name). This module covers the rest: reading a bound value before its
+widget has rendered, and state that is no widget's (the selected row).
 """
 from __future__ import annotations
 
@@ -9,43 +10,18 @@ from typing import Any, Callable
 
 import streamlit as st
 
-
-def _seed(param: str, default: Any, parse: Callable[[str], Any], options: list | None) -> None:
-    wkey, last = f"url:{param}", f"url-last:{param}"
-    raw = st.query_params.get(param)
-    stale = wkey not in st.session_state or (raw is not None and raw != st.session_state.get(last))
-    if stale:
-        try:
-            value = parse(raw) if raw is not None else default
-        except (TypeError, ValueError):
-            value = default
-        st.session_state[wkey] = value
-    if options is not None and st.session_state[wkey] not in options:
-        st.session_state[wkey] = default if default in options else (options[0] if options else None)
+URL = "query-params"  # the value of a widget's ``bind``
 
 
-def write(param: str, value: Any, default: Any = None, fmt: Callable[[Any], str] = str) -> None:
-    """Put a value in the URL (or take it out when it is the default)."""
-    if value is None or value == default or value == [] or value == "":
-        if param in st.query_params:
-            del st.query_params[param]
-        st.session_state.pop(f"url-last:{param}", None)
-    else:
-        text = fmt(value)
-        if st.query_params.get(param) != text:
-            st.query_params[param] = text
-        st.session_state[f"url-last:{param}"] = text
-
-
-def bound(widget: Callable, label: str, param: str, default: Any = None, *, parse: Callable[[str], Any] = str,
-          fmt: Callable[[Any], str] = str, options: list | None = None, **kwargs: Any) -> Any:
-    """Render ``widget`` with its value kept in the query parameter ``param``."""
-    _seed(param, default, parse, options)
-    if options is not None:
-        kwargs["options"] = options
-    value = widget(label, key=f"url:{param}", **kwargs)
-    write(param, value, default, fmt)
-    return value
+def current(key: str, default: Any = None, parse: Callable[[str], Any] = str) -> Any:
+    """A bound widget's value this rerun: Session State once rendered, else the URL's."""
+    if key in st.session_state:
+        return st.session_state[key]
+    raw = st.query_params.get(key)
+    try:
+        return parse(raw) if raw is not None else default
+    except (TypeError, ValueError):
+        return default
 
 
 def read(param: str, default: Any = None, parse: Callable[[str], Any] = str) -> Any:
@@ -56,17 +32,34 @@ def read(param: str, default: Any = None, parse: Callable[[str], Any] = str) -> 
         return default
 
 
-def as_list(text: str) -> list[str]:
-    return [x for x in text.split(",") if x]
+def write(param: str, value: Any) -> None:
+    """Put a value that no widget owns in the URL (None takes it out)."""
+    if value is None:
+        st.query_params.pop(param, None)
+    elif st.query_params.get(param) != str(value):
+        st.query_params[param] = str(value)
 
 
-def join(values: list[str]) -> str:
-    return ",".join(values)
+def pick(label: str, param: str, options: list[str], newest: str | None, **kwargs: Any) -> str | None:
+    """A selectbox for what a view is *of* (a run, a dataset), pinned in the URL.
+
+    The URL is the source of truth (a link or ``switch_page`` sets it); the newest option is
+    written in when none is given, so a shared link keeps pointing at the same thing after
+    newer ones appear. Not bound natively: a bound widget drops its parameter at its default.
+    """
+    if not options:
+        return None
+    chosen = st.query_params.get(param)
+    if chosen not in options:
+        chosen = newest if newest in options else options[0]
+    value = st.selectbox(label, options, index=options.index(chosen), **kwargs)
+    write(param, value)
+    return value
 
 
-def current(param: str, default: Any = None, parse: Callable[[str], Any] = str) -> Any:
-    """A bound widget's value as of this rerun (its new value if just changed), else the URL's."""
-    key = f"url:{param}"
-    if key in st.session_state:
-        return st.session_state[key]
-    return read(param, default, parse)
+def pick_many(label: str, param: str, options: list[str], **kwargs: Any) -> list[str]:
+    """A multiselect whose choice lives in the URL as comma-separated values (order kept)."""
+    chosen = [x for x in (st.query_params.get(param) or "").split(",") if x in options]
+    value = st.multiselect(label, options, default=chosen, **kwargs)
+    write(param, ",".join(value) or None)
+    return value

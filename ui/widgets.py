@@ -27,7 +27,12 @@ log = logging.getLogger("evaldash")
 
 @contextlib.contextmanager
 def guard():
-    """Show a user's error as a message and anything else as a short apology: never a traceback."""
+    """Show a user's error as a message and anything else as a short apology: never a traceback.
+
+    Also sends a session that reached a page without app.py's router through it once.
+    """
+    if not st.session_state.get("routed"):
+        st.rerun()
     try:
         yield
     except EvalError as e:
@@ -89,14 +94,19 @@ def _live(run_id: str) -> None:
         loaders.store().request_cancel(run_id)
 
 
-def thresholds_for(run: dict) -> dict[str, float]:
-    """The thresholds in force: the URL's ``th.<metric>`` values over the run's own."""
-    spec = run["spec"]
+def threshold_bar(run: dict) -> dict[str, float]:
+    """One threshold slider per metric (in the URL only when changed); returns the thresholds in force."""
+    from evaluators.registry import get_metric
+
+    names = run["spec"]["metrics"]
     out = {}
-    for name in spec["metrics"]:
-        v = state.current(f"th.{name}", None, float)
-        if v is not None:
-            out[name] = float(v)
+    for col, name in zip(st.columns(len(names)), names):
+        spec = get_metric(name)
+        low, high = spec.score_range
+        own = float(run["spec"]["thresholds"].get(name, spec.default_threshold))
+        out[name] = col.slider(f"{name} threshold", float(low), float(high), own, 1.0 if spec.integer else 0.05,
+                               key=f"th.{name}", bind=state.URL,
+                               help="Pass rates are recomputed from stored scores; nothing is re-run.")
     return out
 
 
@@ -113,7 +123,7 @@ def headline(res: RunResults) -> None:
 
 
 def metric_panel(res: RunResults, spec: MetricSpec) -> None:
-    """Distribution, mean with its interval, pass rate, and a threshold that recomputes without re-running."""
+    """Distribution, mean with its interval, pass rate at the threshold in force."""
     sm = res.summary(spec)
     left, right = st.columns([3, 2])
     left.plotly_chart(distribution(res, spec), key=f"chart.{spec.name}", config={"displayModeBar": False})
@@ -125,12 +135,6 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
         right.markdown(f"**Pass rate:** {sm['pass_rate']:.1%} (95% CI {plo:.1%}–{phi:.1%})")
     right.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
                   + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
-    low, high = spec.score_range
-    step = 1.0 if spec.integer else 0.05
-    with right:
-        state.bound(st.slider, "Threshold", f"th.{spec.name}", float(res.thresholds[spec.name]), parse=float,
-                    fmt=lambda v: f"{v:g}", min_value=float(low), max_value=float(high), step=step,
-                    help="Pass rates are recomputed from stored scores; nothing is re-run.")
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
@@ -150,16 +154,15 @@ def errors_panel(res: RunResults, run: dict) -> None:
 def row_filters(res: RunResults) -> dict:
     names = [s.name for s in res.specs]
     c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
-    metric = state.bound(c1.selectbox, "Metric", "metric", names[0], options=names)
-    verdict = state.bound(c2.selectbox, "Verdict", "verdict", "all", options=["all", "pass", "fail", "error"])
-    search = state.bound(c3.text_input, "Search query and response", "q", "")
-    sort = state.bound(c4.selectbox, "Sort by", "sort", "row", options=["row"] + names)
+    metric = c1.selectbox("Metric", names, key="metric", bind=state.URL)
+    verdict = c2.selectbox("Verdict", ["all", "pass", "fail", "error"], key="verdict", bind=state.URL)
+    search = c3.text_input("Search query and response", key="q", bind=state.URL)
+    sort = c4.selectbox("Sort by", ["row"] + names, key="sort", bind=state.URL)
     spec = next(s for s in res.specs if s.name == metric)
     low, high = map(float, spec.score_range)
-    rng = state.bound(st.slider, f"{metric} range", f"range.{metric}", (low, high),
-                      parse=lambda t: tuple(float(x) for x in t.split("..")), fmt=lambda v: f"{v[0]:g}..{v[1]:g}",
-                      min_value=low, max_value=high, step=1.0 if spec.integer else 0.05)
-    desc = state.bound(st.toggle, "Descending", "desc", False, parse=lambda t: t == "1", fmt=lambda v: "1" if v else "0")
+    rng = st.slider(f"{metric} range", low, high, (low, high), 1.0 if spec.integer else 0.05,
+                    key=f"range.{metric}", bind=state.URL)
+    desc = st.toggle("Descending", key="desc", bind=state.URL)
     return dict(metric=metric, verdict=verdict, search=search, sort=sort, descending=desc,
                 low=None if rng[0] == low else rng[0], high=None if rng[1] == high else rng[1])
 

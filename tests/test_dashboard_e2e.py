@@ -1,0 +1,178 @@
+"""The dashboard end to end in a real headless Chromium (Debian's), against the loopback judge.
+
+Waits on content and on Streamlit's ``data-test-script-state="notRunning"``, never on fixed
+sleeps. Screenshots of each page go to artifacts/screenshots/ (kept out of git).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from evaluators import Store
+from evaluators.api import open_results
+from tests.conftest import ROOT, SINGLE, env_for_subprocess
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "artifacts" / "screenshots"
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def app(tmp_path):
+    port = free_port()
+    home = tmp_path / "evalhome"
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, env=env_for_subprocess(EVAL_HOME=str(home)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the dashboard did not start")
+    yield url, Store(f"sqlite:///{home / 'evals.db'}")
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def settle(page, text: str | None = None, timeout: float = 60_000) -> None:
+    """Wait until ``text`` shows and the script run has finished."""
+    if text:
+        page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def metric_value(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
+    url, store = app
+    # An upload in DeepEval's column names, so detection is exercised too.
+    rows = [json.loads(x) for x in SINGLE.read_text().splitlines()][:12]
+    upload = tmp_path / "deepeval_style.jsonl"
+    upload.write_text("".join(json.dumps({"input": r["query"], "actual_output": r["response"],
+                                          "expected_output": r["ground_truth"], "retrieval_context": [r["context"]]}) + "\n"
+                              for r in rows))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url + "/datasets")
+    settle(page, "Saved datasets")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    settle(page, "all checks passed")
+    assert page.get_by_text("detected schema: deepeval").count() == 1
+    shot(page, "1-datasets")
+    page.get_by_role("button", name="Save dataset").click()
+    settle(page, "Pick at least one metric")
+    assert "/new" in page.url and "dataset=" in page.url
+
+    for metric in ("coherence", "f1_score"):
+        page.locator('[data-testid="stCheckbox"]').filter(has_text=metric).first.locator("label").click()
+        settle(page)
+    page.get_by_label("Base URL").fill(judge_server.url)
+    page.get_by_label("Base URL").press("Enter")
+    settle(page)
+    page.get_by_label("Model (Azure: deployment)").fill("loopback-judge")
+    page.get_by_label("Model (Azure: deployment)").press("Enter")
+    settle(page, "Judge calls")
+    assert metric_value(page, "Judge calls") == "12"
+    shot(page, "2-new-evaluation")
+    page.get_by_role("button", name="Start evaluation").click()
+    settle(page, "Results")
+    # the page follows the worker through the store: no reload, just wait for both metrics to be complete
+    page.wait_for_function("() => { const t = document.querySelector('[data-testid=\"stMain\"]').innerText;"
+                           " return t.split('12 scored · 0 errored · 0 skipped').length === 3 && !t.includes('Cancel run'); }",
+                           timeout=90_000)
+    settle(page, "coherence pass rate")
+    run_id = page.url.split("run=")[1].split("&")[0]
+    res = open_results(store, run_id)
+    assert res.metrics()["coherence.scored_rows"] == 12 and len(judge_server.calls) == 12
+    expected = res.summary(res.specs[0])["pass_rate"]
+    assert metric_value(page, "coherence pass rate") == f"{expected:.0%}"
+    shot(page, "3-results")
+
+    # raise the coherence threshold by one step with the keyboard: recomputed, not re-run
+    page.locator('[data-testid="stSlider"]').filter(has_text="coherence threshold").get_by_role("slider").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url("**th.coherence=4**", timeout=30_000)
+    settle(page)
+    strict = open_results(store, run_id, {"coherence": 4}).summary(res.specs[0])["pass_rate"]
+    assert metric_value(page, "coherence pass rate") == f"{strict:.0%}"
+    assert len(judge_server.calls) == 12
+
+    page.get_by_role("tab", name="Rows").click()
+    settle(page)
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row's selection box
+    page.wait_for_url("**row=0**", timeout=30_000)
+    settle(page, "Judge's reasoning")
+    reason = res.cells["coherence"][0].reason
+    assert page.get_by_text(reason).count() >= 1
+    shot(page, "4-row-detail")
+
+    link = page.url
+    for part in (f"run={run_id}", "th.coherence=4", "row=0", "view=Rows"):
+        assert part in link
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    fresh.goto(link)
+    settle(fresh, "Judge's reasoning")
+    assert fresh.get_by_text(reason).count() >= 1
+    assert metric_value(fresh, "coherence pass rate") == f"{strict:.0%}"
+    assert fresh.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
+    shot(fresh, "5-shared-link")
+    assert len(judge_server.calls) == 12  # reading never calls the judge
+
+
+def test_bad_upload_lists_every_problem_and_saves_nothing(app, browser, tmp_path):
+    url, store = app
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"query": "q1", "response": "r1"}\n{"query": "q2" "response": "r2"}\n{"query": "q3", "response": ["x"]}\n')
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url + "/datasets")
+    settle(page, "Saved datasets")
+    before = len(store.list_datasets())
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
+    settle(page, "problem(s) found")
+    problems = page.locator('[data-testid="stDataFrame"]').filter(has_text="problem").first
+    problems.wait_for()
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert "2 problem(s) found; nothing was saved." in text
+    assert "Traceback" not in text and page.get_by_role("button", name="Save dataset").count() == 0
+    assert len(store.list_datasets()) == before
+    shot(page, "6-bad-upload")

@@ -1,0 +1,162 @@
+"""Each dashboard page through Streamlit's AppTest, on a real SQLite store and the loopback judge."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from evaluators import JudgeConfig, Store, evaluate
+from evaluators.api import open_results
+from tests.conftest import CONVERSATIONS, ROOT, SINGLE
+
+st_testing = pytest.importorskip("streamlit.testing.v1")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    # the store is a cache_resource: without this, a test would read the previous test's database
+    import streamlit as st
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture
+def home_store(tmp_path) -> Store:
+    # the dashboard's store: EVAL_HOME is set per test by conftest
+    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+
+
+def app(page: str | None = None, **params):
+    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.query_params.update(params)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def wait_done(store: Store, run_id: str, timeout: float = 60) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        run = store.get_run(run_id)
+        if run["status"] in ("completed", "failed", "cancelled"):
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish")
+
+
+def test_first_start_has_the_samples_and_no_runs(home_store):
+    at = app()
+    assert "No runs yet" in at.info[0].value
+    names = {d["name"] for d in home_store.list_datasets()}
+    assert names == {"rag_single_turn.jsonl", "support_conversations.jsonl"}
+
+
+def test_datasets_page_lists_and_previews(home_store):
+    at = app("pages/datasets.py")
+    table = at.dataframe[0].value
+    assert set(table["name"]) == {"rag_single_turn.jsonl", "support_conversations.jsonl"}
+    assert set(table["rows"]) == {31, 20}
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
+    at = app("pages/datasets.py", dataset=did)
+    assert any("20 rows · conversation" in m.value for m in at.markdown)
+
+
+def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
+    app()  # seeds the samples
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    at = app("pages/new_run.py", dataset=did)
+    assert at.checkbox(key="new.metric.retrieval").disabled  # needs messages
+    at.checkbox(key="new.metric.coherence").check()
+    at.checkbox(key="new.metric.bleu").check()
+    at.run()
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback")
+    at.run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Judge calls"] == "31"
+    at.button(key="new.start").click().run()
+    run = home_store.list_runs()[0]
+    assert run["spec"]["metrics"] == ["coherence", "bleu"]
+    assert wait_done(home_store, run["id"])["status"] == "completed"
+    assert len(judge_server.calls) == 31
+    # the same choice again: everything is in the cache now
+    at = app("pages/new_run.py", dataset=did)
+    at.checkbox(key="new.metric.coherence").check().run()
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback")
+    at.run()
+    assert at.metric[0].value == "0" and "31 more answered from the cache" in at.metric[0].help
+
+
+@pytest.fixture
+def finished_run(home_store, judge_server):
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
+    app()  # seeds the samples
+    return evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=home_store).run_id
+
+
+def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, finished_run):
+    res = open_results(home_store, finished_run, {"coherence": 4})
+    rate = res.summary(res.specs[0])["pass_rate"]
+    at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="2")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Rows"] == "31" and metrics["coherence pass rate"] == f"{rate:.0%}"
+    failing = sum(1 for c in res.cells["coherence"] if not res.passed(res.specs[0], c))
+    rows = at.dataframe[0].value
+    assert len(rows) == failing and set(rows["coherence verdict"]) == {"fail"}
+    reason = res.cells["coherence"][2].reason
+    assert any(reason in m.value for m in at.markdown)  # the detail pane of row 3
+    assert any(e.label.startswith("coherence:") for e in at.expander)
+
+
+def test_results_page_errors_tab_offers_retry(home_store, judge_server):
+    from tests.judge_server import Action
+    from evaluators.data import load_dataset
+
+    app()
+    bad = load_dataset(SINGLE).records[4]["response"]
+    judge_server.on_prompt(bad, *[Action(status=500)] * 10)
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
+                        backoff_base=0.01)
+    rid = evaluate(SINGLE, ["fluency"], judge=judge, store=home_store).run_id
+    at = app("pages/results.py", run=rid)
+    assert {m.label: m.value for m in at.metric}["Errored rows"] == "1"
+    errors = at.dataframe[-1].value if len(at.dataframe) else None
+    assert errors is not None and list(errors["row"]) == [5] and "HTTP 500" in errors["error"][0]
+    at.button(key="retry").click().run()
+    judge_server.by_prompt.clear()
+    run = wait_done(home_store, rid)
+    assert run["status"] == "completed"
+    assert open_results(home_store, rid).metrics()["fluency.errored_rows"] == 0
+
+
+def test_compare_page_shows_deltas_and_changed_rows(home_store, judge_server):
+    app()
+    a = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"f1_score": 0.5}).run_id
+    b = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"f1_score": 0.7}).run_id
+    at = app("pages/compare.py", base=a, runs=b)
+    deltas = at.dataframe[0].value
+    f1 = deltas[deltas["metric"] == "f1_score"].iloc[0]
+    base, other = open_results(home_store, a), open_results(home_store, b)
+    assert f1["mean_delta"] == pytest.approx(0.0)
+    assert f1["pass_rate_delta"] == pytest.approx(other.summary(other.specs[0])["pass_rate"] - base.summary(base.specs[0])["pass_rate"])
+    assert f1["regressed"] > 0 and f1["improved"] == 0
+    rows = at.dataframe[1].value
+    assert len(rows) == 31
+    at = app("pages/compare.py", base=a, runs=b, diff="true")
+    assert len(at.dataframe[1].value) == f1["changed"]
+
+
+def test_conversation_results_page(home_store, judge_server):
+    app()
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
+    rid = evaluate(CONVERSATIONS, ["groundedness"], judge=judge, store=home_store).run_id
+    at = app("pages/results.py", run=rid, row="14", view="Rows")
+    assert any("turn 1: skipped" in c.value for c in at.caption)  # the greeting turn has no citations
+    assert len(at.chat_message) == 5  # system, user, assistant, user, assistant
