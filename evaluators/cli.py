@@ -144,7 +144,8 @@ def cmd_run(a) -> int:
     resumed = store.get_run(rid)["tasks_done"] > 0
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
-    status = Runner(store, rid, on_progress=progress).run()
+    # the user re-running a command takes the run over, even from a process killed moments ago
+    status = Runner(store, rid, on_progress=progress, take_over=True).run()
     if not a.quiet:
         print(file=sys.stderr)
     res = open_results(store, rid)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .data import Dataset
-from .errors import UsageError
+from .errors import EvalError, UsageError
 from .judge import JudgeClient, JudgeConfig, JudgeError
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import Result, Store, utcnow
@@ -183,11 +183,14 @@ class Runner:
         api_key: judge key for this process only (never stored).
         on_progress: called with a :class:`Progress` after each result.
         rows: restrict to these row indexes (retrying failed rows).
+        take_over: run even if another worker holds the run (its heartbeat is under 30 s old);
+            for a user re-running a command whose process was killed.
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
-                 on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None):
-        self.store, self.run_id, self.api_key = store, run_id, api_key
+                 on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None,
+                 take_over: bool = False):
+        self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
         self.dataset: Dataset = store.get_dataset(run["dataset_id"])
         self.spec = RunSpec.from_dict(run["spec"])
@@ -225,7 +228,8 @@ class Runner:
 
     async def arun(self) -> str:
         store, rid = self.store, self.run_id
-        store.claim_run(rid)
+        if not store.claim_run(rid, force=self.take_over):
+            raise EvalError(f"run {rid} is being executed by another worker (it reported in the last 30 s)")
         try:
             tasks, skipped = self.plan()
             store.write_results(rid, skipped)
@@ -244,6 +248,10 @@ class Runner:
             status = "cancelled" if self._cancelled else "completed"
             self._flush_progress(status=status, finished_at=utcnow())
             return status
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self._flush_results()
+            store.update_run(rid, status="cancelled", finished_at=utcnow())
+            raise
         except BaseException as e:
             store.update_run(rid, status="failed", error=f"{type(e).__name__}: {e}"[:2000], finished_at=utcnow())
             raise

@@ -240,14 +240,15 @@ class Store:
             s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
             s.commit()
 
-    def claim_run(self, run_id: str) -> bool:
-        """Mark a run as running unless it already is (fresh heartbeat) or is finished; True if claimed."""
+    def claim_run(self, run_id: str, force: bool = False) -> bool:
+        """Mark a run as running unless another worker holds it (fresh heartbeat); True if claimed.
+
+        One conditional UPDATE, so two workers racing for a run cannot both win.
+        """
         stale = utcnow() - dt.timedelta(seconds=30)
+        held = (RunRow.status == "running") & RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale)
         with self.session() as s:
-            res = s.execute(update(RunRow).where(
-                RunRow.id == run_id,
-                (RunRow.status != "running") | (RunRow.heartbeat_at.is_(None)) | (RunRow.heartbeat_at < stale),
-            ).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,
                      error=None, finished_at=None))
             s.commit()
             return res.rowcount == 1

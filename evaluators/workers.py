@@ -21,7 +21,7 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, rows: li
     """Start ``python -m evaluators worker RUN_ID`` detached; returns its pid.
 
     Args:
-        store: the store the worker uses (its URL is passed; it holds no secret).
+        store: the store the worker uses (its URL goes through the worker's environment).
         run_id: the run to execute or resume.
         api_key: judge key for this worker only.
         rows: restrict to these rows (retrying failed rows).
@@ -31,7 +31,8 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, rows: li
     if api_key:
         env[KEY_ENV] = api_key
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    cmd = [sys.executable, "-m", "evaluators", "worker", run_id, "--db", store.url]
+    env["EVAL_DATABASE_URL"] = store.url  # not on the command line: a database password would show in ps
+    cmd = [sys.executable, "-m", "evaluators", "worker", run_id]
     if rows:
         cmd += ["--rows", ",".join(map(str, rows))]
     store.update_run(run_id, status="queued", error=None)  # before the worker can claim it

@@ -49,6 +49,19 @@ def shared_dir() -> Path:
     return SHARED
 
 
+def wait_for_run(store: Store, run_id: str, timeout: float = 60) -> dict:
+    """Poll the store until a run ends (a worker process reports only there)."""
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        run = store.get_run(run_id)
+        if run["status"] in ("completed", "failed", "cancelled"):
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish in {timeout} s")
+
+
 def env_for_subprocess(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)

@@ -7,7 +7,7 @@ import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.api import open_results
-from tests.conftest import CONVERSATIONS, ROOT, SINGLE
+from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 
@@ -38,16 +38,6 @@ def app(page: str | None = None, **params):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
-
-
-def wait_done(store: Store, run_id: str, timeout: float = 60) -> dict:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        run = store.get_run(run_id)
-        if run["status"] in ("completed", "failed", "cancelled"):
-            return run
-        time.sleep(0.2)
-    raise AssertionError(f"run {run_id} did not finish")
 
 
 def test_first_start_has_the_samples_and_no_runs(home_store):
@@ -83,7 +73,7 @@ def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     at.button(key="new.start").click().run()
     run = home_store.list_runs()[0]
     assert run["spec"]["metrics"] == ["coherence", "bleu"]
-    assert wait_done(home_store, run["id"])["status"] == "completed"
+    assert wait_for_run(home_store, run["id"])["status"] == "completed"
     assert len(judge_server.calls) == 31
     # the same choice again: everything is in the cache now
     at = app("pages/new_run.py", dataset=did)
@@ -131,7 +121,7 @@ def test_results_page_errors_tab_offers_retry(home_store, judge_server):
     assert errors is not None and list(errors["row"]) == [5] and "HTTP 500" in errors["error"][0]
     at.button(key="retry").click().run()
     judge_server.by_prompt.clear()
-    run = wait_done(home_store, rid)
+    run = wait_for_run(home_store, rid)
     assert run["status"] == "completed"
     assert open_results(home_store, rid).metrics()["fluency.errored_rows"] == 0
 

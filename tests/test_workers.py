@@ -8,19 +8,9 @@ from evaluators.api import open_results, prepare_run
 from evaluators.exports import csv_text, jsonl_text
 from evaluators.report import html_report
 from evaluators.workers import spawn_worker
-from tests.conftest import SINGLE
+from tests.conftest import SINGLE, wait_for_run
 
 SECRET = "sk-test-9f8e7d6c5b4a-never-store-me"
-
-
-def wait(store: Store, run_id: str, timeout: float = 60) -> dict:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        run = store.get_run(run_id)
-        if run["status"] in ("completed", "failed", "cancelled"):
-            return run
-        time.sleep(0.2)
-    raise AssertionError("worker did not finish")
 
 
 def test_worker_uses_the_key_and_leaves_no_trace(tmp_path, judge_server):
@@ -28,7 +18,7 @@ def test_worker_uses_the_key_and_leaves_no_trace(tmp_path, judge_server):
     judge = JudgeConfig(model="loopback", provider="openai", base_url=judge_server.url)
     rid = prepare_run(store, SINGLE, ["coherence"], judge=judge)
     spawn_worker(store, rid, api_key=SECRET)
-    assert wait(store, rid)["status"] == "completed"
+    assert wait_for_run(store, rid)["status"] == "completed"
     assert {c["_auth"] for c in judge_server.calls} == {f"Bearer {SECRET}"}  # the judge saw it...
     store.engine.dispose()
     files = [p for p in (tmp_path / "evalhome").rglob("*") if p.is_file()]
@@ -45,7 +35,7 @@ def test_worker_without_a_key_fails_the_run_with_the_reason(tmp_path, monkeypatc
     store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
     rid = prepare_run(store, SINGLE, ["coherence"], judge=JudgeConfig(model="gpt-4o-mini", provider="openai"))
     spawn_worker(store, rid)
-    run = wait(store, rid)
+    run = wait_for_run(store, rid)
     assert run["status"] == "failed" and "OPENAI_API_KEY" in run["error"]
 
 
@@ -59,5 +49,5 @@ def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server):
     while store.get_run(rid)["tasks_done"] < 3 and time.time() < deadline:
         time.sleep(0.1)
     store.request_cancel(rid)
-    run = wait(store, rid)
+    run = wait_for_run(store, rid)
     assert run["status"] == "cancelled" and 3 <= run["tasks_done"] < 31

@@ -31,22 +31,23 @@ def _datasets(url: str) -> list[dict]:
     return store().list_datasets()
 
 
-def runs(wanted: str | None = None) -> list[dict]:
-    """Runs, newest first; re-read at once when the URL names one the cached list lacks."""
-    out = _runs(store().url)
-    if wanted and wanted not in {r["id"] for r in out}:
-        _runs.clear()
-        out = _runs(store().url)
+def _fresh(cached, wanted: str | None) -> list[dict]:
+    """A cached list, re-read at once when the URL names an item it lacks (added moments ago)."""
+    out = cached(store().url)
+    if wanted and wanted not in {x["id"] for x in out}:
+        cached.clear()
+        out = cached(store().url)
     return out
+
+
+def runs(wanted: str | None = None) -> list[dict]:
+    """Runs, newest first."""
+    return _fresh(_runs, wanted)
 
 
 def datasets(wanted: str | None = None) -> list[dict]:
-    """Datasets, newest first; re-read at once when the URL names one the cached list lacks."""
-    out = _datasets(store().url)
-    if wanted and wanted not in {d["id"] for d in out}:
-        _datasets.clear()
-        out = _datasets(store().url)
-    return out
+    """Datasets, newest first."""
+    return _fresh(_datasets, wanted)
 
 
 def forget_lists() -> None:

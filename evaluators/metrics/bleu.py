@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..registry import MetricSpec, register
+from ._classic import reference_metric
 from ._text import word_tokenize
 
 MAX_N = 4
@@ -51,12 +51,8 @@ def sentence_bleu(reference: list[str], hypothesis: list[str]) -> float:
     return bp * math.exp(math.fsum(logs))
 
 
-register(MetricSpec(
-    name="bleu", family="classic", kind="score",
-    fields=("response", "ground_truth"), conversation_fields=None,
-    prefix="bleu", outputs=("bleu_score",), score_range=(0.0, 1.0),
-    higher_is_better=True, default_threshold=0.5,
-    description="n-gram precision (1-4) against the ground truth, with a brevity penalty.",
-    compute=lambda row: {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
+reference_metric(
+    "bleu", "bleu", ("bleu_score",), "n-gram precision (1-4) against the ground truth, with a brevity penalty.",
+    lambda row: {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
     params=(("n", MAX_N), ("smooth", "method4"), ("tok", "treebank")),
-))
+)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..registry import MetricSpec, register
+from ._classic import reference_metric
 from ._text import squad_normalize
 
 
@@ -17,12 +17,9 @@ def f1(response: str, ground_truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-register(MetricSpec(
-    name="f1_score", family="classic", kind="score",
-    fields=("response", "ground_truth"), conversation_fields=None,
-    prefix="f1", outputs=("f1_score",), score_range=(0.0, 1.0),
-    higher_is_better=True, default_threshold=0.5,
-    description="Share of words in common with the ground truth (precision/recall harmonic mean).",
-    compute=lambda row: {"f1_score": f1(row["response"], row["ground_truth"])},
+reference_metric(
+    "f1_score", "f1", ("f1_score",),
+    "Share of words in common with the ground truth (precision/recall harmonic mean).",
+    lambda row: {"f1_score": f1(row["response"], row["ground_truth"])},
     params=(("norm", "squad"),),
-))
+)

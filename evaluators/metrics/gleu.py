@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..registry import MetricSpec, register
+from ._classic import reference_metric
 from ._text import word_tokenize
 
 MIN_N, MAX_N = 1, 4
@@ -29,12 +29,8 @@ def sentence_gleu(reference: list[str], hypothesis: list[str]) -> float:
     return shared / total
 
 
-register(MetricSpec(
-    name="gleu", family="classic", kind="score",
-    fields=("response", "ground_truth"), conversation_fields=None,
-    prefix="gleu", outputs=("gleu_score",), score_range=(0.0, 1.0),
-    higher_is_better=True, default_threshold=0.5,
-    description="Google-BLEU: the lower of n-gram precision and recall (1-4 grams).",
-    compute=lambda row: {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
+reference_metric(
+    "gleu", "gleu", ("gleu_score",), "Google-BLEU: the lower of n-gram precision and recall (1-4 grams).",
+    lambda row: {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
     params=(("n", f"{MIN_N}-{MAX_N}"), ("tok", "treebank")),
-))
+)

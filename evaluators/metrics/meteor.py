@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from ..registry import MetricSpec, register
+from ._classic import reference_metric
 from ._text import word_tokenize
 from .wordnet import load_wordnet
 
@@ -93,12 +93,9 @@ def meteor(reference: list[str], hypothesis: list[str]) -> float:
     return (1 - penalty) * fmean
 
 
-register(MetricSpec(
-    name="meteor", family="classic", kind="score",
-    fields=("response", "ground_truth"), conversation_fields=None,
-    prefix="meteor", outputs=("meteor_score",), score_range=(0.0, 1.0),
-    higher_is_better=True, default_threshold=0.5,
-    description="Word alignment with the ground truth (exact, stem, WordNet synonym), penalising fragmentation.",
-    compute=lambda row: {"meteor_score": meteor(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
+reference_metric(
+    "meteor", "meteor", ("meteor_score",),
+    "Word alignment with the ground truth (exact, stem, WordNet synonym), penalising fragmentation.",
+    lambda row: {"meteor_score": meteor(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
     params=(("alpha", ALPHA), ("beta", BETA), ("gamma", GAMMA), ("wordnet", "3.0"), ("tok", "treebank")),
-))
+)

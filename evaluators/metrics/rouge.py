@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..registry import MetricSpec, register
+from ._classic import reference_metric
 from ._text import rouge_tokenize
 
 OUTPUTS = ("rouge_f1_score", "rouge_precision", "rouge_recall")
@@ -58,14 +58,9 @@ def _make(name: str, variant: str, description: str) -> None:
     else:
         n = int(variant)
         score = lambda t, p: rouge_n(t, p, n)  # noqa: E731
-    register(MetricSpec(
-        name=name, family="classic", kind="score",
-        fields=("response", "ground_truth"), conversation_fields=None,
-        prefix="rouge", outputs=OUTPUTS, score_range=(0.0, 1.0),
-        higher_is_better=True, default_threshold=0.5, description=description,
-        compute=lambda row: score(rouge_tokenize(row["ground_truth"]), rouge_tokenize(row["response"])),
-        params=(("type", f"rouge{variant}"), ("stem", False)),
-    ))
+    reference_metric(name, "rouge", OUTPUTS, description,
+                     lambda row: score(rouge_tokenize(row["ground_truth"]), rouge_tokenize(row["response"])),
+                     params=(("type", f"rouge{variant}"), ("stem", False)))
 
 
 _make("rouge", "L", "ROUGE-L: longest common subsequence with the ground truth (precision, recall, F1).")
