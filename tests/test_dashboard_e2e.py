@@ -90,7 +90,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     upload.write_text("".join(json.dumps({"input": r["query"], "actual_output": r["response"],
                                           "expected_output": r["ground_truth"], "retrieval_context": [r["context"]]}) + "\n"
                               for r in rows))
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
     page.goto(url + "/datasets")
     settle(page, "Saved datasets")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
@@ -149,7 +149,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     link = page.url
     for part in (f"run={run_id}", "th.coherence=4", "row=0", "view=Rows"):
         assert part in link
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
     fresh.goto(link)
     settle(fresh, "Judge's reasoning")
     assert fresh.get_by_text(reason).count() >= 1
@@ -163,7 +163,7 @@ def test_bad_upload_lists_every_problem_and_saves_nothing(app, browser, tmp_path
     url, store = app
     bad = tmp_path / "broken.jsonl"
     bad.write_text('{"query": "q1", "response": "r1"}\n{"query": "q2" "response": "r2"}\n{"query": "q3", "response": ["x"]}\n')
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
     page.goto(url + "/datasets")
     settle(page, "Saved datasets")
     before = len(store.list_datasets())

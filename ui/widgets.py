@@ -209,7 +209,7 @@ def detail(res: RunResults, i: int) -> None:
     for s in res.specs:
         cell = res.cells[s.name][i]
         verdict = res.passed(s, cell)
-        mark = "–" if verdict is None else ("✅ pass" if verdict else "❌ fail")
+        mark = "" if verdict is None else (":green[**pass**]" if verdict else ":red[**fail**]")
         value = "pending" if cell is None else (f"{cell.value:g}" if cell.value is not None else cell.status)
         with st.expander(f"{s.name}: {value} {mark}", expanded=True):
             if cell is None:
