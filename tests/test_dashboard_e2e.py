@@ -82,6 +82,16 @@ def metric_value(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
+def expect_metric(page, label: str, value: str, timeout: float = 30) -> None:
+    """Wait until the metric card shows ``value`` (a rerun may still be on its way); fail with what it shows."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if metric_value(page, label) == value:
+            return
+        page.wait_for_timeout(100)
+    assert metric_value(page, label) == value
+
+
 def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     url, store = app
     # An upload in DeepEval's column names, so detection is exercised too.
@@ -123,7 +133,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     res = open_results(store, run_id)
     assert res.metrics()["coherence.scored_rows"] == 12 and len(judge_server.calls) == 12
     expected = res.summary(res.specs[0])["pass_rate"]
-    assert metric_value(page, "coherence pass rate") == f"{expected:.0%}"
+    expect_metric(page, "coherence pass rate", f"{expected:.0%}")
     shot(page, "3-results")
 
     # raise the coherence threshold by one step with the keyboard: recomputed, not re-run
@@ -132,7 +142,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     page.wait_for_url("**th.coherence=4**", timeout=30_000)
     settle(page)
     strict = open_results(store, run_id, {"coherence": 4}).summary(res.specs[0])["pass_rate"]
-    assert metric_value(page, "coherence pass rate") == f"{strict:.0%}"
+    expect_metric(page, "coherence pass rate", f"{strict:.0%}")
     assert len(judge_server.calls) == 12
 
     page.get_by_role("tab", name="Rows").click()
@@ -153,7 +163,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     fresh.goto(link)
     settle(fresh, "Judge's reasoning")
     assert fresh.get_by_text(reason).count() >= 1
-    assert metric_value(fresh, "coherence pass rate") == f"{strict:.0%}"
+    expect_metric(fresh, "coherence pass rate", f"{strict:.0%}")
     assert fresh.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
     shot(fresh, "5-shared-link")
     assert len(judge_server.calls) == 12  # reading never calls the judge
