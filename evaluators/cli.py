@@ -9,8 +9,12 @@ import argparse
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .errors import DataValidationError, EvalError, UsageError
+
+if TYPE_CHECKING:
+    from .judge import JudgeConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED = 0, 1, 2, 3, 4
 

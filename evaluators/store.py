@@ -8,7 +8,6 @@ retried run never duplicates. No API key is ever written here.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import uuid
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
-                        func, select, update)
+                        select, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from .data import Dataset
@@ -201,11 +200,6 @@ class Store:
             return [dict(id=d.id, name=d.name, shape=d.shape, rows=d.n_rows, detected=d.detected,
                          columns=d.columns, mapping=d.mapping, created_at=d.created_at) for d in rows]
 
-    def rename_dataset(self, dataset_id: str, name: str) -> None:
-        with self.session() as s:
-            s.execute(update(DatasetRow).where(DatasetRow.id == dataset_id).values(name=name))
-            s.commit()
-
     # ------------------------------------------------------------ runs
     def create_run(self, dataset_id: str, spec: dict, spec_hash: str, name: str, out_dir: str | None = None) -> str:
         rid = new_id()
@@ -323,17 +317,7 @@ class Store:
             s.commit()
             return n
 
-    def result_counts(self, run_id: str) -> dict[str, int]:
-        with self.session() as s:
-            rows = s.execute(select(ResultRow.status, func.count()).where(ResultRow.run_id == run_id)
-                             .group_by(ResultRow.status)).all()
-        return {k: v for k, v in rows}
-
     # ------------------------------------------------------------ judge cache
-    def cache_get(self, key: str) -> CacheRow | None:
-        with self.session() as s:
-            return s.get(CacheRow, key)
-
     def median_latency_s(self, model: str) -> float | None:
         """Median latency of this model's recorded judge calls (for time estimates)."""
         with self.session() as s:
@@ -350,17 +334,8 @@ class Store:
                     out[row.key] = row
         return out
 
-    def cache_put(self, key: str, model: str, reply: str, prompt_tokens: int | None,
-                  completion_tokens: int | None, latency_ms: float | None) -> None:
-        with self.session() as s:
-            s.merge(CacheRow(key=key, model=model, reply=reply, prompt_tokens=prompt_tokens,
-                             completion_tokens=completion_tokens, latency_ms=latency_ms))
-            s.commit()
 
 
 def _run_dict(r: RunRow) -> dict:
     return {c.name: getattr(r, c.name) for c in RunRow.__table__.columns}
 
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)

@@ -1,8 +1,6 @@
 """Each dashboard page through Streamlit's AppTest, on a real SQLite store and the loopback judge."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate

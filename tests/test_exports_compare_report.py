@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evaluators import JudgeConfig, evaluate
+from evaluators import evaluate
 from evaluators.api import estimate_run, open_results
 from evaluators.compare import metric_deltas, row_changes
 from evaluators.data import load_dataset

@@ -1,14 +1,11 @@
 """Whole evaluations through the Python API against the loopback judge and a real SQLite store."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from evaluators import evaluate, open_results, prepare_run
 from evaluators.data import load_dataset
 from evaluators.runner import Runner
-from evaluators.templates import parse_score_reply
 from tests.conftest import CONVERSATIONS, SINGLE
 from tests.judge_server import Action, expected_score, prompt_text
 
