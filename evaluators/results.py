@@ -6,6 +6,7 @@ and ``outputs.<metric>.<key>``.
 """
 from __future__ import annotations
 
+import copy
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -109,6 +110,12 @@ class RunResults:
         for s in specs:
             self.cells[s.name] = [combine(s, grouped[(i, s.name)]) if (i, s.name) in grouped else None
                                   for i in range(len(dataset))]
+
+    def with_thresholds(self, overrides: dict[str, float]) -> "RunResults":
+        """The same results with some thresholds changed: no re-load, no re-aggregation of turns."""
+        out = copy.copy(self)
+        out.thresholds = {name: float(overrides.get(name, value)) for name, value in self.thresholds.items()}
+        return out
 
     def passed(self, spec: MetricSpec, cell: MetricCell | None) -> bool | None:
         if cell is None or cell.status != "ok" or cell.value is None:

@@ -109,11 +109,14 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
 
     def eta_seconds(self) -> float | None:
-        finished = self.done + self.errored
-        if not finished or finished >= self.total:
-            return None
-        rate = finished / max(1e-6, time.monotonic() - self.started)
-        return (self.total - finished) / rate
+        return eta_seconds(self.done + self.errored, self.total, time.monotonic() - self.started)
+
+
+def eta_seconds(finished: int, total: int, elapsed: float) -> float | None:
+    """Time left at the rate so far; None before the first result or after the last."""
+    if not finished or finished >= total:
+        return None
+    return (total - finished) * elapsed / finished
 
 
 @dataclass
@@ -200,6 +203,7 @@ class Runner:
         self._cancelled = False
         self._pending: list[Result] = []  # finished judge results not yet written
         self._pending_cache: list[dict] = []
+        self._inflight: list[asyncio.Task] = []  # judge calls, cancelled on a cancel request
 
     def plan(self) -> tuple[list[_Task], list[Result]]:
         return plan_tasks(self.dataset, self.spec, self.store.done_keys(self.run_id), self.rows)
@@ -248,8 +252,7 @@ class Runner:
             status = "cancelled" if self._cancelled else "completed"
             self._flush_progress(status=status, finished_at=utcnow())
             return status
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            self._flush_results()
+        except (KeyboardInterrupt, asyncio.CancelledError):  # results so far were flushed in the finally above
             store.update_run(rid, status="cancelled", finished_at=utcnow())
             raise
         except BaseException as e:
@@ -281,7 +284,7 @@ class Runner:
             self._flush_progress()
             if self.store.cancel_requested(self.run_id):
                 self._cancelled = True
-                for t in getattr(self, "_inflight", ()):
+                for t in self._inflight:
                     t.cancel()
 
     def _tick(self, result: Result) -> None:

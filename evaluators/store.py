@@ -21,6 +21,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from .data import Dataset
 
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+# A worker reports twice a second; one silent this long has stopped.
+HEARTBEAT_STALE = dt.timedelta(seconds=30)
 
 
 def utcnow() -> dt.datetime:
@@ -239,7 +241,7 @@ class Store:
 
         One conditional UPDATE, so two workers racing for a run cannot both win.
         """
-        stale = utcnow() - dt.timedelta(seconds=30)
+        stale = utcnow() - HEARTBEAT_STALE
         held = (RunRow.status == "running") & RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale)
         with self.session() as s:
             res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,

@@ -28,7 +28,7 @@ with w.guard():
     others = [loaders.results(loaders.run(r), {}) for r in others_ids]
     for k, (rid, other) in enumerate(zip(others_ids, others), 1):
         st.markdown(f"**Run {k}:** {label(rid)}")
-        if other.dataset.content_hash != base.dataset.content_hash:
+        if loaders.run(rid)["dataset_id"] != base_run["dataset_id"]:
             st.caption("Different dataset: rows are aligned by position.")
         st.dataframe(pd.DataFrame(metric_deltas(base, other)), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in

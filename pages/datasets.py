@@ -1,7 +1,8 @@
 """Datasets: upload, check, map columns, save; browse what is stored."""
+import dataclasses
+
 import streamlit as st
 
-from evaluators.data import inspect_file
 from evaluators.registry import FIELDS
 from ui import loaders, state, widgets as w
 
@@ -10,8 +11,7 @@ with w.guard():
     upload = st.file_uploader("Upload JSONL, JSON, CSV or Parquet (up to 200 MB)",
                               type=["jsonl", "ndjson", "json", "csv", "parquet"], key="datasets.upload")
     if upload is not None:
-        data = upload.getvalue()
-        first = inspect_file(data, upload.name)
+        first = loaders.inspect_upload(upload)
         st.markdown(f"**{upload.name}** · detected schema: `{first.detected}` · columns: {', '.join(first.columns) or '–'}")
         mapping = {}
         if first.columns:
@@ -23,7 +23,7 @@ with w.guard():
                                        key=f"datasets.map.{upload.name}.{field}")
                 if chosen != "(none)":
                     mapping[field] = chosen
-        checked = inspect_file(data, upload.name, mapping) if mapping != first.mapping else first
+        checked = loaders.inspect_upload(upload, mapping) if mapping != first.mapping else first
         if checked.preview:
             st.caption(f"First {len(checked.preview)} rows")
             w.json_preview(checked.preview)
@@ -34,8 +34,7 @@ with w.guard():
             st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", upload.name, key="datasets.name")
             if st.button("Save dataset", type="primary", key="datasets.save"):
-                ds.name = name
-                did = loaders.store().save_dataset(ds)
+                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name))
                 loaders.forget_lists()
                 st.switch_page("pages/new_run.py", query_params={"dataset": did})
     st.subheader("Saved datasets")

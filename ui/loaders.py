@@ -7,6 +7,7 @@ import streamlit as st
 
 from evaluators import Store, load_dataset
 from evaluators.api import open_results
+from evaluators.data import Inspection, inspect_file
 from evaluators.results import RunResults
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data"
@@ -63,15 +64,26 @@ def run(run_id: str) -> dict | None:
         return None
 
 
-@st.cache_resource(show_spinner=False, max_entries=64, ttl=600)
-def _results(run_id: str, thresholds: tuple, version: tuple) -> RunResults:
-    return open_results(store(), run_id, dict(thresholds))
+@st.cache_resource(show_spinner=False, max_entries=32, ttl=600)
+def _results(run_id: str, version: tuple) -> RunResults:
+    return open_results(store(), run_id)
 
 
 def results(run: dict, thresholds: dict[str, float]) -> RunResults:
-    """A run's results with ``thresholds`` applied; recomputed when the run moves on."""
+    """A run's results with ``thresholds`` applied: loaded once per state of the run (a new result
+    re-loads), while a threshold change only re-derives verdicts."""
     version = (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
-    return _results(run["id"], tuple(sorted(thresholds.items())), version)
+    return _results(run["id"], version).with_thresholds(thresholds)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _inspection(file_id: str, name: str, mapping: tuple, _upload) -> Inspection:
+    return inspect_file(_upload.getvalue(), name, dict(mapping) or None)
+
+
+def inspect_upload(upload, mapping: dict[str, str] | None = None) -> Inspection:
+    """An upload read and validated once per file and mapping, not on every rerun of the page."""
+    return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -1,8 +1,8 @@
 """View state in the URL's query string, so a copied link opens the same view.
 
 Widgets are bound with Streamlit's own ``bind="query-params"`` (the widget key is the
-parameter name). This module covers the rest: reading a bound value before its
-widget has rendered, and state that is no widget's (the selected row).
+parameter name). This module covers the rest: what a view is *of* (pinned even at its
+default) and state that is no widget's (the selected row).
 """
 from __future__ import annotations
 
@@ -11,17 +11,6 @@ from typing import Any, Callable
 import streamlit as st
 
 URL = "query-params"  # the value of a widget's ``bind``
-
-
-def current(key: str, default: Any = None, parse: Callable[[str], Any] = str) -> Any:
-    """A bound widget's value this rerun: Session State once rendered, else the URL's."""
-    if key in st.session_state:
-        return st.session_state[key]
-    raw = st.query_params.get(key)
-    try:
-        return parse(raw) if raw is not None else default
-    except (TypeError, ValueError):
-        return default
 
 
 def read(param: str, default: Any = None, parse: Callable[[str], Any] = str) -> Any:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -16,12 +15,12 @@ from evaluators.judge import JudgeConfig
 from evaluators.registry import MetricSpec
 from evaluators.report import html_report
 from evaluators.results import RunResults
-from evaluators.store import utcnow
+from evaluators.runner import eta_seconds
+from evaluators.store import HEARTBEAT_STALE, utcnow
 from evaluators.workers import spawn_worker
 from ui import loaders, state
 
 ACTIVE = ("queued", "running")
-STALE_AFTER = dt.timedelta(seconds=30)
 log = logging.getLogger("evaldash")
 
 
@@ -58,7 +57,7 @@ def run_label(runs: list[dict]):
 
 def _stale(run: dict) -> bool:
     beat = run.get("heartbeat_at") or run.get("created_at")
-    return run["status"] in ACTIVE and beat is not None and utcnow() - beat > STALE_AFTER
+    return run["status"] in ACTIVE and beat is not None and utcnow() - beat > HEARTBEAT_STALE
 
 
 def run_status(run: dict) -> None:
@@ -84,10 +83,8 @@ def _live(run_id: str) -> None:
         st.rerun()  # the whole page, now with the final results
     total, done, errored = run["tasks_total"], run["tasks_done"], run["tasks_errored"]
     finished = done + errored
-    left = ""
-    if run["started_at"] and 0 < finished < total:
-        spent = (utcnow() - run["started_at"]).total_seconds()
-        left = f" · about {spent / finished * (total - finished):.0f} s left"
+    eta = eta_seconds(finished, total, (utcnow() - run["started_at"]).total_seconds()) if run["started_at"] else None
+    left = f" · about {eta:.0f} s left" if eta is not None else ""
     text = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored{left}"
     st.progress(finished / total if total else 0.0, text=text)
     if st.button("Cancel run", key="cancel"):
