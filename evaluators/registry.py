@@ -17,9 +17,8 @@ FAMILIES = {
     "safety": "Risk and safety",
     "classic": "Classic (reference-based)",
 }
-# Kinds of value a metric produces. Only "score" exists today; the others are
-# reserved so safety (0-7 severities), label (true/false + category) and
-# pairwise (two responses, one verdict) metrics slot in without a new shape.
+# Kinds of value a metric produces; each is one class in ``evaluators/kinds`` that parses
+# replies, combines turns, writes row keys and aggregates (see ``MetricSpec.kind_impl``).
 KINDS = ("score", "severity", "label", "pairwise")
 # Canonical fields a dataset row can offer.
 FIELDS = ("query", "response", "context", "ground_truth", "messages")
@@ -60,6 +59,12 @@ class MetricSpec:
         templates: for judge metrics, the template files.
         description: one line for pickers and ``--help``.
         params: the settings the metric was built with (recorded in its signature).
+        parse: for judge metrics, ``parse(spec, reply_text) -> kinds.Verdict`` replacing the
+            kind's parser (raises ``templates.ReplyError`` for an unusable reply).
+        row_tasks: ``row_tasks(dataset, i, spec) -> [RowTask]`` replacing the default
+            planning (one task per single-turn row, one per assistant turn); for metrics
+            whose inputs are not the canonical fields (WildBench checklists, pairwise orders).
+        levels: for severities, ``((upper_bound, name), ...)`` naming ranges of the scale.
     """
 
     name: str
@@ -78,10 +83,24 @@ class MetricSpec:
     compute: Callable[[Mapping[str, Any]], dict[str, float]] | None = field(default=None, compare=False)
     templates: JudgeTemplates | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    parse: Callable[["MetricSpec", str], Any] | None = field(default=None, compare=False)
+    row_tasks: Callable[[Any, int, "MetricSpec"], list] | None = field(default=None, compare=False)
+    levels: tuple[tuple[float, str], ...] = ()
 
     @property
     def is_judge(self) -> bool:
         return self.templates is not None
+
+    @property
+    def kind_impl(self):
+        """The :class:`evaluators.kinds.Kind` that parses, combines and aggregates this metric."""
+        from .kinds import get_kind
+
+        return get_kind(self.kind)
+
+    def parse_reply(self, text: str):
+        """A judge reply -> :class:`evaluators.kinds.Verdict`; raises ``ReplyError`` when unusable."""
+        return (self.parse or self.kind_impl.parse)(self, text)
 
     @property
     def primary(self) -> str:

@@ -20,7 +20,7 @@ from .errors import EvalError, UsageError
 from .judge import JudgeClient, JudgeConfig, JudgeError
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import Result, Store, utcnow
-from .templates import ReplyError, Template, load_template, parse_score_reply
+from .templates import ReplyError, Template, load_template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
@@ -128,6 +128,39 @@ class _Task:
     mode: str
 
 
+@dataclass
+class RowTask:
+    """One judged or computed unit of a row, as a metric plans it.
+
+    ``turn`` keys the result (an assistant turn; for pairwise metrics, the order the two
+    responses are shown in); ``mode`` picks the template; ``skip`` says why the unit is
+    recorded as skipped instead of computed.
+    """
+
+    turn: int
+    values: dict[str, Any]
+    mode: str
+    skip: str | None = None
+
+
+def default_row_tasks(ds: Dataset, i: int, mspec: MetricSpec) -> list[RowTask]:
+    """One task per single-turn row; per assistant turn for conversations (skipped when the
+    turn lacks a field the metric needs there)."""
+    if ds.shape == "single":
+        return [RowTask(0, ds.canonical(i), "single")]
+    out = []
+    for t in ds.turns(i):
+        values = {"query": t.query, "response": t.response, "context": t.context,
+                  "ground_truth": t.ground_truth, "history": t.history}
+        lacking = [f for f in mspec.conversation_fields or () if not values.get(f)]
+        if lacking:
+            out.append(RowTask(t.index, values, "turn", skip=f"turn {t.index + 1} has no {', '.join(lacking)}"))
+            continue
+        gt_rubric = t.ground_truth and mspec.templates and mspec.templates.turn_ground_truth
+        out.append(RowTask(t.index, values, "turn_ground_truth" if gt_rubric else "turn"))
+    return out
+
+
 def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None) -> tuple[list[_Task], list[Result]]:
     """Tasks still to do, and skipped results to record (conversation turns lacking a field).
 
@@ -139,25 +172,17 @@ def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
     """
     tasks, skipped = [], []
     for mspec in spec.specs():
+        planner = mspec.row_tasks or default_row_tasks
         for i in range(len(ds)):
             if rows is not None and i not in rows:
                 continue
-            if ds.shape == "single":
-                if (i, mspec.name, 0) not in done:
-                    tasks.append(_Task(i, mspec, 0, ds.canonical(i), "single"))
-                continue
-            for t in ds.turns(i):
-                if (i, mspec.name, t.index) in done:
+            for rt in planner(ds, i, mspec):
+                if (i, mspec.name, rt.turn) in done:
                     continue
-                values = {"query": t.query, "response": t.response, "context": t.context,
-                          "ground_truth": t.ground_truth, "history": t.history}
-                lacking = [f for f in mspec.conversation_fields or () if not values.get(f)]
-                if lacking:
-                    skipped.append(Result(i, mspec.name, t.index, "skipped",
-                                          error=f"turn {t.index + 1} has no {', '.join(lacking)}"))
-                    continue
-                gt_rubric = t.ground_truth and mspec.templates and mspec.templates.turn_ground_truth
-                tasks.append(_Task(i, mspec, t.index, values, "turn_ground_truth" if gt_rubric else "turn"))
+                if rt.skip:
+                    skipped.append(Result(i, mspec.name, rt.turn, "skipped", error=rt.skip))
+                else:
+                    tasks.append(_Task(i, mspec, rt.turn, rt.values, rt.mode))
     return tasks, skipped
 
 
@@ -368,13 +393,13 @@ class Runner:
     def _verdict(self, t: _Task, template: Template, text: str, pt: int | None, ct: int | None,
                  latency: float | None, cached: bool = False) -> Result:
         """Parse a reply into a result; an unusable reply is an error on the row, raw reply kept."""
-        lo, hi = t.spec.score_range
         meta = self._meta(t, template)
         try:
-            parsed = parse_score_reply(text, lo, hi, integer=t.spec.integer)
+            verdict = t.spec.parse_reply(text)
         except ReplyError as e:
             return Result(t.row, t.spec.name, t.turn, "error", error=f"unusable judge reply: {e}", raw=text,
                           prompt_tokens=pt, completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
-        return Result(t.row, t.spec.name, t.turn, "ok", value=parsed.score, outputs={t.spec.primary: parsed.score},
-                      reason=parsed.reason, raw=text, prompt_tokens=pt, completion_tokens=ct, latency_ms=latency,
-                      cached=cached, meta=meta)
+        value = verdict.outputs.get(t.spec.primary)
+        return Result(t.row, t.spec.name, t.turn, "ok", value=None if value is None else float(value),
+                      outputs=verdict.outputs, reason=verdict.reason, raw=text, prompt_tokens=pt,
+                      completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
