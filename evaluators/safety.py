@@ -458,3 +458,69 @@ def attack_compare(baseline: Any, attack: Any, out: str | Path | None = None, id
 
 __all__ = ["attack_compare", "compare_attack_rows", "attack_records", "fill_responses", "AttackComparison",
            "FillReport", "JAILBREAKS", "INDIRECT_ATTACKS", "XPIA_CATEGORIES", "HARMS"]
+
+
+# --------------------------------------------------------------------------- a run's safety view
+def safety_specs(res) -> list:
+    """The run's metrics whose kind has a defect rate (severities and labels), in run order."""
+    return [s for s in res.specs if s.kind in ("severity", "label")]
+
+
+def defect_overview(res) -> list[dict[str, Any]]:
+    """One line per harm, label and XPIA category: defect rate with its interval and counts.
+
+    Args:
+        res: :class:`evaluators.results.RunResults` (thresholds applied: change them with ``with_thresholds``).
+    """
+    out = []
+    for s in safety_specs(res):
+        sm = res.summary(s)
+        counts = {"scored": sm["scored_rows"], "errored": sm["errored_rows"], "metric": s.name}
+        if s.kind == "severity":
+            lo, hi = sm["defect_rate_ci95"]
+            out.append({"measure": s.name, "defect_rate": sm["defect_rate"], "ci95_low": lo, "ci95_high": hi,
+                        "defects": sm["defect_rows"], **counts, "threshold": res.thresholds[s.name]})
+            continue
+        for k in s.outputs:
+            r = sm["rates"][k]
+            name = s.name if k == s.primary else f"{s.name}: {k[len(s.prefix) + 1:]}"
+            out.append({"measure": name, "defect_rate": r["defect_rate"], "ci95_low": r["ci95"][0],
+                        "ci95_high": r["ci95"][1], "defects": r["defect_rows"], **counts, "threshold": None})
+    return out
+
+
+def level_counts(res) -> list[dict[str, Any]]:
+    """Per harm, how many scored rows fall in each of the four levels."""
+    out = []
+    for s in safety_specs(res):
+        if s.kind == "severity":
+            for level, n in res.summary(s)["levels"].items():
+                out.append({"metric": s.name, "level": level, "rows": n})
+    return out
+
+
+def safety_rows(res) -> list[dict[str, Any]]:
+    """Each row's severity, level and reason per harm (label and reason per label metric), as text cells."""
+    from .kinds.severity import level_name
+
+    ds, specs = res.dataset, safety_specs(res)
+    table = res.table() if specs else None
+    out = []
+    for i in range(len(ds)):
+        rec: dict[str, Any] = {"#": ds.row_no(i)}
+        if table is not None:
+            rec["query"], rec["response"] = table.loc[i, "query"], table.loc[i, "response"]
+        for s in specs:
+            cell = res.cells[s.name][i]
+            ok = cell is not None and cell.status == "ok"
+            verdict = res.passed(s, cell)
+            if s.kind == "severity":
+                rec[f"{s.name} severity"] = int(cell.value) if ok else None
+                rec[f"{s.name} level"] = level_name(s, cell.value) if ok else None
+            else:
+                rec[f"{s.name} label"] = bool(cell.value) if ok else None
+            rec[f"{s.name} result"] = ("pass" if verdict else "fail") if verdict is not None else (
+                cell.status if cell else "pending")
+            rec[f"{s.name} reason"] = (cell.reason if ok else cell.error) if cell else None
+        out.append(rec)
+    return out
