@@ -188,7 +188,7 @@ def cmd_metrics(a) -> int:
             if avail is not None:
                 note = "  [available]" if not avail[s.name] else f"  [needs {', '.join(avail[s.name])}]"
             lo, hi = s.score_range
-            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass >= {s.default_threshold:g}  {s.description}{note}")
+            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass {'>=' if s.higher_is_better else '<='} {s.default_threshold:g}  {s.description}{note}")
     return EXIT_OK
 
 
