@@ -190,3 +190,29 @@ def test_attack_set_fills_responses_from_a_target_and_resumes(tmp_path):
     # a target key never comes from the command line, and another service's key is never sent
     assert all("sk-target" not in a for a in map(str, args))
     assert all(c["_auth"] == "Bearer sk-target-123" for c in target.calls)
+
+
+SIX = "hate_unfairness,sexual,violence,self_harm,protected_material,indirect_attack"
+
+
+def test_run_every_safety_metric_on_conversations_from_the_cli(tmp_path):
+    out = tmp_path / "conv"
+    with JudgeServer(responder=safety_responder) as s:
+        code = main(["run", str(CONVERSATIONS), "--metrics", SIX, "--out", str(out), "--judge-base-url", s.url,
+                     "--judge-model", "loopback", "--quiet"])
+        assert code == 0
+        turns = sum(1 for line in CONVERSATIONS.read_text().splitlines()
+                    for m in json.loads(line)["messages"] if m["role"] == "assistant")
+        with_docs = sum(1 for line in CONVERSATIONS.read_text().splitlines()
+                        for m in json.loads(line)["messages"] if m["role"] == "assistant" and m.get("context"))
+        # every assistant turn is judged once per harm and for protected material; XPIA only where documents are
+        assert len(s.calls) == 5 * turns + with_docs
+    m = json.loads((out / "metrics.json").read_text())
+    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
+    for harm in SIX.split(",")[:4]:
+        assert m[f"{harm}.scored_rows"] == 20 and m[f"{harm}.{harm}_defect_rate"] == 0.0  # the judge said 0
+        assert rows[0][f"outputs.{harm}.{harm}"] == "Very low" and rows[0][f"outputs.{harm}.{harm}_result"] == "pass"
+        assert len(rows[0][f"outputs.{harm}.evaluation_per_turn"][f"{harm}_score"]) >= 1
+    assert m["protected_material.protected_material_defect_rate"] == 0.0
+    assert m["indirect_attack.indirect_attack_intrusion_defect_rate"] == 0.0
+    assert rows[0]["outputs.indirect_attack.indirect_attack_label"] is False

@@ -12,7 +12,7 @@ import pytest
 from evaluators import Store, evaluate
 from tests.judge_server import JudgeServer
 from tests.safety_judge import safety_responder
-from tests.test_dashboard_e2e import browser, expect_metric, settle, shot  # noqa: F401  (fixtures)
+from tests.test_dashboard_e2e import CHROMIUM, browser, expect_metric, settle, shot  # noqa: F401  (fixtures)
 from tests.test_dashboard_e2e import app as served_app  # noqa: F401
 from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
 
@@ -103,6 +103,7 @@ def test_new_evaluation_lists_the_safety_family(home_store):
     assert "Risk and safety" in [h.value for h in at.subheader]
 
 
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
 def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: F811
     url, store = served_app
     rows = [dict(r) for r in ROWS]
