@@ -499,17 +499,22 @@ def level_counts(res) -> list[dict[str, Any]]:
     return out
 
 
-def safety_rows(res) -> list[dict[str, Any]]:
-    """Each row's severity, level and reason per harm (label and reason per label metric), as text cells."""
+def safety_rows(res, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
+    """Rows ``start:stop``: each one's severity, level, result and reason per harm (label, result and
+    reason per label metric), with the query and response, as plain cells for a table."""
     from .kinds.severity import level_name
 
     ds, specs = res.dataset, safety_specs(res)
-    table = res.table() if specs else None
     out = []
-    for i in range(len(ds)):
-        rec: dict[str, Any] = {"#": ds.row_no(i)}
-        if table is not None:
-            rec["query"], rec["response"] = table.loc[i, "query"], table.loc[i, "response"]
+    for i in range(start, min(len(ds), len(ds) if stop is None else stop)):
+        if ds.shape == "conversation":
+            turns = ds.turns(i)
+            query, response = (turns[-1].query, turns[-1].response) if turns else ("", "")
+            query = f"[{len(turns)} turns] {query}"
+        else:
+            c = ds.canonical(i)
+            query, response = c.get("query") or "", c.get("response") or ""
+        rec: dict[str, Any] = {"#": ds.row_no(i), "query": query, "response": response}
         for s in specs:
             cell = res.cells[s.name][i]
             ok = cell is not None and cell.status == "ok"

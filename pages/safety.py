@@ -35,6 +35,6 @@ with w.guard():
         st.subheader("Indirect attacks (XPIA) by category")
         sw.overview_table(xpia)
     st.subheader("Rows")
-    rows = safety_rows(res)
+    rows = safety_rows(res, *sw.rows_page(len(res.dataset)))
     sw.rows_table(rows)
     sw.row_detail(rows)

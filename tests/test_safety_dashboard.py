@@ -132,3 +132,16 @@ def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: 
     page.get_by_text(f"violence reason: {REASON}", exact=True).wait_for(timeout=30_000)
     assert page.locator("b", has_text="raw").count() == 0
     shot(page, "safety-2-row")
+
+
+def test_safety_rows_come_a_page_at_a_time(home_store):
+    rows = [{"id": f"p{i}", "query": "q", "response": f"r{i} [violence:{7 if i == 110 else 0}]"} for i in range(120)]
+    rid = make_run(home_store, rows, ["violence"])
+    at = app("pages/safety.py", run=rid)
+    assert cards(at)["violence defect rate"] == "0.8%"  # 1 of 120
+    table = at.dataframe[-1].value
+    assert len(table) == 100 and table["#"].tolist()[0] == 1
+    at.number_input(key="spage").set_value(2).run()
+    table = at.dataframe[-1].value
+    assert table["#"].tolist() == list(range(101, 121))
+    assert table.loc[table["#"] == 111, "violence severity"].item() == 7

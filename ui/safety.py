@@ -77,6 +77,16 @@ def levels_chart(levels: list[dict]) -> None:
     st.dataframe(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]])
 
 
+PAGE = 100  # rows a table shows at once
+
+
+def rows_page(n_rows: int) -> tuple[int, int]:
+    """Which rows to show: a page number in the URL (``spage``); returns (start, stop)."""
+    pages = max(1, -(-n_rows // PAGE))
+    page = st.number_input(f"Page (of {pages}, {PAGE} rows each)", 1, pages, 1, key="spage", bind=state.URL)
+    return (int(page) - 1) * PAGE, int(page) * PAGE
+
+
 def rows_table(rows: list[dict]) -> None:
     text = {c: st.column_config.TextColumn(width="large" if c in ("response", "query") else "medium")
             for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
@@ -84,12 +94,12 @@ def rows_table(rows: list[dict]) -> None:
 
 
 def row_detail(rows: list[dict]) -> None:
-    """One row's verdicts, read as plain text (a model's reasoning is never rendered as Markdown)."""
+    """One row of the page, read as plain text (a model's reasoning is never rendered as Markdown)."""
     if not rows:
         return
-    numbers = [r["#"] for r in rows]
-    picked = state.pick("Read row", "srow", [str(n) for n in numbers], str(numbers[0]))
-    rec = rows[numbers.index(int(picked))]
+    numbers = [str(r["#"]) for r in rows]
+    picked = state.pick("Read row", "srow", numbers, numbers[0])
+    rec = rows[numbers.index(picked)]
     for k in ("query", "response"):
         if rec.get(k):
             st.caption(k)
