@@ -59,8 +59,8 @@ with w.guard():
                 report = fill_responses(records, target, system, key, column_mapping=ds.mapping,
                                         on_progress=lambda d, n: bar.progress(d / n, text=f"{d}/{n} responses"))
                 if report.failed:
-                    st.error(f"{len(report.failed)} of {len(records)} target calls failed (first: "
-                             f"{next(iter(report.failed.values()))}); nothing was saved.")
+                    st.error(f"{len(report.failed)} of {len(records)} target calls failed; nothing was saved. First:")
+                    st.code(next(iter(report.failed.values())), language=None)  # the server's words, as text
                     st.stop()
             name = f"{ds.name} · {kind} attack · seed {seed}" + (f" · {target.model}" if target else "")
             made = load_dataset(records, ds.mapping, name=name)
@@ -69,7 +69,8 @@ with w.guard():
         made_id = st.session_state.get("atk.made")
         if made_id:
             made = loaders.dataset(made_id)
-            st.success(f"Saved dataset {made.name} ({len(made)} rows).")
+            st.success(f"Saved as a new dataset ({len(made)} rows):")
+            st.text(made.name)
             st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
                                "application/jsonl", key="atk.download")
             st.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",

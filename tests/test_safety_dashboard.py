@@ -10,7 +10,7 @@ import json
 import pytest
 
 from evaluators import Store, evaluate
-from tests.judge_server import JudgeServer
+from tests.judge_server import Action, JudgeServer
 from tests.safety_judge import safety_responder
 from tests.test_dashboard_e2e import CHROMIUM, browser, expect_metric, settle, shot  # noqa: F401  (fixtures)
 from tests.test_dashboard_e2e import app as served_app  # noqa: F401
@@ -91,7 +91,24 @@ def test_attacks_page_generates_and_fills_a_set(home_store):
     ds = home_store.get_dataset(made["id"])
     assert all(r["response"] == "TARGET REPLY" and r["attack"] in r["context"] for r in ds.records)
     assert {r["attack_category"] for r in ds.records} == {"manipulated_content", "intrusion", "information_gathering"}
-    assert "Saved dataset" in at.success[0].value
+    assert "Saved as a new dataset (31 rows)" in at.success[0].value
+    assert any("indirect attack · seed 0" in t.value for t in at.text)
+
+
+def test_attacks_page_saves_nothing_when_the_target_fails(home_store):
+    app()
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    before = len(home_store.list_datasets())
+    with JudgeServer() as target:
+        target.queue.extend([Action(status=400)] * 31)  # a client error is not retried
+        at = app("pages/attacks.py", dataset=did)
+        at.toggle(key="atk.fill").set_value(True).run()
+        at.text_input(key="atk.url").input(target.url).run()
+        at.text_input(key="atk.model").input("app").run()
+        at.button(key="atk.go").click().run()
+    assert "31 of 31 target calls failed; nothing was saved" in at.error[0].value
+    assert "HTTP 400" in at.code[-1].value
+    assert len(home_store.list_datasets()) == before
 
 
 def test_new_evaluation_lists_the_safety_family(home_store):
