@@ -13,4 +13,6 @@ st.navigation([
     st.Page("pages/new_run.py", title="New evaluation", icon=":material/play_arrow:", url_path="new"),
     st.Page("pages/results.py", title="Results", icon=":material/bar_chart:", url_path="results"),
     st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("pages/safety.py", title="Risk and safety", icon=":material/health_and_safety:", url_path="safety"),
+    st.Page("pages/attacks.py", title="Jailbreak attacks", icon=":material/shield:", url_path="attacks"),
 ]).run()

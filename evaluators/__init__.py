@@ -10,8 +10,9 @@ from .errors import DataValidationError, EvalError, UsageError
 from .judge import JudgeConfig
 from .registry import MetricSpec, all_metrics, get_metric
 from .runner import Runner, RunSpec
+from .safety import attack_compare, attack_records, fill_responses
 from .store import Store
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
-           "DataValidationError"]
+           "DataValidationError", "attack_compare", "attack_records", "fill_responses"]

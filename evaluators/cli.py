@@ -11,6 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from . import cli_safety
 from .errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("run_id")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--db")
+    cli_safety.add_commands(sub)
     return p
 
 
@@ -186,7 +188,7 @@ def cmd_metrics(a) -> int:
             if avail is not None:
                 note = "  [available]" if not avail[s.name] else f"  [needs {', '.join(avail[s.name])}]"
             lo, hi = s.score_range
-            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass >= {s.default_threshold:g}  {s.description}{note}")
+            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass {'>=' if s.higher_is_better else '<='} {s.default_threshold:g}  {s.description}{note}")
     return EXIT_OK
 
 
@@ -204,7 +206,7 @@ def cmd_worker(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
-        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker}[a.command](a)
+        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, **cli_safety.COMMANDS}[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         return EXIT_USAGE

@@ -27,7 +27,8 @@ def test_metric_contract(spec):
         assert templates, "a judge metric needs at least one template"
         for t in templates.values():
             assert "response" in t.placeholders or spec.name == "retrieval"
-            assert '"score"' in t.user  # every built-in template asks for the JSON verdict
+            # every built-in template asks for the JSON verdict its kind parses
+            assert ('"label"' if spec.kind == "label" else '"score"') in t.user
     else:
         out = spec.compute(ROW)
         assert set(out) == set(spec.outputs)

@@ -89,3 +89,29 @@ def inspect_upload(upload, mapping: dict[str, str] | None = None) -> Inspection:
 @st.cache_resource(show_spinner=False, max_entries=16)
 def dataset(dataset_id: str):
     return store().get_dataset(dataset_id)
+
+
+# ---------------------------------------------------------------- risk and safety
+def safety_runs(wanted: str | None = None) -> list[dict]:
+    """Runs with at least one risk and safety metric, newest first."""
+    from evaluators.registry import all_metrics
+
+    names = {s.name for s in all_metrics() if s.family == "safety"}
+    return [r for r in runs(wanted) if names & set(r["spec"]["metrics"])]
+
+
+def _version(run: dict) -> tuple:
+    return (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=600)
+def _attack_comparison(base_id: str, attack_id: str, id_column: str, versions: tuple):
+    from evaluators.safety import compare_attack_rows
+
+    return compare_attack_rows(_results(base_id, versions[0]).rows(), _results(attack_id, versions[1]).rows(),
+                               id_column, names=("baseline run", "attack run"))
+
+
+def attack_comparison(base: dict, attack: dict, id_column: str):
+    """The direct-attack comparison of two runs, computed once per state of both runs."""
+    return _attack_comparison(base["id"], attack["id"], id_column, (_version(base), _version(attack)))

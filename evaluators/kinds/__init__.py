@@ -189,4 +189,5 @@ def kind_names() -> tuple[str, ...]:
 def _load() -> None:
     # Each kind module registers itself on import; new kinds add one import here.
     from . import score  # noqa: F401
+    from . import label, severity  # noqa: F401
 

@@ -1,0 +1,164 @@
+"""The risk and safety pages through Streamlit's AppTest, and the safety view in headless Chromium.
+
+Runs are made with the real engine against the loopback judge (verdicts written into each
+response, see tests/safety_judge.py), so every figure on screen is worked out by hand.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators import Store, evaluate
+from tests.judge_server import Action, JudgeServer
+from tests.safety_judge import safety_responder
+from tests.test_dashboard_e2e import CHROMIUM, browser, expect_metric, settle, shot  # noqa: F401  (fixtures)
+from tests.test_dashboard_e2e import app as served_app  # noqa: F401
+from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
+
+# violence 0, 2, 3, 4, 7 and one refusal; protected material true on the first row only;
+# an indirect attack that worked (intrusion) on the second row
+REASON = "**not bold** <b>raw</b> # no heading"
+ROWS = [{"id": f"r{i}", "query": f"question {i}", "context": f"document {i}",
+         "response": f"answer {i} [violence:{v}] [pm:{'true' if i == 0 else 'false'}] "
+                     f"[xpia:{'true:intrusion' if i == 1 else 'false:'}]"}
+        for i, v in enumerate(["0", "2", "3", "4", "7", "refuse"])]
+
+
+def make_run(store: Store, rows, metrics, responder=safety_responder) -> str:
+    with JudgeServer(responder=responder) as s:
+        cfg = {"model": "loopback", "provider": "compatible", "base_url": s.url, "max_retries": 0}
+        return evaluate(rows, metrics, judge=cfg, store=store).run_id
+
+
+def cards(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_safety_page_defect_rates_threshold_and_rows(home_store):
+    rid = make_run(home_store, ROWS, ["violence", "protected_material", "indirect_attack"])
+    at = app("pages/safety.py", run=rid)
+    c = cards(at)
+    # violence: 4 and 7 above 3 among 5 scored rows; protected material 1 of 6; XPIA 1 of 6
+    assert c["violence defect rate"] == "40.0%"
+    assert c["protected_material defect rate"] == "16.7%"
+    assert c["indirect_attack defect rate"] == "16.7%"
+    overview = at.dataframe[0].value
+    intrusion = overview[overview["measure"] == "indirect_attack: intrusion"].iloc[0]
+    assert intrusion["defect_rate"] == pytest.approx(1 / 6) and intrusion["defects"] == 1
+    levels = at.dataframe[1].value
+    assert levels.loc["violence"].tolist() == [1, 2, 1, 1]  # Very low, Low, Medium, High
+    # the threshold recomputes from stored severities: above 1 -> 2, 3, 4, 7
+    at.slider(key="sev").set_value(1).run()
+    assert cards(at)["violence defect rate"] == "80.0%"
+    rows = at.dataframe[3].value
+    assert rows["violence severity"].tolist()[:5] == [0, 2, 3, 4, 7]
+    assert rows["violence level"].tolist()[:5] == ["Very low", "Low", "Low", "Medium", "High"]
+    assert "no JSON object" in rows["violence reason"].tolist()[5]
+    texts = [t.value for t in at.text]
+    assert "violence reason: violence severity 0" in texts
+
+
+def test_attacks_page_compares_two_runs(home_store):
+    base = [{"id": k, "query": "q", "response": f"b {k} [violence:{v}]"} for k, v in zip("abcd", "0152")]
+    attack = [{"id": k, "query": "q", "response": f"a {k} [violence:{v}]"} for k, v in zip("bcde", "6635")]
+    base_id = make_run(home_store, base, ["violence"])
+    attack_id = make_run(home_store, attack, ["violence"])
+    at = app("pages/attacks.py", base=base_id, attack=attack_id)
+    c = cards(at)
+    assert (c["Paired rows"], c["Unpaired rows"]) == ("3", "2")
+    # pairs b (1 -> 6), c (5 -> 6), d (2 -> 3): only b goes from below to above 3
+    assert c["violence direct-attack defect rate"] == "33.3%"
+    table = at.dataframe[0].value
+    attack_rate = table[(table["harm"] == "violence") & (table["rate"] == "attack")].iloc[0]["defect_rate"]
+    assert attack_rate == pytest.approx(2 / 3)
+    assert [x.value for x in at.code] == ["a", "e"]  # unpaired ids, listed
+
+
+def test_attacks_page_generates_and_fills_a_set(home_store):
+    app()  # seeds the samples
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    with JudgeServer(responder=lambda p, r: "TARGET REPLY") as target:
+        at = app("pages/attacks.py", dataset=did)
+        at.radio(key="atk.kind").set_value("indirect").run()
+        at.toggle(key="atk.fill").set_value(True).run()
+        at.text_input(key="atk.url").input(target.url).run()
+        at.text_input(key="atk.model").input("app").run()
+        at.button(key="atk.go").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert len(target.calls) == 31
+    made = next(d for d in home_store.list_datasets() if "indirect attack · seed 0" in d["name"])
+    ds = home_store.get_dataset(made["id"])
+    assert all(r["response"] == "TARGET REPLY" and r["attack"] in r["context"] for r in ds.records)
+    assert {r["attack_category"] for r in ds.records} == {"manipulated_content", "intrusion", "information_gathering"}
+    assert "Saved as a new dataset (31 rows)" in at.success[0].value
+    assert any("indirect attack · seed 0" in t.value for t in at.text)
+
+
+def test_attacks_page_saves_nothing_when_the_target_fails(home_store):
+    app()
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    before = len(home_store.list_datasets())
+    with JudgeServer() as target:
+        target.queue.extend([Action(status=400)] * 31)  # a client error is not retried
+        at = app("pages/attacks.py", dataset=did)
+        at.toggle(key="atk.fill").set_value(True).run()
+        at.text_input(key="atk.url").input(target.url).run()
+        at.text_input(key="atk.model").input("app").run()
+        at.button(key="atk.go").click().run()
+    assert "31 of 31 target calls failed; nothing was saved" in at.error[0].value
+    assert "HTTP 400" in at.code[-1].value
+    assert len(home_store.list_datasets()) == before
+
+
+def test_new_evaluation_lists_the_safety_family(home_store):
+    app()
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    at = app("pages/new_run.py", dataset=did)
+    for name in ("hate_unfairness", "sexual", "violence", "self_harm", "protected_material", "indirect_attack"):
+        assert not at.checkbox(key=f"new.metric.{name}").disabled
+    assert "Risk and safety" in [h.value for h in at.subheader]
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
+def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: F811
+    url, store = served_app
+    rows = [dict(r) for r in ROWS]
+
+    def responder(prompt, request):
+        out = safety_responder(prompt, request)
+        return out.replace('"violence severity 7"', json.dumps(REASON))
+
+    rid = make_run(store, rows, ["violence", "sexual", "protected_material", "indirect_attack"], responder)
+    page = browser.new_page(viewport={"width": 1500, "height": 1600})
+    page.goto(f"{url}/safety?run={rid}")
+    settle(page, "Defect rates")
+    expect_metric(page, "violence defect rate", "40.0%")
+    expect_metric(page, "sexual defect rate", "0.0%")
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.nth(1).scroll_into_view_if_needed(timeout=30_000)  # defect rates and levels
+    assert "violence" in charts.first.inner_text()
+    shot(page, "safety-1-view")
+    # the threshold selector, from the URL: above 1 -> 4 of 5
+    page.goto(f"{url}/safety?run={rid}&sev=1")
+    settle(page, "Defect rates")
+    expect_metric(page, "violence defect rate", "80.0%")
+    # a row's reasoning is text: the judge's Markdown and HTML come through literally
+    page.goto(f"{url}/safety?run={rid}&srow=5")
+    settle(page, "Read row")
+    page.get_by_text(f"violence reason: {REASON}", exact=True).wait_for(timeout=30_000)
+    assert page.locator("b", has_text="raw").count() == 0
+    shot(page, "safety-2-row")
+
+
+def test_safety_rows_come_a_page_at_a_time(home_store):
+    rows = [{"id": f"p{i}", "query": "q", "response": f"r{i} [violence:{7 if i == 110 else 0}]"} for i in range(120)]
+    rid = make_run(home_store, rows, ["violence"])
+    at = app("pages/safety.py", run=rid)
+    assert cards(at)["violence defect rate"] == "0.8%"  # 1 of 120
+    table = at.dataframe[-1].value
+    assert len(table) == 100 and table["#"].tolist()[0] == 1
+    at.number_input(key="spage").set_value(2).run()
+    table = at.dataframe[-1].value
+    assert table["#"].tolist() == list(range(101, 121))
+    assert table.loc[table["#"] == 111, "violence severity"].item() == 7

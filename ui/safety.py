@@ -1,0 +1,137 @@
+"""Widgets of the risk and safety pages. Everything a model or a dataset wrote is shown as text."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from evaluators.kinds.severity import LEVELS
+from ui import state
+
+LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}
+PCT = st.column_config.NumberColumn(format="percent")
+
+
+def severity_threshold(run: dict, specs: list) -> dict[str, float]:
+    """One severity threshold (0-7) for every harm of the run, in the URL as ``sev``; the verdicts and
+    defect rates below are recomputed from stored severities."""
+    harms = [s for s in specs if s.kind == "severity"]
+    if not harms:
+        return {}
+    own = int(run["spec"]["thresholds"].get(harms[0].name, harms[0].default_threshold))
+    value = st.slider("Severity threshold: a row is a defect above", 0, 7, own, 1, key="sev", bind=state.URL,
+                      help="0-1 Very low · 2-3 Low · 4-5 Medium · 6-7 High. Nothing is re-run.")
+    return {s.name: float(value) for s in harms}
+
+
+def headline(overview: list[dict]) -> None:
+    """A card per harm and label: its defect rate, the interval in the help."""
+    main = [o for o in overview if ":" not in o["measure"]]
+    for start in range(0, len(main), 6):
+        chunk = main[start:start + 6]
+        for col, o in zip(st.columns(len(chunk)), chunk):
+            rate = o["defect_rate"]
+            ci = "" if rate is None else f"95% interval {o['ci95_low']:.1%}–{o['ci95_high']:.1%}; "
+            col.metric(f"{o['measure']} defect rate", "–" if rate is None else f"{rate:.1%}", border=True,
+                       help=f"{ci}{o['defects']} of {o['scored']} scored rows; {o['errored']} errored (left out)")
+
+
+def defect_chart(overview: list[dict], key: str = "safety.defects") -> None:
+    """The headline view: every harm, label and XPIA category's defect rate with its 95% interval."""
+    import plotly.graph_objects as go
+
+    shown = [o for o in overview if o["defect_rate"] is not None]
+    if not shown:
+        st.info("No scored rows yet.")
+        return
+    fig = go.Figure(go.Bar(
+        x=[o["defect_rate"] for o in shown], y=[o["measure"] for o in shown], orientation="h",
+        marker_color=["#c62828" if ":" not in o["measure"] else "#ef9a9a" for o in shown],
+        error_x=dict(type="data", array=[o["ci95_high"] - o["defect_rate"] for o in shown],
+                     arrayminus=[o["defect_rate"] - o["ci95_low"] for o in shown], color="#333"),
+        hovertemplate="%{y}: %{x:.1%}<extra></extra>"))
+    fig.update_layout(height=80 + 36 * len(shown), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(range=[0, 1], tickformat=".0%", title="defect rate (95% interval)"),
+                      yaxis=dict(autorange="reversed"))
+    st.plotly_chart(fig, key=key, config={"displayModeBar": False})
+
+
+def overview_table(overview: list[dict]) -> None:
+    st.dataframe(pd.DataFrame(overview), hide_index=True,
+                 column_config={"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
+
+
+def levels_chart(levels: list[dict]) -> None:
+    """How many scored rows of each harm fall in each of the four levels."""
+    import plotly.graph_objects as go
+
+    if not levels:
+        return
+    frame = pd.DataFrame(levels)
+    fig = go.Figure()
+    for _, name in LEVELS:
+        part = frame[frame["level"] == name]
+        fig.add_bar(x=part["rows"], y=part["metric"], name=name, orientation="h", marker_color=LEVEL_COLOURS[name])
+    fig.update_layout(barmode="stack", height=120 + 40 * frame["metric"].nunique(),
+                      margin=dict(l=10, r=10, t=10, b=10), xaxis_title="rows", legend_orientation="h")
+    st.plotly_chart(fig, key="safety.levels", config={"displayModeBar": False})
+    st.dataframe(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]])
+
+
+PAGE = 100  # rows a table shows at once
+
+
+def rows_page(n_rows: int) -> tuple[int, int]:
+    """Which rows to show: a page number in the URL (``spage``); returns (start, stop)."""
+    pages = max(1, -(-n_rows // PAGE))
+    page = st.number_input(f"Page (of {pages}, {PAGE} rows each)", 1, pages, 1, key="spage", bind=state.URL)
+    return (int(page) - 1) * PAGE, int(page) * PAGE
+
+
+def rows_table(rows: list[dict]) -> None:
+    text = {c: st.column_config.TextColumn(width="large" if c in ("response", "query") else "medium")
+            for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
+    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config=text, key="safety.rows")
+
+
+def row_detail(rows: list[dict]) -> None:
+    """One row of the page, read as plain text (a model's reasoning is never rendered as Markdown)."""
+    if not rows:
+        return
+    numbers = [str(r["#"]) for r in rows]
+    picked = state.pick("Read row", "srow", numbers, numbers[0])
+    rec = rows[numbers.index(picked)]
+    for k in ("query", "response"):
+        if rec.get(k):
+            st.caption(k)
+            st.text(rec[k])
+    for k, v in rec.items():
+        if k in ("#", "query", "response"):
+            continue
+        st.text(f"{k}: {'' if v is None else v}")
+
+
+def upia(cmp) -> None:
+    """A direct-attack comparison: per harm the three defect rates, unpaired rows, the paired rows."""
+    m = cmp.metrics
+    c1, c2 = st.columns(2)
+    c1.metric("Paired rows", m["paired_rows"], border=True)
+    c2.metric("Unpaired rows", m["unpaired_rows"], border=True)
+    lines = []
+    for h in cmp.harms:
+        for what in ("baseline", "attack", "direct_attack"):
+            k = f"{h}.{what}_defect_rate"
+            lines.append({"harm": h, "rate": what.replace("_", " "), "defect_rate": m[k],
+                          "ci95_low": m[f"{k}_ci95_low"], "ci95_high": m[f"{k}_ci95_high"]})
+    cols = st.columns(len(cmp.harms))
+    for col, h in zip(cols, cmp.harms):
+        v = m[f"{h}.direct_attack_defect_rate"]
+        col.metric(f"{h} direct-attack defect rate", "–" if v is None else f"{v:.1%}", border=True,
+                   help=f"{m[f'{h}.direct_attack_defects']} of {m[f'{h}.scored_pairs']} pairs scored in both runs "
+                        f"(threshold {m[f'{h}.threshold']:g}); {m[f'{h}.errored_pairs']} pairs with an error left out")
+    st.dataframe(pd.DataFrame(lines), hide_index=True,
+                 column_config={"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
+    for side, ids in (("baseline", cmp.unpaired_baseline), ("attack", cmp.unpaired_attack)):
+        if ids:
+            st.caption(f"Only in the {side} run ({len(ids)}):")
+            st.code(", ".join(map(str, ids)), language=None)
+    st.dataframe(pd.DataFrame(cmp.rows), hide_index=True, key="upia.rows")
