@@ -9,6 +9,7 @@ on a metric's name. ``score`` (1-5, 0-1, 1-10: mean, pass rate) is :class:`Kind`
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,7 @@ class Kind:
 
     def properties(self, spec: "MetricSpec", outputs: dict[str, Any] | None, results: list["Result"],
                    threshold: float) -> dict[str, Any] | None:
-        """K_properties: judge usage (tokens, model), or each output of a many-output metric with
+        """K_properties: judge usage (tokens, model, the reply), or each output of a many-output metric with
         its own verdict (ROUGE: precision, recall, F1); None for a single-number classic metric.
 
         Outputs other than the primary one are held to the metric's default threshold, as the SDK
@@ -130,8 +131,12 @@ class Kind:
             pt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
             ct = [r.completion_tokens for r in results if r.completion_tokens is not None]
             model = next((r.meta.get("model") for r in results if r.meta and r.meta.get("model")), None)
-            return {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
-                    "total_tokens": sum(pt) + sum(ct) if pt or ct else None, "model": model}
+            props = {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
+                     "total_tokens": sum(pt) + sum(ct) if pt or ct else None, "model": model}
+            if len(results) == 1 and results[0].raw is not None:
+                # the judge's reply as the SDK records it: the chat message, as JSON text
+                props["sample_output"] = json.dumps([{"role": "assistant", "content": results[0].raw}])
+            return props
         if len(spec.outputs) < 2 or outputs is None:
             return None
         props: dict[str, Any] = {}
@@ -228,9 +233,10 @@ class Kind:
         for k in spec.outputs:
             flat[f"{n}.{k}"] = sm[k]
             flat[f"{n}.{k}_ci95_low"], flat[f"{n}.{k}_ci95_high"] = sm[f"{k}_ci95"]
-        flat[f"{n}.{p}"] = flat[f"{n}.{p}_score"] = sm[spec.primary]
+        # .get: a kind whose summary has other aggregates (rates, not means) still gets the rest
+        flat[f"{n}.{p}"] = flat[f"{n}.{p}_score"] = sm.get(spec.primary)
         flat[f"{n}.{p}_passed"] = sm["pass_rate"]
-        flat[f"{n}.binary_aggregate"] = sm["binary_aggregate"]
+        flat[f"{n}.binary_aggregate"] = sm.get("binary_aggregate")
         flat[f"{n}.{p}_pass_rate"] = sm["pass_rate"]
         flat[f"{n}.{p}_pass_rate_ci95_low"], flat[f"{n}.{p}_pass_rate_ci95_high"] = sm["pass_rate_ci95"]
         flat[f"{n}.{p}_threshold"] = sm["threshold"]

@@ -1,7 +1,9 @@
 """Groundedness: is every claim of the response supported by the given context? (1-5)
 
-The judge reads the context, the response and, when the row has one, the query, as
-azure-ai-evaluation 1.18's GroundednessEvaluator does (its prompt with or without the query).
+The judge reads the context and the response. That is what azure-ai-evaluation 1.18's
+``evaluate()`` sends: its GroundednessEvaluator has a second prompt that also reads the query, but
+``evaluate()`` calls the evaluator past the code that loads it, so rows are judged without the
+query even when they have one (seen in ``bench/azure_sdk_keys.py``).
 """
 from ..registry import JudgeTemplates
 from ._judge import quality_metric
