@@ -176,3 +176,30 @@ def test_bad_sdk_conversation_object_is_refused_by_row_and_field():
     text = " ".join(p.message for p in e.value.problems)
     assert "conversation.messages must be a list" in text and "unknown key(s) extra" in text
     assert "role must be one of" in text
+
+
+def test_sdk_conversation_object_in_a_csv_cell_loads(tmp_path):
+    import csv
+
+    conv = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
+            "context": "Greeting guide."}
+    p = tmp_path / "conv.csv"
+    with p.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["conversation"])
+        w.writerow([json.dumps(conv)])
+    ds = load_dataset(p)
+    assert ds.shape == "conversation" and ds.records[0]["conversation"] == conv
+    assert [(t.query, t.response, t.context) for t in ds.turns(0)] == [("Hi", "Hello.", "Greeting guide.")]
+
+
+def test_similarity_judges_conversation_turns_that_carry_a_ground_truth(judge_server, judge_config, store):
+    data = [{"messages": [{"role": "user", "content": "Capital of France?"},
+                          {"role": "assistant", "content": "Paris.", "ground_truth": "Paris is the capital."},
+                          {"role": "user", "content": "And Spain?"}, {"role": "assistant", "content": "Madrid."}]}]
+    res = evaluate(data, ["similarity"], judge=judge_config, store=store)
+    (prompt,) = judge_server.prompts()
+    assert "Paris is the capital." in prompt and "Capital of France?" in prompt and "Paris." in prompt
+    row = res.results.rows()[0]
+    assert row["outputs.similarity.evaluation_per_turn.similarity_status"] == ["completed", "skipped"]
+    assert row["outputs.similarity.similarity"] == expected_score(prompt)

@@ -167,7 +167,7 @@ class Kind:
         p = self.passed(spec, cell, threshold)
         props = self.properties(spec, cell.outputs if cell and cell.status == "ok" else None,
                                 cell.turns if cell else [], threshold)
-        out.update(self.sdk_keys(spec, cell.value if cell and cell.status == "ok" else None, p,
+        out.update(self.sdk_keys(spec, cell.outputs.get(spec.primary) if cell and cell.status == "ok" else None, p,
                                  cell.status if cell else None, cell.reason if cell else None, threshold, props))
         if cell is None:
             out[spec.error_key] = "not computed (run incomplete)"
@@ -184,7 +184,7 @@ class Kind:
         per: dict[str, list] = {}
         for t in cell.turns:
             ok = t.status == "ok"
-            value = t.value if ok else None
+            value = t.outputs.get(spec.primary) if ok and t.outputs else None
             keys = {k: (t.outputs.get(k) if ok and t.outputs else None) for k in spec.outputs}
             keys.update(self.sdk_keys(
                 spec, value, self.turn_passed(spec, value, threshold) if ok else None, t.status,
