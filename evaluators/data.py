@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from .errors import DataValidationError, Problem, ProblemCollector, UsageError
 from .registry import FIELDS, MetricSpec, get_metric, missing_fields
+from .sdk_compat import check_conversation, conversation_messages, is_sdk_conversation
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Column names other tools use, mapped to our canonical fields; the first hit wins.
@@ -85,7 +86,7 @@ class Dataset:
         if self.shape == "conversation":
             out = {"messages", "query", "response"}
             for rec in self.records:
-                for m in rec.get(self.mapping["messages"]) or []:
+                for m in conversation_messages(rec.get(self.mapping["messages"])):
                     if isinstance(m, dict) and m.get("role") == "assistant":
                         if _has_value(m.get("context")):
                             out.add("context")
@@ -95,7 +96,11 @@ class Dataset:
         return {f for f, col in self.mapping.items() if any(_has_value(r.get(col)) for r in self.records)}
 
     def turns(self, i: int) -> list[Turn]:
-        return conversation_turns(self.value(i, "messages") or [])
+        return conversation_turns(self.messages(i))
+
+    def messages(self, i: int) -> list[dict]:
+        """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object)."""
+        return conversation_messages(self.value(i, "messages"))
 
     def availability(self) -> dict[str, list[str]]:
         """Every registered metric -> the fields it lacks here ([] = available)."""
@@ -299,7 +304,7 @@ def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
             best = (score, mapping, schema)
     mapping, schema = best[1], best[2]
     if "messages" in mapping:
-        schema = "azure" if schema == "azure" and "messages" in cols else "openai-messages"
+        schema = "azure" if schema == "azure" and cols & {"messages", "conversation"} else "openai-messages"
     return mapping, schema
 
 
@@ -378,6 +383,8 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
                     problems.add(row, col, f"{fld} must be text, got {type(v).__name__}")
             elif fld == "context":
                 _check_context(v, "", problems, row, col)
+            elif fld == "messages" and is_sdk_conversation(v):
+                check_conversation(v, problems, row, col)
             elif fld == "messages":
                 _check_messages(v, problems, row, col)
         if problems.full:

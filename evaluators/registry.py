@@ -48,7 +48,9 @@ class MetricSpec:
         fields: canonical fields a single-turn row must have.
         conversation_fields: for conversations, fields each judged turn needs
             (besides query/response); ``None`` when the metric does not run on conversations.
-        prefix: how output keys start (Azure AI Evaluation SDK names: ``f1`` -> ``f1_result``).
+        prefix: the Azure AI Evaluation SDK 1.18 result key K that row keys and ``metrics.json``
+            entries start with (``K``, ``K_score``, ``K_result``...): the evaluator's own name
+            (``coherence``, ``f1_score``, ``bleu``), ``rouge`` for every ROUGE variant.
         outputs: numeric output keys; ``outputs[0]`` is the one compared to the threshold.
         score_range: (low, high) of the primary output.
         higher_is_better: direction of the primary output.

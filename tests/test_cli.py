@@ -31,7 +31,7 @@ def test_classic_metrics_offline(tmp_path):
     rows = read_rows(out)
     assert len(rows) == 31 and rows[0]["inputs.id"] == "st-001" and rows[-1]["inputs.id"] == "st-031"
     keys = set(rows[0])
-    for k in ["outputs.f1_score.f1_score", "outputs.f1_score.f1_result", "outputs.f1_score.f1_threshold",
+    for k in ["outputs.f1_score.f1_score", "outputs.f1_score.f1_score_result", "outputs.f1_score.f1_score_threshold",
               "outputs.bleu.bleu_score", "outputs.gleu.gleu_score", "outputs.meteor.meteor_score",
               "outputs.rouge.rouge_precision", "outputs.rouge.rouge_recall", "outputs.rouge.rouge_f1_score"]:
         assert k in keys
@@ -71,10 +71,13 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     assert not (tmp_path / "o").exists()
     for args, msg in [(["--metrics", "nope"], "unknown metric 'nope'"),
                       (["--metrics", "bleu", "--threshold", "bleu=7"], "within 0-1"),
-                      (["--metrics", "bleu", "--map", "query=missing"], "no column 'missing'"),
-                      (["--metrics", "retrieval"], "needs messages")]:
+                      (["--metrics", "bleu", "--map", "query=missing"], "no column 'missing'")]:
         p = cli("run", SINGLE, *args, "--out", tmp_path / "o")
         assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+    qr = tmp_path / "qr.jsonl"
+    qr.write_text('{"query": "q", "response": "r"}\n')
+    p = cli("run", qr, "--metrics", "retrieval", "--out", tmp_path / "o")
+    assert p.returncode == 2 and "needs context" in p.stderr and "Traceback" not in p.stderr, p.stderr
     p = cli("run", SINGLE)
     assert p.returncode == 2 and "required" in p.stderr
 

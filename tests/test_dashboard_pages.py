@@ -57,9 +57,11 @@ def test_datasets_page_lists_and_previews(home_store):
 
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
+    conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
+    assert app("pages/new_run.py", dataset=conv).checkbox(key="new.metric.bleu").disabled  # single-turn only
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
     at = app("pages/new_run.py", dataset=did)
-    assert at.checkbox(key="new.metric.retrieval").disabled  # needs messages
+    assert not at.checkbox(key="new.metric.retrieval").disabled  # query + context, as in SDK 1.18
     at.checkbox(key="new.metric.coherence").check()
     at.checkbox(key="new.metric.bleu").check()
     at.run()

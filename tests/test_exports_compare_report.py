@@ -32,7 +32,7 @@ def test_csv_and_jsonl_exports(store):
     assert rows[0]["inputs.query"] == "'=1+1" and rows[0]["inputs.response"] == "'-5 degrees"
     assert rows[0]["outputs.f1_score.f1_score"] == "1.0"
     line = json.loads(jsonl_text(res.results.rows()))
-    assert line["inputs.query"] == "=1+1" and line["outputs.f1_score.f1_result"] == "pass"  # JSONL keeps values as they are
+    assert line["inputs.query"] == "=1+1" and line["outputs.f1_score.f1_score_result"] == "pass"  # JSONL keeps values as they are
 
 
 def test_html_report_is_self_contained(store):

@@ -101,21 +101,25 @@ def test_conversations_judged_per_turn_and_aggregated(judge_server, judge_config
         mean = sum(r.value for r in per) / len(per)
         assert rows.loc[i, "outputs.coherence.coherence"] == pytest.approx(mean)
         assert rows.loc[i, "outputs.coherence.coherence_result"] == ("pass" if mean >= 3 else "fail")
-        assert rows.loc[i, "outputs.coherence.evaluation_per_turn"]["coherence"] == [r.value for r in per]
+        assert rows.loc[i, "outputs.coherence.evaluation_per_turn.coherence"] == [r.value for r in per]
     # conversation 15 opens with a greeting turn that has no citations: skipped for groundedness
     g = [r for r in stored if r.row_idx == 14 and r.metric == "groundedness"]
     assert [r.status for r in g] == ["skipped", "ok"]
     assert rows.loc[14, "outputs.groundedness.groundedness"] == g[1].value
 
 
-def test_turn_with_ground_truth_uses_its_rubric(judge_server, judge_config, store):
+def test_relevance_turns_see_query_and_response_and_the_older_rubric_is_opt_in(judge_server, judge_config, store):
     data = [{"messages": [{"role": "user", "content": "Capital of France?"},
                           {"role": "assistant", "content": "Paris.", "ground_truth": "Paris is the capital."},
                           {"role": "user", "content": "And Spain?"}, {"role": "assistant", "content": "Madrid."}]}]
     evaluate(data, ["relevance"], judge=judge_config, store=store)
     prompts = judge_server.prompts()
-    assert any("Ground-truth answer:\nParis is the capital." in p for p in prompts)
-    assert any("reference answer" in p and "Madrid." in p for p in prompts)
+    # as SDK 1.18's RelevanceEvaluator: each turn's query and response, no history or ground truth
+    assert len(prompts) == 2 and "Madrid." in prompts[1] and "Capital of France?" not in prompts[1]
+    assert not any("Paris is the capital." in p for p in prompts)
+    evaluate(data, ["relevance"], judge=judge_config, store=store,
+             templates={"relevance": "relevance_turn_ground_truth.md"})
+    assert any("Ground-truth answer:\nParis is the capital." in p for p in judge_server.prompts()[2:])
 
 
 def test_thresholds_apply_at_read_time(judge_server, judge_config, store):

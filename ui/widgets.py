@@ -184,7 +184,7 @@ def text_block(label: str, text: str | None) -> None:
 
 
 def conversation(res: RunResults, i: int) -> None:
-    for m in res.dataset.value(i, "messages") or []:
+    for m in res.dataset.messages(i):
         with st.chat_message(m.get("role", "user")):
             st.write(m.get("content", ""))
             ctx = m.get("context")

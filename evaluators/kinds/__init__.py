@@ -9,6 +9,7 @@ on a metric's name. ``score`` (1-5, 0-1, 1-10: mean, pass rate) is :class:`Kind`
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -100,36 +101,105 @@ class Kind:
         return None if value is None else spec.passes(float(value), threshold)
 
     # ------------------------------------------------------------ row keys
+    # Keys follow azure-ai-evaluation 1.18's ``evaluate()``: with K = ``spec.prefix`` (the SDK's
+    # result key, e.g. ``coherence``, ``f1_score``, ``rouge``) every row has K, K_score, K_passed,
+    # K_result, K_reason, K_status, K_threshold and K_properties, and a conversation adds each of
+    # them per turn as a list under ``evaluation_per_turn.<key>``. Our own keys (every output of the
+    # metric, ``<metric>_error``) are kept beside them.
+
+    # K_status of a row: the SDK writes "completed" or "skipped"; an error or a pending row
+    # has no SDK output at all, so those two say what happened instead.
+    STATUS = {"ok": "completed", "skipped": "skipped", "error": "error"}
+
+    def result_label(self, spec: "MetricSpec", passed: bool | None, status: str | None) -> str | None:
+        """K_result: "pass"/"fail"; "not_applicable" for a skipped row or turn (as the SDK writes it)."""
+        if status == "skipped":
+            return "not_applicable"
+        return None if passed is None else ("pass" if passed else "fail")
+
+    def properties(self, spec: "MetricSpec", outputs: dict[str, Any] | None, results: list["Result"],
+                   threshold: float) -> dict[str, Any] | None:
+        """K_properties: judge usage (tokens, model, the reply), or each output of a many-output metric with
+        its own verdict (ROUGE: precision, recall, F1); None for a single-number classic metric.
+
+        Outputs other than the primary one are held to the metric's default threshold, as the SDK
+        holds ROUGE's precision and recall to their own defaults when only the F1 threshold is set.
+        """
+        if spec.is_judge:
+            if not results:
+                return None
+            pt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
+            ct = [r.completion_tokens for r in results if r.completion_tokens is not None]
+            model = next((r.meta.get("model") for r in results if r.meta and r.meta.get("model")), None)
+            props = {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
+                     "total_tokens": sum(pt) + sum(ct) if pt or ct else None, "model": model}
+            if len(results) == 1 and results[0].raw is not None:
+                # the judge's reply as the SDK records it: the chat message, as JSON text
+                props["sample_output"] = json.dumps([{"role": "assistant", "content": results[0].raw}])
+            return props
+        if len(spec.outputs) < 2 or outputs is None:
+            return None
+        props: dict[str, Any] = {}
+        for k in spec.outputs:
+            props[k] = outputs.get(k)
+        for k in spec.outputs:
+            t = threshold if k == spec.primary else spec.default_threshold
+            v = outputs.get(k)
+            ok = None if v is None else spec.passes(float(v), t)
+            props[f"{k}_result"] = None if ok is None else ("pass" if ok else "fail")
+            props[f"{k}_passed"] = ok
+            props[f"{k}_threshold"] = t
+        return props
+
+    def sdk_keys(self, spec: "MetricSpec", value: float | None, passed: bool | None, status: str | None,
+                 reason: str | None, threshold: float, properties: dict | None) -> dict[str, Any]:
+        """The eight SDK keys of one row or one turn."""
+        k = spec.prefix
+        return {k: value, f"{k}_score": value, f"{k}_passed": passed,
+                f"{k}_result": self.result_label(spec, passed, status), f"{k}_reason": reason,
+                f"{k}_status": self.STATUS.get(status, "pending") if status else "pending",
+                f"{k}_threshold": threshold, f"{k}_properties": properties}
+
     def row_keys(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float,
                  conversation: bool) -> dict[str, Any]:
-        """Keys under ``outputs.<metric>.`` for one row (Azure AI Evaluation SDK names)."""
+        """Keys under ``outputs.<metric>.`` for one row (Azure AI Evaluation SDK 1.18 names)."""
         out: dict[str, Any] = {k: (cell.outputs.get(k) if cell else None) for k in spec.outputs}
-        if spec.is_judge:
-            out[spec.reason_key] = cell.reason if cell else None
         p = self.passed(spec, cell, threshold)
-        out[spec.result_key] = None if p is None else ("pass" if p else "fail")
-        out[spec.threshold_key] = threshold
+        props = self.properties(spec, cell.outputs if cell and cell.status == "ok" else None,
+                                cell.turns if cell else [], threshold)
+        out.update(self.sdk_keys(spec, cell.outputs.get(spec.primary) if cell and cell.status == "ok" else None, p,
+                                 cell.status if cell else None, cell.reason if cell else None, threshold, props))
         if cell is None:
             out[spec.error_key] = "not computed (run incomplete)"
         elif cell.status != "ok":
             out[spec.error_key] = cell.error
+            if cell.status == "skipped":
+                out[f"{spec.prefix}_reason"] = f"Not applicable: {cell.error}"
         if cell and conversation and cell.turns:
-            out["evaluation_per_turn"] = self.per_turn(spec, cell, threshold)
+            out.update({f"evaluation_per_turn.{k}": v for k, v in self.per_turn(spec, cell, threshold).items()})
         return out
 
     def per_turn(self, spec: "MetricSpec", cell: MetricCell, threshold: float) -> dict[str, list]:
-        per = {k: [t.outputs.get(k) if t.outputs else None for t in cell.turns] for k in spec.outputs}
-        if spec.is_judge:
-            per[spec.reason_key] = [t.reason for t in cell.turns]
-        verdicts = [self.turn_passed(spec, t.value, threshold) for t in cell.turns]
-        per[spec.result_key] = [None if v is None else ("pass" if v else "fail") for v in verdicts]
+        """Every row key as a list over the row's turns (the SDK's flattened ``evaluation_per_turn``)."""
+        per: dict[str, list] = {}
+        for t in cell.turns:
+            ok = t.status == "ok"
+            value = t.outputs.get(spec.primary) if ok and t.outputs else None
+            keys = {k: (t.outputs.get(k) if ok and t.outputs else None) for k in spec.outputs}
+            keys.update(self.sdk_keys(
+                spec, value, self.turn_passed(spec, value, threshold) if ok else None, t.status,
+                t.reason if ok else (f"Not applicable: {t.error}" if t.status == "skipped" else None),
+                threshold, self.properties(spec, t.outputs if ok else None, [t], threshold)))
+            for k, v in keys.items():
+                per.setdefault(k, []).append(v)
         return per
 
     # ------------------------------------------------------------ aggregates
     def summary(self, spec: "MetricSpec", cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
         """Counts, means with 95% intervals and the pass rate (with its interval) of one metric.
 
-        Errored, skipped and pending rows are counted apart and left out of every denominator.
+        Errored, skipped and pending rows are counted apart and left out of every denominator,
+        except ``binary_aggregate``, which (as in the SDK) counts passes over all rows.
         """
         ok = [c for c in cells if c and c.status == "ok"]
         out: dict[str, Any] = {
@@ -148,15 +218,25 @@ class Kind:
         passes = sum(1 for c in ok if self.passed(spec, c, threshold))
         rate, lo, hi = wilson(passes, len(ok))
         out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
+        out["binary_aggregate"] = round(passes / len(cells), 2) if cells else None
         return out
 
     def flat(self, spec: "MetricSpec", sm: dict[str, Any]) -> dict[str, Any]:
-        """``metrics.json`` entries (``<metric>.<key>``) from :meth:`summary`."""
+        """``metrics.json`` entries (``<metric>.<key>``) from :meth:`summary`.
+
+        The SDK 1.18 entries: ``<metric>.K`` and ``<metric>.K_score`` (mean of the primary value over
+        scored rows), ``<metric>.K_passed`` (share of scored rows that pass) and
+        ``<metric>.binary_aggregate`` (passing rows over all rows, rounded to 2 places).
+        """
         n, p = spec.name, spec.prefix
         flat: dict[str, Any] = {}
         for k in spec.outputs:
             flat[f"{n}.{k}"] = sm[k]
             flat[f"{n}.{k}_ci95_low"], flat[f"{n}.{k}_ci95_high"] = sm[f"{k}_ci95"]
+        # .get: a kind whose summary has other aggregates (rates, not means) still gets the rest
+        flat[f"{n}.{p}"] = flat[f"{n}.{p}_score"] = sm.get(spec.primary)
+        flat[f"{n}.{p}_passed"] = sm["pass_rate"]
+        flat[f"{n}.binary_aggregate"] = sm.get("binary_aggregate")
         flat[f"{n}.{p}_pass_rate"] = sm["pass_rate"]
         flat[f"{n}.{p}_pass_rate_ci95_low"], flat[f"{n}.{p}_pass_rate_ci95_high"] = sm["pass_rate_ci95"]
         flat[f"{n}.{p}_threshold"] = sm["threshold"]

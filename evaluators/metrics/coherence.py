@@ -1,4 +1,8 @@
-"""Coherence: do the response's sentences fit together into a logical whole? (1-5)"""
+"""Coherence: do the response's sentences fit together into a logical whole? (1-5)
+
+The judge reads the query and the response, as azure-ai-evaluation 1.18's CoherenceEvaluator does
+(per turn for conversations: that turn's user message and reply, no earlier turns).
+"""
 from ..registry import JudgeTemplates
 from ._judge import quality_metric
 

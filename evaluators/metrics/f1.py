@@ -18,7 +18,7 @@ def f1(response: str, ground_truth: str) -> float:
 
 
 reference_metric(
-    "f1_score", "f1", ("f1_score",),
+    "f1_score", "f1_score", ("f1_score",),
     "Share of words in common with the ground truth (precision/recall harmonic mean).",
     lambda row: {"f1_score": f1(row["response"], row["ground_truth"])},
     params=(("norm", "squad"),),

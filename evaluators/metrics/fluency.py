@@ -1,9 +1,12 @@
-"""Fluency: is each sentence of the response well formed and grammatical? (1-5)"""
+"""Fluency: is each sentence of the response well formed and grammatical? (1-5)
+
+The judge reads the response alone, as azure-ai-evaluation 1.18's FluencyEvaluator does.
+"""
 from ..registry import JudgeTemplates
 from ._judge import quality_metric
 
 SPEC = quality_metric(
     "fluency", "Grammar, word choice and sentence construction of the response.",
-    fields=("query", "response"), conversation_fields=(),
+    fields=("response",), conversation_fields=(),
     templates=JudgeTemplates(single="fluency.md", turn="fluency.md"),
 )

@@ -1,15 +1,16 @@
 """Relevance: does the response address what was asked? (1-5)
 
-Single-turn rows use the query/context rubric; conversation turns use the rubric
-that builds a reference answer from the documents, or the one that compares with
-the turn's ground truth when the turn carries one.
+The judge reads the query and the response, as azure-ai-evaluation 1.18's RelevanceEvaluator
+does (per turn for conversations). The older conversation rubrics of the Azure documentation,
+which also read the earlier turns and the retrieved documents or the turn's ground truth, stay
+available as templates: ``--template relevance=relevance_turn.md`` or
+``relevance_turn_ground_truth.md``.
 """
 from ..registry import JudgeTemplates
 from ._judge import quality_metric
 
 SPEC = quality_metric(
     "relevance", "How completely and directly the response addresses the query.",
-    fields=("query", "response", "context"), conversation_fields=(),
-    templates=JudgeTemplates(single="relevance.md", turn="relevance_turn.md",
-                             turn_ground_truth="relevance_turn_ground_truth.md"),
+    fields=("query", "response"), conversation_fields=(),
+    templates=JudgeTemplates(single="relevance.md", turn="relevance.md"),
 )
