@@ -85,7 +85,7 @@ def test_every_problem_reported_with_file_row_and_field(tmp_path):
     got = [(pr.source, pr.row, pr.field) for pr in e.value.problems]
     assert got == [("bad.jsonl", 2, ""), ("bad.jsonl", 3, "response"), ("bad.jsonl", 4, "response"), ("bad.jsonl", 5, "")]
     assert "broken JSON line" in e.value.problems[0].message
-    assert "bad.jsonl, row 3, field 'response': response must be text, got list" in str(e.value)
+    assert "bad.jsonl, row 3, field 'response': response must be text, got a list" in str(e.value)
 
 
 def test_non_utf8_names_the_row(tmp_path):
@@ -94,9 +94,10 @@ def test_non_utf8_names_the_row(tmp_path):
         load_dataset(p)
 
 
-@pytest.mark.parametrize("name,text", [("empty.jsonl", ""), ("empty.csv", "query,response\n"), ("empty.json", "[]")])
-def test_empty_files(tmp_path, name, text):
-    with pytest.raises(DataValidationError, match="holds no rows"):
+@pytest.mark.parametrize("name,text,why", [("empty.jsonl", "", r"empty \(0 bytes\)"), ("blank.jsonl", "\n \n", "holds no rows"),
+                                           ("empty.csv", "query,response\n", "holds no rows"), ("empty.json", "[]", "holds no rows")])
+def test_empty_files(tmp_path, name, text, why):
+    with pytest.raises(DataValidationError, match=why):
         load_dataset(write(tmp_path, name, text))
 
 
