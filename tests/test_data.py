@@ -1,7 +1,9 @@
 """Loading, schema detection, mapping and validation: every problem by file, row and field."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -150,3 +152,40 @@ def test_csv_json_cells_are_decoded_for_messages(tmp_path):
     pd.DataFrame([{"messages": conv}]).to_csv(p, index=False)
     ds = load_dataset(p)
     assert ds.shape == "conversation" and ds.turns(0)[0].response == "a"
+
+
+@pytest.mark.parametrize("header,expected", [
+    ("question,answer,context", {"query": "question", "response": "answer", "context": "context"}),
+    ("input,actual_output,context,expected_output",
+     {"query": "input", "response": "actual_output", "context": "context", "ground_truth": "expected_output"}),
+    ("input,target,output,context", {"query": "input", "response": "output", "ground_truth": "target", "context": "context"}),
+])
+def test_csv_context_column_is_mapped_to_context(tmp_path, header, expected):
+    # issue 10: the schema that wins on query/response had no name for 'context', so it was dropped
+    cells = {"context": "Paris is the capital of France."}
+    row = ",".join(cells.get(c, f"v-{c}") for c in header.split(","))
+    ds = load_dataset(write(tmp_path, "rag.csv", f"{header}\n{row}\n"))
+    assert ds.mapping == expected
+    assert ds.canonical(0)["context"] == "Paris is the capital of France."
+    assert "groundedness" in [n for n, lacking in ds.availability().items() if not lacking]
+
+
+def test_numbers_where_text_belongs_become_text_everywhere_and_inputs_are_not_changed():
+    rows = [{"query": 6, "response": 42, "ground_truth": 0.5},
+            {"messages": None, "query": "q", "response": "r"}]
+    ds = load_dataset([rows[0]])
+    assert ds.records == [{"query": "6", "response": "42", "ground_truth": "0.5"}]
+    assert rows[0] == {"query": 6, "response": 42, "ground_truth": 0.5}  # the caller's rows are untouched
+    conv = [{"messages": [{"role": "user", "content": 6}, {"role": "assistant", "content": 42}]}]
+    ds = load_dataset(conv)
+    assert ds.turns(0)[0].query == "6" and ds.turns(0)[0].response == "42"
+    assert conv[0]["messages"][1]["content"] == 42
+    for bad, kind in [(True, "true/false"), (float("inf"), "a number (inf)"), ({"a": 1}, "an object")]:
+        with pytest.raises(DataValidationError, match=f"response must be text, got {re.escape(kind)}"):
+            load_dataset([{"query": "q", "response": bad}])
+
+
+def test_content_hash_is_the_documented_digest_computed_record_by_record():
+    ds = load_dataset(SINGLE)
+    blob = json.dumps([ds.mapping, ds.records], sort_keys=True, separators=(",", ":"), default=str)
+    assert ds.content_hash == hashlib.sha256(blob.encode()).hexdigest()
