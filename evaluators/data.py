@@ -8,6 +8,7 @@ not counted) in CSV, the element in a JSON array, the record in Parquet.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -257,13 +258,20 @@ def _sniff(data: bytes, fmt: str) -> str | None:
     return None
 
 
-def _decode(raw: bytes, source: str, problems: ProblemCollector) -> str | None:
-    try:
-        return str(raw, "utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        problems.add(line, "", f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}; save the file as UTF-8")
-        return None
+def _utf8(raw: bytes, problems: ProblemCollector) -> bool:
+    """Check the bytes are UTF-8, a megabyte at a time (no copy of the whole text); name the first bad line."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    for at in range(0, len(raw), 2**20):
+        pending = len(decoder.getstate()[0])  # bytes of a character split at the last chunk's end
+        try:
+            decoder.decode(view[at:at + 2**20], final=at + 2**20 >= len(raw))
+        except UnicodeDecodeError as e:
+            bad = max(0, min(at - pending + e.start, len(raw) - 1))
+            problems.add(raw.count(b"\n", 0, bad) + 1, "",
+                         f"not UTF-8: byte 0x{raw[bad]:02x} at offset {bad}; save the file as UTF-8")
+            return False
+    return True
 
 
 def _too_big(v: Any, depth: int = 0) -> str | None:
@@ -390,10 +398,10 @@ def read_records(data: bytes, source: str, fmt: str,
     elif fmt == "jsonl":
         _json_lines(data, problems, records, numbers)
     else:
-        text = _decode(data, source, problems)
-        if text is None:
+        if not _utf8(data, problems):
             problems.raise_if_any()
         if fmt == "json":
+            text = str(data, "utf-8-sig")  # a JSON array is parsed whole
             try:
                 obj = json.loads(text) if text.strip() else []
             except json.JSONDecodeError as e:
@@ -416,8 +424,8 @@ def read_records(data: bytes, source: str, fmt: str,
                     _keep(item, k, records, numbers, problems)
                 else:
                     problems.add(k, "", f"each element must be an object, got {_kind(item)}")
-        else:
-            _csv(text, problems, records, numbers)
+        else:  # decoded as the reader goes: the whole text is never held
+            _csv(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=""), problems, records, numbers)
     if not records:
         if not problems.problems:
             problems.add(0, "", "the file holds no rows")
@@ -425,11 +433,11 @@ def read_records(data: bytes, source: str, fmt: str,
     return records, numbers
 
 
-def _csv(text: str, problems: ProblemCollector, records: list, numbers: list) -> None:
+def _csv(stream, problems: ProblemCollector, records: list, numbers: list) -> None:
     # A cell may hold a whole document; our own per-field limit names its row and column,
     # so the csv module's 128 KiB cap (one message for the whole file) is lifted for this read.
     csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(stream)
     try:
         if reader.fieldnames and len(set(reader.fieldnames)) != len(reader.fieldnames):
             dup = next(c for c in reader.fieldnames if reader.fieldnames.count(c) > 1)

@@ -189,3 +189,23 @@ def test_content_hash_is_the_documented_digest_computed_record_by_record():
     ds = load_dataset(SINGLE)
     blob = json.dumps([ds.mapping, ds.records], sort_keys=True, separators=(",", ":"), default=str)
     assert ds.content_hash == hashlib.sha256(blob.encode()).hexdigest()
+
+
+def test_csv_duplicate_header_is_refused_not_silently_merged(tmp_path):
+    # csv.DictReader keeps only the last of two equal column names: a whole column would vanish
+    with pytest.raises(DataValidationError, match="dup.csv, field 'response': this column name appears twice"):
+        load_dataset(write(tmp_path, "dup.csv", "query,response,response\nq,first,second\n"))
+
+
+def test_non_utf8_found_past_the_first_megabyte_and_across_a_split_character(tmp_path):
+    # the check reads a megabyte at a time: the bad byte's offset and line must still be exact
+    head = "query,response\n" + "a,b\n" * 300_000  # 1,200,015 bytes
+    p = write(tmp_path, "late.csv", head.encode() + b"caf\xe9,x\n", "wb")
+    with pytest.raises(DataValidationError, match=r"late.csv, row 300002: not UTF-8: byte 0xe9 at offset 1200018"):
+        load_dataset(p)
+    split = ("query,response\n" + "a" * (2**20 - 17) + ",é\n").encode()  # é's two bytes straddle 1 MiB
+    assert split[2**20 - 1:2**20 + 1] == "é".encode()
+    assert load_dataset(write(tmp_path, "split.csv", split, "wb")).records[0]["response"] == "é"
+    broken = split[:2**20] + b"\xff\n"  # the first byte of é, then a byte that cannot follow it
+    with pytest.raises(DataValidationError, match=f"row 2: not UTF-8: byte 0xc3 at offset {2**20 - 1:d};"):
+        load_dataset(write(tmp_path, "broken.csv", broken, "wb"))
