@@ -34,6 +34,7 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
 }
+TEXT_FIELDS = ("query", "response", "ground_truth")
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
 
@@ -560,11 +561,14 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
             v = rec.get(col)
             if fld in ("messages", "context"):
                 v = _text_or_json(v)
+            elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
+                problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
+                continue
             if not _has_value(v):
                 if fld in ("response", "messages"):
                     problems.add(row, col, f"missing {fld}")
                 continue
-            if fld in ("query", "response", "ground_truth"):
+            if fld in TEXT_FIELDS:
                 text = _as_text(v)
                 if text is None:
                     problems.add(row, col, f"{fld} must be text, got {_kind(v)}")

@@ -209,3 +209,10 @@ def test_non_utf8_found_past_the_first_megabyte_and_across_a_split_character(tmp
     broken = split[:2**20] + b"\xff\n"  # the first byte of é, then a byte that cannot follow it
     with pytest.raises(DataValidationError, match=f"row 2: not UTF-8: byte 0xc3 at offset {2**20 - 1:d};"):
         load_dataset(write(tmp_path, "broken.csv", broken, "wb"))
+
+
+@pytest.mark.parametrize("empty", [[], {}])
+def test_an_empty_list_or_object_where_text_belongs_is_refused(empty):
+    # found by tests/test_properties.py: it passed as "missing" and reached the judge's template as a list
+    with pytest.raises(DataValidationError, match="row 1, field 'query': query must be text, got (a list|an object)"):
+        load_dataset([{"query": empty, "response": "r"}])
