@@ -294,6 +294,8 @@ def _keep(rec: dict, row: int, records: list, numbers: list, problems: ProblemCo
     """Add a parsed record unless one of its values is too long or too deep (then name the row and field)."""
     ok = True
     for col, v in rec.items():
+        if type(v) is str and len(v) <= MAX_FIELD_CHARS:  # the common case, checked inline
+            continue
         if isinstance(v, (str, list, dict)):
             why = _too_big(v)
             if why:
@@ -559,6 +561,8 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         changed: dict[str, Any] = {}
         for fld, col in mapping.items():
             v = rec.get(col)
+            if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
+                continue  # the common case: text where text belongs
             if fld in ("messages", "context"):
                 v = _text_or_json(v)
             elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
