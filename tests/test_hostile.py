@@ -343,3 +343,19 @@ def test_browser_upload_of_hostile_files(served_app, tmp_path):
     assert len(names) == before + 1 and "evil.jsonl" in names
     assert not (ROOT.parent / "evil.jsonl").exists() and not (ROOT / "evil.jsonl").exists()
     assert proc.poll() is None  # the server is still up
+
+
+def test_numbers_as_text_reach_the_results_table(home_store, datasets_page):
+    # issue 10: "response": 42 was accepted, then failed in the table; now it is the text "42" end to end
+    from evaluators import evaluate
+
+    rid = evaluate(CORPUS / "number_as_text.jsonl", ["f1_score"], store=home_store).run_id
+    at = datasets_page
+    at.switch_page("pages/results.py")
+    at.query_params.update(run=rid, view="Rows")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "response" in d.value.columns)
+    assert list(table["response"]) == ["Paris.", "42"]
+    # f1 of "42" against "42.5": tokens {42} vs {42.5} share nothing
+    assert list(table["f1_score"]) == [1.0, 0.0]
