@@ -173,7 +173,7 @@ def conversation_turns(messages: list[dict]) -> list[Turn]:
     """Split a conversation into judged turns: each assistant reply with the user message before it."""
     turns, history, last_user = [], [], ""
     for m in messages:
-        role, content = m.get("role"), m.get("content") or ""
+        role, content = m.get("role"), _as_text(m.get("content")) or ""  # a number is its text here too
         if role == "assistant":
             ctx = m.get("context")
             turns.append(Turn(len(turns), last_user, content,

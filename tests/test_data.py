@@ -216,3 +216,9 @@ def test_an_empty_list_or_object_where_text_belongs_is_refused(empty):
     # found by tests/test_properties.py: it passed as "missing" and reached the judge's template as a list
     with pytest.raises(DataValidationError, match="row 1, field 'query': query must be text, got (a list|an object)"):
         load_dataset([{"query": empty, "response": "r"}])
+
+
+def test_conversation_turns_take_a_number_as_its_text():
+    # whatever path a conversation was checked by (our messages list or the SDK's object), turns are text
+    t = conversation_turns([{"role": "user", "content": 6}, {"role": "assistant", "content": 42}])
+    assert (t[0].query, t[0].response, t[0].history) == ("6", "42", "User: 6")
