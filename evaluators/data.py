@@ -440,7 +440,9 @@ def _csv(stream, problems: ProblemCollector, records: list, numbers: list) -> No
     # A cell may hold a whole document; our own per-field limit names its row and column,
     # so the csv module's 128 KiB cap (one message for the whole file) is lifted for this read.
     csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
-    reader = csv.DictReader(stream)
+    # strict: a quote opened and never closed is an error, not a cell that swallows every later row
+    reader = csv.DictReader(stream, strict=True)
+    k = 0
     try:
         if reader.fieldnames and len(set(reader.fieldnames)) != len(reader.fieldnames):
             dup = next(c for c in reader.fieldnames if reader.fieldnames.count(c) > 1)
@@ -454,7 +456,8 @@ def _csv(stream, problems: ProblemCollector, records: list, numbers: list) -> No
             if problems.full:
                 return
     except csv.Error as e:
-        problems.add(reader.line_num, "", f"broken CSV: {e}")
+        hint = "; a quoted value starting in this row is never closed" if "end of data" in str(e) else ""
+        problems.add(k + 1, "", f"broken CSV: {e}{hint}")
 
 
 def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:

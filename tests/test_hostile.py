@@ -34,6 +34,7 @@ REFUSED = {
     "utf16be_bom.csv": [(0, "", "the file is UTF-16 text (byte-order mark fe ff); save it as UTF-8")],
     "utf16le_nobom.csv": [(0, "", "looks like UTF-16 text without a byte-order mark (LE); save it as UTF-8")],
     "csv_extra_values.csv": [(2, "", "1 more value(s) than header columns")],
+    "csv_unclosed_quote.csv": [(3, "", "broken CSV: unexpected end of data; a quoted value starting in this row is never closed")],
     "messages_no_roles.jsonl": [(1, "messages", f"messages[0]: {ROLES}"), (1, "messages", f"messages[1]: {ROLES}"),
                                 (1, "messages", "the conversation has no assistant message to evaluate")],
     "empty.jsonl": [(0, "", "the file is empty (0 bytes)")],
@@ -52,6 +53,7 @@ ACCEPTED = {
     "bom_utf8.jsonl": [PARIS, {**PARIS, "query": "Où est la tour Eiffel ?"}],
     "csv_embedded.csv": [{"query": "line one\nline two", "response": 'He said "hi", then left.', "ground_truth": "a, b and c"},
                          {"query": "plain", "response": "=1+2", "ground_truth": 'multi\r\nline "quoted"'}],
+    "unicode_line_separators.jsonl": [PARIS, {**PARIS, "response": "one\u2028two\u2029three\x85four\x0cfive"}],
     "nested_extra.parquet": [{"query": t, "response": t, "ground_truth": t, "meta": m} for t, m in
                              [("one", [{"k": "a", "v": 1}]), ("two", []), ("three", [{"k": "b", "v": 2}, {"k": "c", "v": 3}])]],
 }
@@ -115,7 +117,8 @@ def test_cli_runs_accepted_files(name, tmp_path, capsys):
     code = cli.main(["run", str(CORPUS / name), "--metrics", "f1_score", "--out", str(out), "--quiet",
                      "--db", f"sqlite:///{tmp_path / 'evals.db'}"])
     assert code == cli.EXIT_OK, capsys.readouterr().err
-    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
+    # split on "\n" only: str.splitlines() would also split at a U+2028 inside a JSON string
+    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text(encoding="utf-8").split("\n") if x]
     assert [r["inputs.response"] for r in rows] == [r["response"] for r in ACCEPTED[name]]
 
 

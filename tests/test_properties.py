@@ -19,8 +19,11 @@ from evaluators.errors import DataValidationError, UsageError  # noqa: E402
 from evaluators.registry import FIELDS  # noqa: E402
 from evaluators.templates import ReplyError, parse_score_reply  # noqa: E402
 
-settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# no example database: nothing is written into the checkout
+settings.register_profile("ci", max_examples=150, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=3000, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 EXTS = sorted(FORMATS)

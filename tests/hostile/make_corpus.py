@@ -37,6 +37,10 @@ def main() -> None:
         "csv_embedded.csv": ('query,response,ground_truth\r\n'
                              '"line one\nline two","He said ""hi"", then left.","a, b and c"\r\n'
                              'plain,"=1+2","multi\r\nline ""quoted"""\r\n').encode(),
+        "csv_unclosed_quote.csv": b'query,response,ground_truth\nq1,r1,g1\nq2,r2,g2\n"q3,r3,g3\nq4,r4,g4\n',
+        # U+2028/U+2029, NEL and form feed are line breaks to str.splitlines() but legal inside a JSON string
+        "unicode_line_separators.jsonl": jl(ok, json.dumps({**ok, "response": "one\u2028two\u2029three\x85four\x0cfive"},
+                                                          ensure_ascii=False)),
         "csv_extra_values.csv": b"query,response,ground_truth\nq1,r1,g1\nq2,r2,g2,surplus\n",
         "messages_no_roles.jsonl": jl({"messages": [{"content": "Hi"}, {"content": "Hello! How can I help?"}]}),
         "empty.jsonl": b"",
@@ -60,8 +64,8 @@ def main() -> None:
 
 def _zip(payload: bytes) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("data.jsonl", payload)
+    with zipfile.ZipFile(buf, "w") as z:  # a fixed date, so re-running this script changes no byte
+        z.writestr(zipfile.ZipInfo("data.jsonl", date_time=(2024, 1, 1, 0, 0, 0)), payload)
     return buf.getvalue()
 
 
