@@ -5,6 +5,12 @@ and conversations (``messages`` with optional per-turn ``context.citations``).
 Everything is checked at the door and every problem is reported at once, by
 file, 1-based row and field. Row numbers: the line in JSONL, the record (header
 not counted) in CSV, the element in a JSON array, the record in Parquet.
+
+Hostile files (archives, binary data, UTF-16/32, over-long or over-deep values,
+unclosed CSV quotes) are named as such rather than failing somewhere later; an
+upload is size-limited here (``max_upload_bytes``), and its name is only text.
+JSON lines are parsed one line at a time from the bytes, and parsed rows are
+never changed in place, so one read serves every column mapping the user tries.
 """
 from __future__ import annotations
 
