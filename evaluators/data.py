@@ -5,14 +5,22 @@ and conversations (``messages`` with optional per-turn ``context.citations``).
 Everything is checked at the door and every problem is reported at once, by
 file, 1-based row and field. Row numbers: the line in JSONL, the record (header
 not counted) in CSV, the element in a JSON array, the record in Parquet.
+
+Hostile files (archives, binary data, UTF-16/32, over-long or over-deep values,
+unclosed CSV quotes) are named as such rather than failing somewhere later; an
+upload is size-limited here (``max_upload_bytes``), and its name is only text.
+JSON lines are parsed one line at a time from the bytes, and parsed rows are
+never changed in place, so one read serves every column mapping the user tries.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -33,6 +41,7 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
 }
+TEXT_FIELDS = ("query", "response", "ground_truth")
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
 
@@ -64,8 +73,15 @@ class Dataset:
 
     @property
     def content_hash(self) -> str:
-        blob = json.dumps([self.mapping, self.records], sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """SHA-256 of ``json.dumps([mapping, records], sort_keys=True, separators=(",", ":"))``,
+        fed one record at a time so that no second copy of the data is built."""
+        h = hashlib.sha256()
+        dump = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+        h.update(b"[" + dump(self.mapping).encode() + b",[")
+        for k, rec in enumerate(self.records):
+            h.update((b"," if k else b"") + dump(rec).encode())
+        h.update(b"]]")
+        return h.hexdigest()
 
     def __len__(self) -> int:
         return len(self.records)
@@ -168,7 +184,7 @@ def conversation_turns(messages: list[dict]) -> list[Turn]:
     """Split a conversation into judged turns: each assistant reply with the user message before it."""
     turns, history, last_user = [], [], ""
     for m in messages:
-        role, content = m.get("role"), m.get("content") or ""
+        role, content = m.get("role"), _as_text(m.get("content")) or ""  # a number is its text here too
         if role == "assistant":
             ctx = m.get("context")
             turns.append(Turn(len(turns), last_user, content,
@@ -183,6 +199,34 @@ def conversation_turns(messages: list[dict]) -> list[Turn]:
 
 # ---------------------------------------------------------------- reading files
 
+def _limit_from_env(name: str, default: int) -> int:
+    """A size limit an operator may lower or raise through the environment (read, never written)."""
+    raw = os.environ.get(name)
+    try:
+        return int(float(raw)) if raw else default
+    except ValueError:
+        raise UsageError(f"{name} must be a number, got {raw!r}") from None
+
+
+def max_upload_bytes() -> int:
+    """The largest file an upload may be: ``EVAL_MAX_UPLOAD_MB`` (default 200, as Streamlit's
+    ``server.maxUploadSize`` in .streamlit/config.toml), checked by the engine, not only the browser."""
+    return _limit_from_env("EVAL_MAX_UPLOAD_MB", 200) * 1024 * 1024
+
+
+# One text value may be at most this long (characters): 4 million is about a million tokens, more
+# than any judge reads; a longer one is an export mistake, refused with its row and field.
+MAX_FIELD_CHARS = 4_000_000
+# Lists and objects may nest this deep; deeper data is refused before anything walks it recursively.
+MAX_DEPTH = 64
+
+_MAGIC = [(b"PK\x03\x04", "a ZIP archive (or an .xlsx/.docx file)", "unzip it or export the data as {what}"),
+          (b"\x1f\x8b", "a gzip-compressed file", "decompress it first"),
+          (b"PAR1", "a Parquet file", "give it a .parquet name"),
+          (b"SQLite format 3\x00", "an SQLite database", "export a table as {what}")]
+_WHAT = {"jsonl": "JSON lines", "json": "JSON", "csv": "CSV"}
+
+
 def _json_safe(v: Any) -> Any:
     """pandas/numpy/pyarrow values -> plain JSON values (NaN -> None)."""
     if v is None or isinstance(v, (str, bool, int)):
@@ -191,7 +235,9 @@ def _json_safe(v: Any) -> Any:
         return None if math.isnan(v) else v
     if isinstance(v, Mapping):
         return {str(k): _json_safe(x) for k, x in v.items()}
-    if hasattr(v, "tolist") and not isinstance(v, (bytes, bytearray)):
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("utf-8", "replace")
+    if hasattr(v, "tolist"):
         return _json_safe(v.tolist())
     if isinstance(v, (list, tuple)):
         return [_json_safe(x) for x in v]
@@ -202,13 +248,142 @@ def _json_safe(v: Any) -> Any:
     return str(v)
 
 
-def _decode(raw: bytes, source: str, problems: ProblemCollector) -> str | None:
+def _sniff(data: bytes, fmt: str) -> str | None:
+    """Why a file cannot be a text file of ``fmt`` (archives, binary data, UTF-16/32), or None."""
+    if len(data) == 0:
+        return "the file is empty (0 bytes)"
+    head = bytes(data[:65536])
+    what = _WHAT.get(fmt, fmt)
+    for magic, kind, todo in _MAGIC:
+        if head.startswith(magic):
+            return f"this is {kind}, not {what} text; {todo.format(what=what)}"
+    for bom, enc in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                     (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
+        if head.startswith(bom):
+            return f"the file is {enc} text (byte-order mark {bom.hex(' ')}); save it as UTF-8"
+    even, odd = head[0::2], head[1::2]
+    if len(head) >= 4 and (odd.count(0) > len(odd) * 0.3) != (even.count(0) > len(even) * 0.3):
+        return f"the file looks like UTF-16 text without a byte-order mark ({'LE' if odd.count(0) > even.count(0) else 'BE'}); save it as UTF-8"
+    nul = head.find(b"\x00")
+    if nul != -1:
+        return f"binary data (a NUL byte at offset {nul}), not {what} text"
+    return None
+
+
+def _utf8(raw: bytes, problems: ProblemCollector) -> bool:
+    """Check the bytes are UTF-8, a megabyte at a time (no copy of the whole text); name the first bad line."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    for at in range(0, len(raw), 2**20):
+        pending = len(decoder.getstate()[0])  # bytes of a character split at the last chunk's end
+        try:
+            decoder.decode(view[at:at + 2**20], final=at + 2**20 >= len(raw))
+        except UnicodeDecodeError as e:
+            bad = max(0, min(at - pending + e.start, len(raw) - 1))
+            problems.add(raw.count(b"\n", 0, bad) + 1, "",
+                         f"not UTF-8: byte 0x{raw[bad]:02x} at offset {bad}; save the file as UTF-8")
+            return False
+    return True
+
+
+def _too_big(v: Any, depth: int = 0) -> str | None:
+    """Why a value is too long or too deep to accept, or None. Walks containers only."""
+    if isinstance(v, str):
+        return f"{len(v):,} characters; at most {MAX_FIELD_CHARS:,} are accepted in one field" if len(v) > MAX_FIELD_CHARS else None
+    if isinstance(v, (list, dict)):
+        if depth >= MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        for x in (v.values() if isinstance(v, dict) else v):
+            if isinstance(x, (str, list, dict)):
+                why = _too_big(x, depth + 1)
+                if why:
+                    return why
+    return None
+
+
+def _keep(rec: dict, row: int, records: list, numbers: list, problems: ProblemCollector) -> None:
+    """Add a parsed record unless one of its values is too long or too deep (then name the row and field)."""
+    ok = True
+    for col, v in rec.items():
+        if type(v) is str and len(v) <= MAX_FIELD_CHARS:  # the common case, checked inline
+            continue
+        if isinstance(v, (str, list, dict)):
+            why = _too_big(v)
+            if why:
+                problems.add(row, str(col), why)
+                ok = False
+    if ok:
+        records.append(rec)
+        numbers.append(row)
+
+
+def _json_lines(data: bytes, problems: ProblemCollector, records: list, numbers: list) -> None:
+    """Parse JSON lines one at a time: the file's text is never held whole, only one line of it."""
+    view = memoryview(data)  # slices of a view are not copies
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark
+    n, size = 0, len(data)
+    while start < size:
+        n += 1
+        end = data.find(b"\n", start)
+        end = size if end == -1 else end
+        chunk = view[start:end]
+        start = end + 1
+        try:
+            line = str(chunk, "utf-8")
+        except UnicodeDecodeError as e:
+            problems.add(n, "", f"not UTF-8: byte 0x{chunk[e.start]:02x} at column {e.start + 1}; save the file as UTF-8")
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.add(n, "", f"broken JSON line: {e.msg} at column {e.colno}")
+            continue
+        except RecursionError:
+            problems.add(n, "", f"nested more than {MAX_DEPTH} levels deep")
+            continue
+        except ValueError as e:  # an integer longer than Python converts to int
+            problems.add(n, "", f"broken JSON line: {_value_error(e)}")
+            continue
+        if not isinstance(obj, dict):
+            problems.add(n, "", f"each line must be a JSON object, got {_kind(obj)}")
+            continue
+        _keep(obj, n, records, numbers, problems)
+        if problems.full:
+            return
+
+
+def _value_error(e: ValueError) -> str:
+    return "a number with more than 4,300 digits" if "digits" in str(e) else str(e)
+
+
+def _kind(v: Any) -> str:
+    """A JSON value's type as a user knows it."""
+    if isinstance(v, bool):
+        return "true/false"
+    if isinstance(v, (int, float)):
+        return f"a number ({v!r})"
+    return {str: "text", list: "a list", dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _parquet(data: bytes, problems: ProblemCollector, records: list, numbers: list) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        problems.add(line, "", f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}; save the file as UTF-8")
-        return None
+        table = pq.read_table(pa.BufferReader(pa.py_buffer(data)))
+    except Exception as e:  # noqa: BLE001 — pyarrow raises many types for a corrupt file
+        problems.add(0, "", f"not a readable Parquet file ({type(e).__name__}: {e})")
+        return
+    meta = table.schema.pandas_metadata or {}
+    index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}  # pandas' saved index
+    table = table.drop_columns([c for c in table.column_names if c in index])
+    row = 0
+    for batch in table.to_batches(max_chunksize=10_000):  # Python objects for one batch at a time
+        for rec in batch.to_pylist():
+            row += 1
+            _keep({str(c): _json_safe(v) for c, v in rec.items()}, row, records, numbers, problems)
 
 
 def read_records(data: bytes, source: str, fmt: str,
@@ -222,66 +397,49 @@ def read_records(data: bytes, source: str, fmt: str,
         DataValidationError: the file as a whole is unreadable or empty.
     """
     problems = problems or ProblemCollector(source)
-    records, numbers = [], []
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    records: list[dict] = []
+    numbers: list[int] = []
+    if fmt not in ("jsonl", "json", "csv", "parquet"):
+        raise UsageError(f"{source}: unknown format '{fmt}'")
+    why = _sniff(data, fmt) if fmt != "parquet" else ("the file is empty (0 bytes)" if len(data) == 0 else None)
+    if why:
+        problems.add(0, "", why)
+        problems.raise_if_any()
     if fmt == "parquet":
-        import pandas as pd
-
-        try:
-            frame = pd.read_parquet(io.BytesIO(data))
-        except Exception as e:  # pyarrow raises many types for a corrupt file
-            problems.add(0, "", f"not a readable Parquet file ({type(e).__name__}: {e})")
-            problems.raise_if_any()
-        for k, rec in enumerate(frame.to_dict(orient="records")):
-            records.append({str(c): _json_safe(v) for c, v in rec.items()})
-            numbers.append(k + 1)
+        _parquet(data, problems, records, numbers)
+    elif fmt == "jsonl":
+        _json_lines(data, problems, records, numbers)
     else:
-        text = _decode(data, source, problems)
-        if text is None:
+        if not _utf8(data, problems):
             problems.raise_if_any()
-        if fmt == "jsonl":
-            for n, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    problems.add(n, "", f"broken JSON line: {e.msg} at column {e.colno}")
-                    continue
-                if not isinstance(obj, dict):
-                    problems.add(n, "", f"each line must be a JSON object, got {type(obj).__name__}")
-                    continue
-                records.append(obj)
-                numbers.append(n)
-        elif fmt == "json":
+        if fmt == "json":
+            text = str(data, "utf-8-sig")  # a JSON array is parsed whole
             try:
                 obj = json.loads(text) if text.strip() else []
             except json.JSONDecodeError as e:
                 problems.add(e.lineno, "", f"broken JSON: {e.msg} at line {e.lineno}, column {e.colno}")
                 problems.raise_if_any()
+            except RecursionError:
+                problems.add(0, "", f"nested more than {MAX_DEPTH} levels deep")
+                problems.raise_if_any()
+            except ValueError as e:
+                problems.add(0, "", f"broken JSON: {_value_error(e)}")
+                problems.raise_if_any()
+            del text
             if isinstance(obj, dict) and isinstance(obj.get("data", obj.get("rows")), list):
                 obj = obj.get("data", obj.get("rows"))
             if not isinstance(obj, list):
-                problems.add(0, "", "a JSON file must hold an array of objects")
+                problems.add(0, "", f"a JSON file must hold an array of objects, got {_kind(obj)}")
                 problems.raise_if_any()
             for k, item in enumerate(obj, 1):
                 if isinstance(item, dict):
-                    records.append(item)
-                    numbers.append(k)
+                    _keep(item, k, records, numbers, problems)
                 else:
-                    problems.add(k, "", f"each element must be an object, got {type(item).__name__}")
-        elif fmt == "csv":
-            reader = csv.DictReader(io.StringIO(text, newline=""))
-            try:
-                for k, rec in enumerate(reader, 1):
-                    if None in rec:
-                        problems.add(k, "", f"{len(rec[None])} more value(s) than header columns")
-                        continue
-                    records.append({c: (v if v != "" else None) for c, v in rec.items()})
-                    numbers.append(k)
-            except csv.Error as e:
-                problems.add(reader.line_num, "", f"broken CSV: {e}")
-        else:
-            raise UsageError(f"{source}: unknown format '{fmt}'")
+                    problems.add(k, "", f"each element must be an object, got {_kind(item)}")
+        else:  # decoded as the reader goes: the whole text is never held
+            _csv(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=""), problems, records, numbers)
     if not records:
         if not problems.problems:
             problems.add(0, "", "the file holds no rows")
@@ -289,8 +447,36 @@ def read_records(data: bytes, source: str, fmt: str,
     return records, numbers
 
 
+def _csv(stream, problems: ProblemCollector, records: list, numbers: list) -> None:
+    # A cell may hold a whole document; our own per-field limit names its row and column,
+    # so the csv module's 128 KiB cap (one message for the whole file) is lifted for this read.
+    csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
+    # strict: a quote opened and never closed is an error, not a cell that swallows every later row
+    reader = csv.DictReader(stream, strict=True)
+    k = 0
+    try:
+        if reader.fieldnames and len(set(reader.fieldnames)) != len(reader.fieldnames):
+            dup = next(c for c in reader.fieldnames if reader.fieldnames.count(c) > 1)
+            problems.add(0, dup, "this column name appears twice in the header")
+            return
+        for k, rec in enumerate(reader, 1):
+            if None in rec:
+                problems.add(k, "", f"{len(rec[None])} more value(s) than header columns")
+                continue
+            _keep({c: (v if v != "" else None) for c, v in rec.items()}, k, records, numbers, problems)
+            if problems.full:
+                return
+    except csv.Error as e:
+        hint = "; a quoted value starting in this row is never closed" if "end of data" in str(e) else ""
+        problems.add(k + 1, "", f"broken CSV: {e}{hint}")
+
+
 def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
-    """Guess canonical fields from column names. Returns (mapping, schema name)."""
+    """Guess canonical fields from column names. Returns (mapping, schema name).
+
+    The schema naming the most fields wins; a field it has no name for is then taken from any
+    other schema's names (so ``question, answer, context`` maps ``context`` too).
+    """
     cols = set(columns)
     best: tuple[int, dict[str, str], str] = (0, {}, "custom")
     for schema, names in KNOWN_SCHEMAS.items():
@@ -302,7 +488,14 @@ def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
         score = len(mapping) + (1 if "response" in mapping else 0)
         if score > best[0]:
             best = (score, mapping, schema)
-    mapping, schema = best[1], best[2]
+    mapping, schema = dict(best[1]), best[2]
+    if mapping:
+        for names in KNOWN_SCHEMAS.values():
+            for fld, options in names.items():
+                used = set(mapping.values())
+                hit = next((c for c in options if c in cols and c not in used), None)
+                if fld not in mapping and fld != "messages" and hit:
+                    mapping[fld] = hit
     if "messages" in mapping:
         schema = "azure" if schema == "azure" and cols & {"messages", "conversation"} else "openai-messages"
     return mapping, schema
@@ -312,10 +505,20 @@ def _text_or_json(v: Any) -> Any:
     """CSV cells hold JSON for lists/objects; decode them when they look like JSON."""
     if isinstance(v, str) and v[:1] in "[{":
         try:
-            return json.loads(v)
-        except ValueError:
+            obj = json.loads(v)
+        except (ValueError, RecursionError):
             return v
+        return obj if isinstance(obj, (list, dict)) and _too_big(obj) is None else v
     return v
+
+
+def _as_text(v: Any) -> str | None:
+    """Text as is; a finite number as its text (42 -> "42", 0.5 -> "0.5"); anything else None."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return str(v)
+    return None
 
 
 def _check_context(v: Any, where, problems: ProblemCollector, row: int, col: str) -> None:
@@ -323,14 +526,14 @@ def _check_context(v: Any, where, problems: ProblemCollector, row: int, col: str
         return
     docs = v.get("citations", v.get("documents")) if isinstance(v, dict) else v
     if not isinstance(docs, list):
-        problems.add(row, col, f"{where}context must be text, a list of texts or {{'citations': [...]}}, got {type(v).__name__}")
+        problems.add(row, col, f"{where}context must be text, a list of texts or {{'citations': [...]}}, got {_kind(v)}")
         return
     for d in docs:
-        if isinstance(d, dict) and not isinstance(d.get("content", ""), str):
-            problems.add(row, col, f"{where}citation content must be text")
+        if isinstance(d, dict) and _as_text(d.get("content", "")) is None:
+            problems.add(row, col, f"{where}citation content must be text, got {_kind(d.get('content'))}")
             return
-        if not isinstance(d, (str, dict)):
-            problems.add(row, col, f"{where}each document must be text or an object with 'content'")
+        if not isinstance(d, (str, dict)) and _as_text(d) is None:
+            problems.add(row, col, f"{where}each document must be text or an object with 'content', got {_kind(d)}")
             return
 
 
@@ -338,6 +541,10 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
                   column_mapping: Mapping[str, str] | None = None,
                   problems: ProblemCollector | None = None) -> Dataset:
     """Map columns to fields and check types row by row.
+
+    ``records`` are not changed: a row whose values need converting (a number where text
+    belongs becomes its text, a CSV cell holding JSON becomes a list) is copied first, so the
+    same parsed rows can be mapped again another way.
 
     Args:
         records: parsed rows.
@@ -347,11 +554,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         UsageError: a mapping to an unknown field or column.
         DataValidationError: wrong types, by row and field.
     """
-    columns: list[str] = []
-    for rec in records:
-        for c in rec:
-            if c not in columns:
-                columns.append(c)
+    columns = list(dict.fromkeys(c for rec in records for c in rec))
     mapping, schema = detect_mapping(columns)
     for fld, col in (column_mapping or {}).items():
         if fld not in FIELDS:
@@ -367,53 +570,89 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
             f"{source}: no response column found among {', '.join(columns)}; "
             "map one (CLI: --map response=COLUMN)")
     problems = problems or ProblemCollector(source)
+    out: list[dict] = []
     for rec, row in zip(records, numbers):
+        changed: dict[str, Any] = {}
         for fld, col in mapping.items():
             v = rec.get(col)
+            if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
+                continue  # the common case: text where text belongs
             if fld in ("messages", "context"):
-                v = rec[col] = _text_or_json(v)
+                v = _text_or_json(v)
+            elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
+                problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
+                continue
             if not _has_value(v):
                 if fld in ("response", "messages"):
                     problems.add(row, col, f"missing {fld}")
                 continue
-            if fld in ("query", "response", "ground_truth"):
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    rec[col] = str(v)
-                elif not isinstance(v, str):
-                    problems.add(row, col, f"{fld} must be text, got {type(v).__name__}")
+            if fld in TEXT_FIELDS:
+                text = _as_text(v)
+                if text is None:
+                    problems.add(row, col, f"{fld} must be text, got {_kind(v)}")
+                v = text
             elif fld == "context":
+                if _as_text(v) is not None:
+                    v = _as_text(v)
                 _check_context(v, "", problems, row, col)
             elif fld == "messages" and is_sdk_conversation(v):
-                check_conversation(v, problems, row, col)
+                v = check_conversation(v, problems, row, col)
             elif fld == "messages":
-                _check_messages(v, problems, row, col)
+                v = _check_messages(v, problems, row, col)
+            if v is not rec.get(col) and v is not None:
+                changed[col] = v
+        out.append({**rec, **changed} if changed else rec)
         if problems.full:
             break
     problems.raise_if_any()
-    return Dataset(name=name, records=records, columns=columns, mapping=mapping, shape=shape,
+    return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
                    source=source, detected=schema, row_numbers=list(numbers))
 
 
-def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> None:
+def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
+    """Check a conversation; returns it with numeric ``content`` as text (copied only if so)."""
     if not isinstance(v, list):
-        problems.add(row, col, f"messages must be a list of {{role, content}}, got {type(v).__name__}")
-        return
-    assistants = 0
+        problems.add(row, col, f"messages must be a list of {{role, content}}, got {_kind(v)}")
+        return v
+    assistants, fixed = 0, list(v)
     for k, m in enumerate(v):
         where = f"messages[{k}]: "
         if not isinstance(m, dict):
-            problems.add(row, col, f"{where}must be an object with role and content")
+            problems.add(row, col, f"{where}must be an object with role and content, got {_kind(m)}")
             continue
         if m.get("role") not in ROLES:
-            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}, got {m.get('role')!r}")
-        if not isinstance(m.get("content"), str):
-            problems.add(row, col, f"{where}content must be text")
+            got = "no role" if "role" not in m else f"role {m.get('role')!r}"
+            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
+        text = _as_text(m.get("content"))
+        if text is None:
+            problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
+        elif text is not m.get("content"):
+            fixed[k] = {**m, "content": text}
         if m.get("role") == "assistant":
             assistants += 1
             if "context" in m:
                 _check_context(m["context"], where, problems, row, col)
     if v and not assistants:
         problems.add(row, col, "the conversation has no assistant message to evaluate")
+    return fixed if any(a is not b for a, b in zip(fixed, v)) else v
+
+
+def upload_name(name: str) -> str:
+    """A file name as shown and stored: its last path part, printable, at most 200 characters.
+
+    An upload's name is text to show, never a path to write to: ``../../evil.jsonl`` is ``evil.jsonl``.
+    """
+    base = str(name).replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(ch for ch in base if ch.isprintable()).strip()[:200]
+    return base if base not in ("", ".", "..") else "upload"
+
+
+def _limit_problem(size: int, source: str) -> Problem | None:
+    limit = max_upload_bytes()
+    if size <= limit:
+        return None
+    return Problem(source, 0, "", f"the file is {size / 2**20:,.1f} MB; uploads are limited to "
+                                  f"{limit / 2**20:,.0f} MB (EVAL_MAX_UPLOAD_MB)")
 
 
 def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, name: str | None = None,
@@ -421,8 +660,8 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
     """Load and validate a dataset.
 
     Args:
-        data: a path (JSONL, JSON, CSV, Parquet), bytes (with ``name`` or ``fmt``), a pandas
-            DataFrame, a list of dicts, or an existing :class:`Dataset`.
+        data: a path (JSONL, JSON, CSV, Parquet), bytes (with ``name`` or ``fmt``; at most
+            :func:`max_upload_bytes`), a pandas DataFrame, a list of dicts, or an existing :class:`Dataset`.
         column_mapping: field -> column overrides.
         name: display name (defaults to the file name).
         fmt: format when it cannot be told from a file name.
@@ -444,12 +683,16 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
             raise UsageError(f"cannot read {path}: {e.strerror}") from None
         problems = ProblemCollector(path.name)
         records, numbers = read_records(raw, path.name, fmt, problems)
+        del raw
         return build_dataset(records, numbers, path.name, name or path.name, column_mapping, problems)
-    if isinstance(data, (bytes, bytearray)):
-        src = name or "upload"
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        src = upload_name(name or "upload")
         fmt = fmt or FORMATS.get(Path(src).suffix.lower())
         if fmt is None:
             raise UsageError(f"{src}: unknown file type; use .jsonl, .json, .csv or .parquet")
+        too_big = _limit_problem(len(data), src)
+        if too_big:
+            raise DataValidationError([too_big])
         problems = ProblemCollector(src)
         records, numbers = read_records(bytes(data), src, fmt, problems)
         return build_dataset(records, numbers, src, src, column_mapping, problems)
@@ -461,9 +704,20 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
         bad = [k for k, r in enumerate(data, 1) if not isinstance(r, dict)]
         if bad:
             raise UsageError(f"{name or '<data>'}: row {bad[0]} is not a dict")
-        records = [dict(r) for r in data]
-        return build_dataset(records, list(range(1, len(records) + 1)), name or "<data>", name or "<data>", column_mapping)
+        return build_dataset(list(data), list(range(1, len(data) + 1)), name or "<data>", name or "<data>", column_mapping)
     raise UsageError(f"cannot load data of type {type(data).__name__}")
+
+
+@dataclass
+class ParsedFile:
+    """An upload read once (records and reading problems), to map and check as often as the user remaps."""
+
+    name: str
+    records: list[dict]
+    numbers: list[int]
+    problems: list  # list[Problem] found while reading
+    truncated: bool = False
+    readable: bool = True  # False: nothing could be read (too big, binary, empty...)
 
 
 @dataclass
@@ -478,6 +732,67 @@ class Inspection:
     problems: list  # list[Problem]; empty when ``dataset`` is set
     dataset: Dataset | None
     truncated: bool = False
+    # The source file's 1-based row number of each preview row (as in ``problems``).
+    preview_rows: list[int] = field(default_factory=list)
+
+
+def read_upload(data: bytes, name: str) -> ParsedFile:
+    """Read an upload's bytes, collecting problems instead of raising.
+
+    Args:
+        data: the file's bytes (refused beyond :func:`max_upload_bytes`).
+        name: its file name (gives the format; only its last path part is kept, see :func:`upload_name`).
+    """
+    name = upload_name(name)
+    fmt = FORMATS.get(Path(name).suffix.lower())
+    if fmt is None:
+        return ParsedFile(name, [], [], [Problem(name, 0, "", "unknown file type; use .jsonl, .json, .csv or .parquet")],
+                          readable=False)
+    too_big = _limit_problem(len(data), name)
+    if too_big:
+        return ParsedFile(name, [], [], [too_big], readable=False)
+    problems = ProblemCollector(name)
+    try:
+        records, numbers = read_records(data, name, fmt, problems)
+    except DataValidationError as e:
+        return ParsedFile(name, [], [], e.problems, e.truncated, readable=False)
+    return ParsedFile(name, records, numbers, list(problems.problems), problems.truncated)
+
+
+def inspect_parsed(parsed: ParsedFile, column_mapping: Mapping[str, str] | None = None,
+                   preview_rows: int = 20) -> Inspection:
+    """Map and check a read upload, collecting every problem instead of raising.
+
+    The preview holds the first ``preview_rows`` rows and, when there are problems, up to as many
+    rows named in them, each with its source row number (``Inspection.preview_rows``).
+    """
+    name = parsed.name
+    if not parsed.readable:
+        return Inspection(name, [], {}, "custom", [], parsed.problems, None, parsed.truncated)
+    problems = ProblemCollector(name)
+    problems.problems, problems.truncated = list(parsed.problems), parsed.truncated
+    columns = list(dict.fromkeys(c for r in parsed.records for c in r))
+    detected, schema = detect_mapping(columns)
+    mapping = {**detected, **(column_mapping or {})}
+    try:
+        ds = build_dataset(parsed.records, parsed.numbers, name, name, column_mapping, problems)
+    except DataValidationError as e:
+        preview, rows = _preview(parsed.records, parsed.numbers, preview_rows, {p.row for p in e.problems})
+        return Inspection(name, columns, mapping, schema, preview, e.problems, None, e.truncated, rows)
+    except UsageError as e:
+        preview, rows = _preview(parsed.records, parsed.numbers, preview_rows, set())
+        usage = Problem(name, 0, "", str(e).removeprefix(f"{name}: "))
+        return Inspection(name, columns, mapping, schema, preview, [usage, *problems.problems], None,
+                          problems.truncated, rows)
+    preview, rows = _preview(ds.records, ds.row_numbers, preview_rows, set())
+    return Inspection(name, columns, ds.mapping, ds.detected, preview, [], ds, False, rows)
+
+
+def _preview(records: list[dict], numbers: list[int], n: int, wanted: set[int]) -> tuple[list[dict], list[int]]:
+    picked = list(range(min(n, len(records))))
+    if wanted:
+        picked += [k for k, row in enumerate(numbers) if row in wanted and k >= n][:n]
+    return [records[k] for k in picked], [numbers[k] for k in picked]
 
 
 def inspect_file(data: bytes, name: str, column_mapping: Mapping[str, str] | None = None,
@@ -489,24 +804,4 @@ def inspect_file(data: bytes, name: str, column_mapping: Mapping[str, str] | Non
         name: its file name (gives the format).
         column_mapping: field -> column chosen by the user (others detected).
     """
-    fmt = FORMATS.get(Path(name).suffix.lower())
-    if fmt is None:
-        return Inspection(name, [], {}, "custom", [], [Problem(name, 0, "", "unknown file type; use .jsonl, .json, .csv or .parquet")], None)
-    problems = ProblemCollector(name)
-    try:
-        records, numbers = read_records(data, name, fmt, problems)
-    except DataValidationError as e:
-        return Inspection(name, [], {}, "custom", [], e.problems, None, e.truncated)
-    columns = list(dict.fromkeys(c for r in records for c in r))
-    detected, schema = detect_mapping(columns)
-    preview = [dict(r) for r in records[:preview_rows]]
-    try:
-        ds = build_dataset(records, numbers, name, name, column_mapping, problems)
-    except DataValidationError as e:
-        mapping = {**detected, **(column_mapping or {})}
-        return Inspection(name, columns, mapping, schema, preview, e.problems, None, e.truncated)
-    except UsageError as e:
-        mapping = {**detected, **(column_mapping or {})}
-        usage = Problem(name, 0, "", str(e).removeprefix(f"{name}: "))
-        return Inspection(name, columns, mapping, schema, preview, [usage, *problems.problems], None)
-    return Inspection(name, columns, ds.mapping, ds.detected, preview, [], ds)
+    return inspect_parsed(read_upload(data, name), column_mapping, preview_rows)

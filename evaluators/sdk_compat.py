@@ -54,8 +54,12 @@ def conversation_messages(value: Any) -> list[dict]:
     return out
 
 
-def check_conversation(value: dict, problems, row: int, col: str) -> None:
-    """Report what is wrong with an SDK conversation object (by row and column) to ``problems``."""
+def check_conversation(value: dict, problems, row: int, col: str) -> dict:
+    """Report what is wrong with an SDK conversation object (by row and column) to ``problems``.
+
+    Returns:
+        The object with its messages as the loader stores them (numbers as text).
+    """
     from .data import _check_context, _check_messages
 
     unknown = sorted(set(value) - CONVERSATION_KEYS)
@@ -65,13 +69,14 @@ def check_conversation(value: dict, problems, row: int, col: str) -> None:
     if not isinstance(value.get("messages"), list):
         problems.add(row, col, f"conversation.messages must be a list of {{role, content}}, "
                                f"got {type(value.get('messages')).__name__}")
-        return
+        return value
     if _present(value.get("context")):
         _check_context(value["context"], "conversation.", problems, row, col)
-    _check_messages(value["messages"], problems, row, col)
+    messages = _check_messages(value["messages"], problems, row, col)
     for k, m in enumerate(value["messages"]):
         if isinstance(m, dict) and m.get("role") == "user" and "context" in m:
             _check_context(m["context"], f"messages[{k}]: ", problems, row, col)
+    return value if messages is value["messages"] else {**value, "messages": messages}
 
 
 def _present(v: Any) -> bool:

@@ -150,7 +150,7 @@ def parse_score_reply(text: str, low: float, high: float, integer: bool = True) 
             raw = float(raw.strip())
         except ValueError:
             raise ReplyError(f"score is not a number: {obj['score']!r}") from None
-    if not isinstance(raw, (int, float)) or raw != raw:
+    if not isinstance(raw, (int, float)) or not -1e300 < raw < 1e300:  # NaN, ±Infinity (1e999), absurd integers
         raise ReplyError(f"score is not a number: {obj['score']!r}")
     if integer and float(raw) != int(raw):
         raise ReplyError(f"score must be a whole number, got {obj['score']!r}")

@@ -1,18 +1,39 @@
 """Datasets: upload, check, map columns, save; browse what is stored."""
 import dataclasses
+import json
 
+import pandas as pd
 import streamlit as st
 
+from evaluators.data import max_upload_bytes
 from evaluators.registry import FIELDS
 from ui import loaders, state, widgets as w
 
 st.title("Datasets")
+
+
+def as_text(v) -> str:
+    """A cell as text (JSON for lists and objects): a column mixing numbers and text still renders."""
+    return "" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)
+
+
+def preview(checked) -> None:
+    """Preview rows indexed by the source file's row number, the same number the problem list names."""
+    frame = pd.DataFrame([{k: as_text(v) for k, v in r.items()} for r in checked.preview],
+                         index=pd.Index(checked.preview_rows, name="row"), columns=checked.columns)
+    named = " and the rows named in the problems" if checked.problems else ""
+    st.caption(f"Preview: the first rows{named}; 'row' is the row in the file, as in the problem list")
+    st.dataframe(frame.fillna(""), hide_index=False)
+
+
 with w.guard():
-    upload = st.file_uploader("Upload JSONL, JSON, CSV or Parquet (up to 200 MB)",
+    limit = max_upload_bytes() // 2**20
+    upload = st.file_uploader(f"Upload JSONL, JSON, CSV or Parquet (up to {limit} MB)",
                               type=["jsonl", "ndjson", "json", "csv", "parquet"], key="datasets.upload")
     if upload is not None:
         first = loaders.inspect_upload(upload)
-        st.markdown(f"**{upload.name}** · detected schema: `{first.detected}` · columns: {', '.join(first.columns) or '–'}")
+        # file and column names come from the upload: shown as text, never as Markdown
+        st.text(f"{first.name} · detected schema: {first.detected} · columns: {', '.join(first.columns) or '–'}")
         mapping = {}
         if first.columns:
             st.caption("Column mapping (detected automatically; change any field)")
@@ -20,19 +41,18 @@ with w.guard():
             for col, field in zip(cols, FIELDS):
                 options = ["(none)"] + first.columns
                 chosen = col.selectbox(field, options, index=options.index(first.mapping.get(field, "(none)")),
-                                       key=f"datasets.map.{upload.name}.{field}")
+                                       key=f"datasets.map.{upload.file_id}.{field}")
                 if chosen != "(none)":
                     mapping[field] = chosen
         checked = loaders.inspect_upload(upload, mapping) if mapping != first.mapping else first
         if checked.preview:
-            st.caption(f"First {len(checked.preview)} rows")
-            w.json_preview(checked.preview)
+            preview(checked)
         if checked.problems:
             w.problems_table(checked.problems, checked.truncated)
         else:
             ds = checked.dataset
             st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
-            name = st.text_input("Name", upload.name, key="datasets.name")
+            name = st.text_input("Name", checked.name, key="datasets.name")
             if st.button("Save dataset", type="primary", key="datasets.save"):
                 did = loaders.store().save_dataset(dataclasses.replace(ds, name=name))
                 loaders.forget_lists()

@@ -203,3 +203,11 @@ def test_similarity_judges_conversation_turns_that_carry_a_ground_truth(judge_se
     row = res.results.rows()[0]
     assert row["outputs.similarity.evaluation_per_turn.similarity_status"] == ["completed", "skipped"]
     assert row["outputs.similarity.similarity"] == expected_score(prompt)
+
+
+def test_sdk_conversation_object_stores_numeric_content_as_text():
+    rows = [{"conversation": {"messages": [{"role": "user", "content": 7},
+                                           {"role": "assistant", "content": 42}]}}]
+    ds = load_dataset(rows)
+    assert ds.records[0]["conversation"]["messages"][1]["content"] == "42"
+    assert rows[0]["conversation"]["messages"][1]["content"] == 42  # the caller's rows are untouched

@@ -7,7 +7,7 @@ import streamlit as st
 
 from evaluators import Store, load_dataset
 from evaluators.api import open_results
-from evaluators.data import Inspection, inspect_file
+from evaluators.data import Inspection, ParsedFile, inspect_parsed, read_upload
 from evaluators.results import RunResults
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data"
@@ -76,13 +76,20 @@ def results(run: dict, thresholds: dict[str, float]) -> RunResults:
     return _results(run["id"], version).with_thresholds(thresholds)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _parsed(file_id: str, name: str, _upload) -> ParsedFile:
+    # getvalue() hands over the upload's own bytes (no copy); the parsed rows are kept once per file
+    return read_upload(_upload.getvalue(), name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
 def _inspection(file_id: str, name: str, mapping: tuple, _upload) -> Inspection:
-    return inspect_file(_upload.getvalue(), name, dict(mapping) or None)
+    # rows that need no conversion are shared with _parsed's, so a remapping costs no second copy
+    return inspect_parsed(_parsed(file_id, name, _upload), dict(mapping) or None)
 
 
 def inspect_upload(upload, mapping: dict[str, str] | None = None) -> Inspection:
-    """An upload read and validated once per file and mapping, not on every rerun of the page."""
+    """An upload read once per file, and mapped and checked once per mapping, not on every rerun."""
     return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload)
 
 
