@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("run_id")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--db")
+    from . import cli_wildbench
+
+    cli_wildbench.add_commands(sub)
     return p
 
 
@@ -123,6 +126,7 @@ def print_summary(res, out=sys.stdout) -> None:
 
 
 def cmd_run(a) -> int:
+    from . import cli_wildbench
     from .api import open_results, prepare_run
     from .exports import write_outputs
     from .runner import Runner
@@ -133,7 +137,8 @@ def cmd_run(a) -> int:
     gates = _floats(a.fail_under, "--fail-under")
     store = Store(a.db)
     rid = prepare_run(store, a.data, metrics, _judge_from_args(a), thresholds, _pairs(a.map, "--map"),
-                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh)
+                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh,
+                      options=cli_wildbench.run_options(a))
     last = [0.0]
 
     def progress(p):
@@ -204,7 +209,9 @@ def cmd_worker(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
-        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker}[a.command](a)
+        from .cli_wildbench import main as cmd_wildbench
+
+        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "wildbench": cmd_wildbench}[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,6 +31,9 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
     "common": {"query": ["question", "prompt", "user_input"], "response": ["answer", "output", "prediction", "completion"],
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
+    # WildBench rows: the conversation (messages, conversation_input or history + user_query) and the
+    # pair's second response stay in their own columns, which the wildbench_* metrics read.
+    "wildbench": {"query": ["user_query"], "response": ["model_output", "candidate_A"], "checklist": ["checklist"]},
 }
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
@@ -365,7 +368,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
     for rec, row in zip(records, numbers):
         for fld, col in mapping.items():
             v = rec.get(col)
-            if fld in ("messages", "context"):
+            if fld in ("messages", "context", "checklist"):
                 v = rec[col] = _text_or_json(v)
             if not _has_value(v):
                 if fld in ("response", "messages"):
@@ -380,6 +383,8 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
                 _check_context(v, "", problems, row, col)
             elif fld == "messages":
                 _check_messages(v, problems, row, col)
+            elif fld == "checklist" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                problems.add(row, col, f"checklist must be a list of texts, got {type(v).__name__}")
         if problems.full:
             break
     problems.raise_if_any()

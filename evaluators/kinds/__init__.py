@@ -188,5 +188,5 @@ def kind_names() -> tuple[str, ...]:
 
 def _load() -> None:
     # Each kind module registers itself on import; new kinds add one import here.
-    from . import score  # noqa: F401
+    from . import pairwise, score, wb_score  # noqa: F401
 

@@ -1,3 +1,4 @@
 """Built-in metrics. Importing this package registers each one (one module per metric)."""
 from . import bleu, f1, gleu, meteor, rouge  # noqa: F401  classic, in-process
 from . import coherence, fluency, groundedness, relevance, retrieval, similarity  # noqa: F401  LLM judge
+from . import wildbench_score, wildbench_pairwise  # noqa: F401,I001  WildBench (checklist score, pairwise)
