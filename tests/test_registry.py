@@ -26,8 +26,9 @@ def test_metric_contract(spec):
         templates = resolve_templates(spec, {})
         assert templates, "a judge metric needs at least one template"
         for t in templates.values():
-            assert "response" in t.placeholders or spec.name == "retrieval"
-            assert '"score"' in t.user  # every built-in template asks for the JSON verdict
+            assert {"response", "candidate_A"} & t.placeholders or spec.name == "retrieval"
+            # every built-in template asks for the JSON verdict (pairwise ones for a choice)
+            assert ('"choice"' if spec.kind == "pairwise" else '"score"') in t.user
     else:
         out = spec.compute(ROW)
         assert set(out) == set(spec.outputs)
