@@ -13,4 +13,6 @@ st.navigation([
     st.Page("pages/new_run.py", title="New evaluation", icon=":material/play_arrow:", url_path="new"),
     st.Page("pages/results.py", title="Results", icon=":material/bar_chart:", url_path="results"),
     st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("pages/leaderboard.py", title="WildBench leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
+    st.Page("pages/pairwise.py", title="Pairwise inspector", icon=":material/balance:", url_path="pairwise"),
 ]).run()
