@@ -58,8 +58,9 @@ class MetricSpec:
         compute: for in-process metrics, ``compute(row) -> {output: float}``.
         templates: for judge metrics, the template files.
         description: one line for pickers and ``--help``.
-        params: the settings the metric was built with (recorded in its signature); their
-            values here are the defaults, a run may set others (``with_params``).
+        params: the settings the metric was built with (recorded in its signature).
+        run_options: names among ``params`` that a run may set (``with_params``); their values
+            in ``params`` are the defaults.
         parse: for judge metrics, ``parse(spec, reply_text) -> kinds.Verdict`` replacing the
             kind's parser (raises ``templates.ReplyError`` for an unusable reply).
         row_tasks: ``row_tasks(dataset, i, spec) -> [RowTask]`` replacing the default
@@ -87,6 +88,7 @@ class MetricSpec:
     parse: Callable[["MetricSpec", str], Any] | None = field(default=None, compare=False)
     row_tasks: Callable[[Any, int, "MetricSpec"], list] | None = field(default=None, compare=False)
     levels: tuple[tuple[float, str], ...] = ()
+    run_options: tuple[str, ...] = ()
 
     @property
     def is_judge(self) -> bool:
@@ -145,8 +147,8 @@ class MetricSpec:
 
         current = dict(self.params)
         for name, value in values.items():
-            if name not in current:
-                known = ", ".join(current) or "none"
+            if name not in self.run_options:
+                known = ", ".join(self.run_options) or "none"
                 raise UsageError(f"metric '{self.name}' has no option '{name}' (options: {known})")
             default = current[name]
             try:

@@ -288,6 +288,11 @@ def test_pairwise_both_orders_from_the_cli(judge_server, tmp_path):
     assert m["wildbench_pairwise.WB_reward"] == pytest.approx(0)  # (100 + 0 - 100) / 3
     assert m["wildbench_pairwise.length_penalty"] == 100
     assert (m["wildbench_pairwise.win_much"], m["wildbench_pairwise.tie"], m["wildbench_pairwise.lose_much"]) == (1, 1, 1)
+    p = cli("wildbench", "leaderboard", "--out", tmp_path / "lb")  # over the runs in the (same) store
+    assert p.returncode == 0, p.stderr
+    board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
+    ref = board["mine"]["rewards"]["ref"]
+    assert ref["records"] == 3 and ref["WB_reward"] == pytest.approx(0) and ref["K"] == 100
 
 
 def test_length_penalty_option_changes_rewards_not_judgments(judge_server, judge_config, store):
@@ -316,3 +321,10 @@ def test_bad_options_are_refused(tmp_path, judge_server):
     with pytest.raises(UsageError, match="not a int"):
         PAIR.with_params({"length_penalty": "many"})
     assert not judge_server.calls
+
+
+def test_only_declared_run_options_can_be_set():
+    with pytest.raises(UsageError, match=r"has no option 'n' \(options: none\)"):
+        get_metric("bleu").with_params({"n": 2})  # a constant of the metric, not a run option
+    assert PAIR.with_params({"both_orders": "yes"}).param("both_orders") is True
+    assert PAIR.with_params({"length_penalty": "-1"}).signature() == "wildbench_pairwise|v:1|length_penalty:-1|both_orders:False"

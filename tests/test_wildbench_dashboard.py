@@ -107,3 +107,35 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     page.get_by_text("both orders agree").first.wait_for()
     shot(page, "wildbench-pairwise")
     page.close()
+
+
+def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_server):
+    from evaluators.data import load_dataset
+    from tests.conftest import wait_for_run
+
+    judge_server.responder = _judge
+    app()
+    rows = [{"user_query": f"q{n}", "checklist": CHECK, "candidate_A": "GOOD" if n else "x",
+             "candidate_B": "y" if n else "GOOD",
+             "model_A": "mine", "model_B": "ref-x"} for n in range(3)]
+    did = home_store.save_dataset(load_dataset(rows, name="pairs.jsonl"))
+    at = app("pages/new_run.py", dataset=did)
+    at.checkbox(key="new.metric.wildbench_pairwise").check().run()
+    at.checkbox(key="new.opt.wildbench_pairwise.both_orders").check().run()
+    at.number_input(key="new.opt.wildbench_pairwise.length_penalty").set_value(-1).run()
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback")
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Judge calls"] == "6"  # 3 pairs x 2 orders
+    at.button(key="new.start").click().run()
+    run = home_store.list_runs()[0]
+    assert run["spec"]["options"] == {"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}
+    assert wait_for_run(home_store, run["id"])["status"] == "completed"
+    from evaluators.api import open_results
+
+    m = open_results(home_store, run["id"]).metrics()
+    # row 0: GOOD is B -> B++ straight and A++ swapped: -100 for A in both; rows 1-2: GOOD is A -> +100
+    assert m["wildbench_pairwise.WB_reward"] == pytest.approx(100 / 3) and m["wildbench_pairwise.length_penalty"] == -1
+    assert m["wildbench_pairwise.flip_rate"] == 0
+    at = app("pages/results.py", run=run["id"], row="0")  # the generic pages read the pairwise run too
+    assert {x.label: x.value for x in at.metric}["Rows"] == "3"

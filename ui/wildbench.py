@@ -167,3 +167,17 @@ def pair_view(res: RunResults, spec, i: int) -> None:
     with st.expander("Raw judge replies"):
         for order, t in sorted(turns.items()):
             st.code(t.raw or "", language=None, wrap_lines=True)
+
+
+def metric_options(spec) -> dict[str, Any]:
+    """Widgets for the params a run may set (a checkbox for a flag, a number for a number)."""
+    out: dict[str, Any] = {}
+    for name, default in spec.params:
+        if name not in spec.run_options:
+            continue
+        label, key = f"{spec.name}: {name.replace('_', ' ')}", f"new.opt.{spec.name}.{name}"
+        if isinstance(default, bool):
+            out[name] = st.checkbox(label, default, key=key)
+        elif isinstance(default, (int, float)):
+            out[name] = type(default)(st.number_input(label, value=default, key=key))
+    return out

@@ -16,4 +16,5 @@ SPEC = register(MetricSpec(
     description="WildBench: compare candidate_A with candidate_B (A++ .. B++) guided by the checklist (WB-Reward).",
     templates=JudgeTemplates(single="wildbench_pairwise.md"), row_tasks=pairwise_row_tasks, version="1",
     params=(("length_penalty", DEFAULT_LENGTH_PENALTY), ("both_orders", False)),
+    run_options=("length_penalty", "both_orders"),
 ))
