@@ -6,7 +6,8 @@ from ui import loaders, state, widgets as w, wildbench as wb
 
 st.title("WildBench leaderboard")
 with w.guard():
-    runs = [r for r in loaders.wildbench_runs() if r["status"] == "completed"]
+    linked = (st.query_params.get("runs") or "").split(",")[-1] or None  # a link to a run added moments ago
+    runs = [r for r in loaders.wildbench_runs(wanted=linked) if r["status"] == "completed"]
     if not runs:
         st.info("No completed run with a WildBench metric yet. Run wildbench_score or wildbench_pairwise, "
                 "or import published judgments: python -m evaluators wildbench import FILE... --out DIR")

@@ -50,6 +50,9 @@ def test_leaderboard_and_inspector_pages(home_store, judge_server, judge_config,
     judge_server.responder = _judge
     app()  # first start: the store and the samples
     pair_run = _seed(home_store, judge_config, tmp_path)
+    import streamlit as st
+
+    st.cache_data.clear()  # the run list is cached for 2 s; a user's next look would see the new runs
 
     at = app("pages/leaderboard.py")
     scores = at.dataframe[0].value
@@ -92,7 +95,8 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     with JudgeServer(_judge) as server:
         cfg = JudgeConfig(model="loopback", provider="compatible", base_url=server.url, max_retries=1)
         pair_run = _seed(store, cfg, tmp_path)
-    page.goto(url + "/leaderboard")
+    ids = ",".join(r["id"] for r in store.list_runs())
+    page.goto(url + f"/leaderboard?runs={ids}")
     settle(page, "WB-Score")
     page.get_by_text("mine").first.wait_for()
     shot(page, "wildbench-leaderboard")
