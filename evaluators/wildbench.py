@@ -184,6 +184,17 @@ def _pct(values) -> list[float | None]:
     return [float(lo), float(hi)]
 
 
+def bootstrap_mean(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES,
+                   seed: int = BOOTSTRAP_SEED) -> list[float | None]:
+    """95% bootstrap interval of a mean (e.g. the share of pairs whose verdict flips)."""
+    import numpy as np
+
+    if len(values) < 2:
+        return [None, None]
+    v = np.asarray(values, dtype=float)
+    return _pct(v[_rng_index(len(v), samples, seed)].mean(axis=1))
+
+
 # ---------------------------------------------------------------- score aggregates
 @dataclass
 class ScoreRow:

@@ -285,6 +285,7 @@ def test_pairwise_both_orders_from_the_cli(judge_server, tmp_path):
     assert [r[key + "choice_swapped"] for r in got] == ["B++", "A+", "A++"]
     m = json.loads((out / "metrics.json").read_text())
     assert m["wildbench_pairwise.flip_rate"] == pytest.approx(1 / 3)
+    assert m["wildbench_pairwise.flip_rate_ci95_low"] <= 1 / 3 <= m["wildbench_pairwise.flip_rate_ci95_high"]
     assert m["wildbench_pairwise.WB_reward"] == pytest.approx(0)  # (100 + 0 - 100) / 3
     assert m["wildbench_pairwise.length_penalty"] == 100
     assert (m["wildbench_pairwise.win_much"], m["wildbench_pairwise.tie"], m["wildbench_pairwise.lose_much"]) == (1, 1, 1)

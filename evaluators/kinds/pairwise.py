@@ -78,7 +78,8 @@ class PairwiseKind(Kind):
         return out
 
     def summary(self, spec, cells, threshold) -> dict[str, Any]:
-        from ..wildbench import DEFAULT_LENGTH_PENALTY, mixture, pair_rows_from_cells, pairwise_aggregates
+        from ..wildbench import (DEFAULT_LENGTH_PENALTY, bootstrap_mean, mixture, pair_rows_from_cells,
+                                 pairwise_aggregates)
 
         out = super().summary(spec, cells, threshold)
         k = int(_param(spec, "length_penalty", DEFAULT_LENGTH_PENALTY))
@@ -91,7 +92,9 @@ class PairwiseKind(Kind):
         out["length_adjusted_rows"] = sum(1 for c in ok if c.outputs.get(f"{spec.prefix}_length_adjusted"))
         both = [c for c in ok if c.outputs.get(f"{spec.prefix}_flipped") is not None]
         out["both_orders_rows"] = len(both)
-        out["flip_rate"] = (sum(1 for c in both if c.outputs[f"{spec.prefix}_flipped"]) / len(both)) if both else None
+        flips = [1.0 if c.outputs[f"{spec.prefix}_flipped"] else 0.0 for c in both]
+        out["flip_rate"] = sum(flips) / len(flips) if flips else None
+        out["flip_rate_ci95"] = bootstrap_mean(flips)
         if len(by_ref) > 1:
             mix = mixture(by_ref, k)
             out["mixture_of_rewards"] = mix["mixture_of_rewards"]
@@ -102,12 +105,12 @@ class PairwiseKind(Kind):
     def flat(self, spec, sm) -> dict[str, Any]:
         flat = super().flat(spec, sm)
         n = spec.name
-        for key in ("WB_reward", "WB_reward.task_macro", "mixture_of_rewards"):
+        for key in ("WB_reward", "WB_reward.task_macro", "mixture_of_rewards", "flip_rate"):
             if key in sm:
                 flat[f"{n}.{key}"] = sm[key]
                 flat[f"{n}.{key}_ci95_low"], flat[f"{n}.{key}_ci95_high"] = sm[f"{key}_ci95"]
         for key in ("win_much", "win", "tie", "lose", "lose_much", "length_penalty", "length_adjusted_rows",
-                    "both_orders_rows", "flip_rate"):
+                    "both_orders_rows"):
             flat[f"{n}.{key}"] = sm[key]
         for ref, v in (sm.get("references") or {}).items():
             flat[f"{n}.WB_reward.ref={ref}"] = v
