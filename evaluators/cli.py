@@ -11,6 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from . import cli_wildbench
 from .errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -76,8 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("run_id")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--db")
-    from . import cli_wildbench
-
     cli_wildbench.add_commands(sub)
     return p
 
@@ -126,7 +125,6 @@ def print_summary(res, out=sys.stdout) -> None:
 
 
 def cmd_run(a) -> int:
-    from . import cli_wildbench
     from .api import open_results, prepare_run
     from .exports import write_outputs
     from .runner import Runner
@@ -209,9 +207,7 @@ def cmd_worker(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
-        from .cli_wildbench import main as cmd_wildbench
-
-        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "wildbench": cmd_wildbench}[a.command](a)
+        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, **cli_wildbench.COMMANDS}[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         return EXIT_USAGE

@@ -126,3 +126,6 @@ def main(a: argparse.Namespace) -> int:
         print(f"wrote {_write(a.out, board)}")
     print_board(board)
     return 0
+
+
+COMMANDS = {"wildbench": main}  # dispatched by evaluators.cli

@@ -103,7 +103,7 @@ def wildbench_runs(kind: str | None = None, wanted: str | None = None) -> list[d
     return [r for r in runs(wanted) if has(r)]
 
 
-def _version(r: dict) -> tuple:
+def _wb_version(r: dict) -> tuple:
     return (r["id"], r["status"], r["tasks_done"], r["tasks_errored"], str(r["finished_at"]))
 
 
@@ -118,4 +118,4 @@ def _leaderboard(versions: tuple, length_penalty: int | None) -> dict:
 
 def leaderboard(chosen: list[dict], length_penalty: int | None = None) -> dict:
     """Model -> WildBench aggregates over the chosen runs (recomputed when one of them changes)."""
-    return _leaderboard(tuple(_version(r) for r in chosen), length_penalty)
+    return _leaderboard(tuple(_wb_version(r) for r in chosen), length_penalty)
