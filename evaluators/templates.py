@@ -50,7 +50,7 @@ class Template:
                 value = values.get(key)
                 if m.group(2):
                     return "" if value is None else str(value)
-                return value if value not in (None, "") else "(none)"
+                return str(value) if value not in (None, "") else "(none)"
 
             return _PLACEHOLDER.sub(sub, text)
 

@@ -15,7 +15,7 @@ with w.guard():
     run = loaders.run(run_id)
     res = loaders.results(run, {})
     spec = next(s for s in res.specs if s.kind == "pairwise")
-    pairs = wb.pairs_table(res, spec.name)
+    pairs = wb.pairs_table(res, spec)
     only_flips = st.toggle("Only pairs whose verdict flipped with the order", key="flips", bind=state.URL)
     shown = pairs[pairs["flipped"] == True] if only_flips else pairs  # noqa: E712 — None is not a flip
     st.caption(f"{len(shown)} of {len(pairs)} pairs")

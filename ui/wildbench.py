@@ -90,16 +90,16 @@ def wtl_chart(df: pd.DataFrame):
 
 
 # ---------------------------------------------------------------- pairwise inspector
-def pairs_table(res: RunResults, metric: str) -> pd.DataFrame:
+def pairs_table(res: RunResults, spec) -> pd.DataFrame:
     """Rows of a pairwise run: models, the verdict, the reward for A, whether the order flipped it."""
-    p = metric
+    p = spec.prefix
     recs = []
-    for i, cell in enumerate(res.cells[metric]):
+    for i, cell in enumerate(res.cells[spec.name]):
         o = cell.outputs if cell and cell.status == "ok" else {}
         rec = res.dataset.records[i]
         recs.append({"#": res.dataset.row_no(i), "model_A": o.get("model_A") or rec.get("model_A"),
                      "model_B": o.get("model_B") or rec.get("model_B"), "choice": o.get(f"{p}_choice"),
-                     "swapped": o.get(f"{p}_choice_swapped"), "reward_A": o.get(res.specs[0].primary) if o else None,
+                     "swapped": o.get(f"{p}_choice_swapped"), "reward_A": o.get(spec.primary) if o else None,
                      "flipped": o.get(f"{p}_flipped"), "status": cell.status if cell else "pending"})
     return pd.DataFrame(recs)
 
