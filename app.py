@@ -15,4 +15,6 @@ st.navigation([
     st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("pages/safety.py", title="Risk and safety", icon=":material/health_and_safety:", url_path="safety"),
     st.Page("pages/attacks.py", title="Jailbreak attacks", icon=":material/shield:", url_path="attacks"),
+    st.Page("pages/leaderboard.py", title="WildBench leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
+    st.Page("pages/pairwise.py", title="Pairwise inspector", icon=":material/balance:", url_path="pairwise"),
 ]).run()

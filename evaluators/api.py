@@ -33,7 +33,8 @@ def _judge_config(judge: Any, concurrency: int | None) -> JudgeConfig | None:
 def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 thresholds: Mapping[str, float] | None = None, column_mapping: Mapping[str, str] | None = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
-                out_dir: str | None = None, name: str | None = None, resume: bool = True) -> str:
+                out_dir: str | None = None, name: str | None = None, resume: bool = True,
+                options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -41,6 +42,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         data: anything :func:`evaluators.data.load_dataset` takes, or a stored dataset id (``ds:<id>``).
         metrics: metric names.
         judge: a :class:`JudgeConfig`, its dict, or a model name.
+        options: metric -> {param: value} for this run (see ``RunSpec.options``).
         out_dir: with ``resume``, an unfinished run with the same data and settings is continued.
     Returns:
         The run id.
@@ -56,7 +58,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
     ds.check_metrics(metrics)
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds or {}),
                    judge=_judge_config(judge, concurrency) if any(get_metric(m).is_judge for m in metrics) else None,
-                   templates=dict(templates or {}))
+                   templates=dict(templates or {}),
+                   options={m: dict(v) for m, v in (options or {}).items()})
     spec.validate()
     dataset_id = store.save_dataset(ds)
     fp = spec.fingerprint()
@@ -97,7 +100,8 @@ class EvalResult:
 def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mapping[str, float] | None = None,
              column_mapping: Mapping[str, str] | None = None, *, store: Store | None = None,
              api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
-             out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> EvalResult:
+             out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
+             options: Mapping[str, Mapping[str, Any]] | None = None) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -108,6 +112,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         column_mapping: field -> column, e.g. ``{"query": "question"}``.
         store: defaults to ``EVAL_DATABASE_URL`` or the local SQLite file.
         api_key: the judge's key for this call only (else from the environment).
+        options: metric -> {param: value}, e.g. ``{"wildbench_pairwise": {"length_penalty": -1}}``.
         out: also write ``rows.jsonl`` and ``metrics.json`` there (and resume a run written there).
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
@@ -116,7 +121,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
-                      out_dir=str(out) if out else None)
+                      out_dir=str(out) if out else None, options=options)
     status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
     res = open_results(store, rid)
     if out:

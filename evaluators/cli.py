@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from . import cli_safety
+from . import cli_safety, cli_wildbench
 from .errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--db")
     cli_safety.add_commands(sub)
+    cli_wildbench.add_commands(sub)
     return p
 
 
@@ -135,7 +136,8 @@ def cmd_run(a) -> int:
     gates = _floats(a.fail_under, "--fail-under")
     store = Store(a.db)
     rid = prepare_run(store, a.data, metrics, _judge_from_args(a), thresholds, _pairs(a.map, "--map"),
-                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh)
+                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh,
+                      options=cli_wildbench.run_options(a))
     last = [0.0]
 
     def progress(p):
@@ -206,7 +208,9 @@ def cmd_worker(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
-        return {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, **cli_safety.COMMANDS}[a.command](a)
+        commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker,
+                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS}
+        return commands[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         return EXIT_USAGE

@@ -40,6 +40,9 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
     "common": {"query": ["question", "prompt", "user_input"], "response": ["answer", "output", "prediction", "completion"],
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
+    # WildBench rows: the conversation (messages, conversation_input or history + user_query) and the
+    # pair's second response stay in their own columns, which the wildbench_* metrics read.
+    "wildbench": {"query": ["user_query"], "response": ["model_output", "candidate_A"], "checklist": ["checklist"]},
 }
 TEXT_FIELDS = ("query", "response", "ground_truth")
 ROLES = {"system", "user", "assistant", "tool", "developer"}
@@ -577,7 +580,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
             v = rec.get(col)
             if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
                 continue  # the common case: text where text belongs
-            if fld in ("messages", "context"):
+            if fld in ("messages", "context", "checklist"):
                 v = _text_or_json(v)
             elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
                 problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
@@ -599,6 +602,8 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
                 v = check_conversation(v, problems, row, col)
             elif fld == "messages":
                 v = _check_messages(v, problems, row, col)
+            elif fld == "checklist" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                problems.add(row, col, f"checklist must be a list of texts, got {type(v).__name__}")
             if v is not rec.get(col) and v is not None:
                 changed[col] = v
         out.append({**rec, **changed} if changed else rec)

@@ -19,9 +19,9 @@ FAMILIES = {
 }
 # Kinds of value a metric produces; each is one class in ``evaluators/kinds`` that parses
 # replies, combines turns, writes row keys and aggregates (see ``MetricSpec.kind_impl``).
-KINDS = ("score", "severity", "label", "pairwise")
+KINDS = ("score", "severity", "label", "pairwise", "wb_score")
 # Canonical fields a dataset row can offer.
-FIELDS = ("query", "response", "context", "ground_truth", "messages")
+FIELDS = ("query", "response", "context", "ground_truth", "messages", "checklist")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ class MetricSpec:
         templates: for judge metrics, the template files.
         description: one line for pickers and ``--help``.
         params: the settings the metric was built with (recorded in its signature).
+        run_options: names among ``params`` that a run may set (``with_params``); their values
+            in ``params`` are the defaults.
         parse: for judge metrics, ``parse(spec, reply_text) -> kinds.Verdict`` replacing the
             kind's parser (raises ``templates.ReplyError`` for an unusable reply).
         row_tasks: ``row_tasks(dataset, i, spec) -> [RowTask]`` replacing the default
@@ -88,6 +90,7 @@ class MetricSpec:
     parse: Callable[["MetricSpec", str], Any] | None = field(default=None, compare=False)
     row_tasks: Callable[[Any, int, "MetricSpec"], list] | None = field(default=None, compare=False)
     levels: tuple[tuple[float, str], ...] = ()
+    run_options: tuple[str, ...] = ()
 
     @property
     def is_judge(self) -> bool:
@@ -127,6 +130,38 @@ class MetricSpec:
     def passes(self, value: float, threshold: float) -> bool:
         """Whether a primary value passes ``threshold`` in this metric's direction."""
         return value >= threshold if self.higher_is_better else value <= threshold
+
+    def param(self, name: str) -> Any:
+        """The value of one of ``params`` (the run's, when the spec came from ``with_params``)."""
+        return dict(self.params)[name]
+
+    def with_params(self, values: Mapping[str, Any] | None) -> "MetricSpec":
+        """This metric with some ``params`` set for one run (each coerced to its default's type).
+
+        Raises:
+            UsageError: a name the metric does not declare, or a value of the wrong type.
+        """
+        if not values:
+            return self
+        from dataclasses import replace
+
+        from .errors import UsageError
+
+        current = dict(self.params)
+        for name, value in values.items():
+            if name not in self.run_options:
+                known = ", ".join(self.run_options) or "none"
+                raise UsageError(f"metric '{self.name}' has no option '{name}' (options: {known})")
+            default = current[name]
+            try:
+                if isinstance(default, bool):
+                    value = value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes", "on")
+                elif isinstance(default, (int, float)):
+                    value = type(default)(float(value)) if isinstance(default, int) else float(value)
+            except (TypeError, ValueError):
+                raise UsageError(f"option {self.name}.{name}: {value!r} is not a {type(default).__name__}") from None
+            current[name] = value
+        return replace(self, params=tuple(current.items()))
 
     def signature(self) -> str:
         """Name, version and settings, so a number never travels without its configuration."""

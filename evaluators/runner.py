@@ -35,28 +35,32 @@ class RunSpec:
         thresholds: metric -> threshold (defaults from the registry).
         judge: judge settings (needed when a judge metric is chosen).
         templates: metric -> path of a user's template replacing the built-in one(s).
+        options: metric -> {param: value} setting a metric's declared ``params`` for this run
+            (e.g. ``{"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}``).
     """
 
     metrics: list[str]
     thresholds: dict[str, float] = field(default_factory=dict)
     judge: JudgeConfig | None = None
     templates: dict[str, str] = field(default_factory=dict)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def specs(self) -> list[MetricSpec]:
-        return [get_metric(m) for m in self.metrics]
+        return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
 
     def threshold(self, spec: MetricSpec) -> float:
         return float(self.thresholds.get(spec.name, spec.default_threshold))
 
     def to_dict(self) -> dict[str, Any]:
         return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
-                "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates)}
+                "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
+                "options": {k: dict(v) for k, v in self.options.items()}}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
         return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
                    judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
-                   templates=dict(d.get("templates") or {}))
+                   templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}))
 
     def fingerprint(self) -> str:
         """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
@@ -74,6 +78,9 @@ class RunSpec:
         if any(s.is_judge for s in specs) and self.judge is None:
             judged = ", ".join(s.name for s in specs if s.is_judge)
             raise UsageError(f"{judged} need(s) an LLM judge: give --judge-base-url/--judge-model (or judge=...)")
+        for name in self.options:
+            if name not in self.metrics:
+                raise UsageError(f"options given for '{name}', which is not among the chosen metrics")
         for name in self.templates:
             if not get_metric(name).is_judge:
                 raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
@@ -126,6 +133,7 @@ class _Task:
     turn: int
     values: dict[str, Any]
     mode: str
+    facts: dict[str, Any] | None = None
 
 
 @dataclass
@@ -134,13 +142,15 @@ class RowTask:
 
     ``turn`` keys the result (an assistant turn; for pairwise metrics, the order the two
     responses are shown in); ``mode`` picks the template; ``skip`` says why the unit is
-    recorded as skipped instead of computed.
+    recorded as skipped instead of computed; ``facts`` (e.g. response lengths for WildBench's
+    length rule) are stored with the verdict's outputs, so aggregates read them from the store.
     """
 
     turn: int
     values: dict[str, Any]
     mode: str
     skip: str | None = None
+    facts: dict[str, Any] | None = None
 
 
 def default_row_tasks(ds: Dataset, i: int, mspec: MetricSpec) -> list[RowTask]:
@@ -182,7 +192,7 @@ def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
                 if rt.skip:
                     skipped.append(Result(i, mspec.name, rt.turn, "skipped", error=rt.skip))
                 else:
-                    tasks.append(_Task(i, mspec, rt.turn, rt.values, rt.mode))
+                    tasks.append(_Task(i, mspec, rt.turn, rt.values, rt.mode, rt.facts))
     return tasks, skipped
 
 
@@ -401,5 +411,5 @@ class Runner:
                           prompt_tokens=pt, completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
         value = verdict.outputs.get(t.spec.primary)
         return Result(t.row, t.spec.name, t.turn, "ok", value=None if value is None else float(value),
-                      outputs=verdict.outputs, reason=verdict.reason, raw=text, prompt_tokens=pt,
+                      outputs={**verdict.outputs, **(t.facts or {})}, reason=verdict.reason, raw=text, prompt_tokens=pt,
                       completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)

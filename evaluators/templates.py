@@ -18,7 +18,8 @@ from .errors import UsageError
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_][A-Za-z0-9_]*)\}")
 # Placeholders a template may use; anything else is a setup error, found before any call.
-KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output"}
+KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output",
+                      "checklist", "candidate_A", "candidate_B"}
 _ALIASES = {"user_query": "query", "model_output": "response"}  # WildBench names
 
 
@@ -37,13 +38,19 @@ class Template:
         return {_ALIASES.get(a or b, a or b) for a, b in _PLACEHOLDER.findall(text)}
 
     def render(self, values: dict[str, str]) -> list[dict[str, str]]:
-        """Chat messages with every placeholder filled (missing values become '(none)')."""
+        """Chat messages with every placeholder filled.
+
+        A missing ``{{name}}`` value becomes '(none)'; WildBench's ``{$name}`` placeholders are
+        filled verbatim, an empty value staying empty, as WildBench itself fills them.
+        """
 
         def fill(text: str) -> str:
             def sub(m: re.Match) -> str:
                 key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
                 value = values.get(key)
-                return value if value not in (None, "") else "(none)"
+                if m.group(2):
+                    return "" if value is None else str(value)
+                return str(value) if value not in (None, "") else "(none)"
 
             return _PLACEHOLDER.sub(sub, text)
 

@@ -5,7 +5,7 @@ from evaluators.api import estimate_run, prepare_run
 from evaluators.registry import FAMILIES, all_metrics
 from evaluators.runner import RunSpec
 from evaluators.workers import spawn_worker
-from ui import loaders, state, widgets as w
+from ui import loaders, state, widgets as w, wildbench as wb
 
 st.title("New evaluation")
 with w.guard():
@@ -44,18 +44,20 @@ with w.guard():
         thresholds[s.name] = cols[k % len(cols)].number_input(
             f"{s.name} passes at {'≥' if s.higher_is_better else '≤'}", float(lo), float(hi), float(s.default_threshold),
             1.0 if s.integer else 0.05, key=f"new.th.{s.name}")
+    options = {s.name: wb.metric_options(s) for s in chosen if s.run_options}  # e.g. WildBench's K, both orders
     judge, api_key = None, None
     if any(s.is_judge for s in chosen):
         st.subheader("Judge")
         judge, api_key = w.judge_settings()
-    spec = RunSpec([s.name for s in chosen], thresholds, judge)
+    spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
     spec.validate()
     st.subheader("Before you start")
     w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge.concurrency if judge else 1)
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()
-        run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None)
+        run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
+                             options=options)
         spawn_worker(store, run_id, api_key)
         loaders.forget_lists()
         st.switch_page("pages/results.py", query_params={"run": run_id})

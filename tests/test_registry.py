@@ -26,9 +26,9 @@ def test_metric_contract(spec):
         templates = resolve_templates(spec, {})
         assert templates, "a judge metric needs at least one template"
         for t in templates.values():
-            assert "response" in t.placeholders or spec.name == "retrieval"
+            assert {"response", "candidate_A"} & t.placeholders or spec.name == "retrieval"
             # every built-in template asks for the JSON verdict its kind parses
-            assert ('"label"' if spec.kind == "label" else '"score"') in t.user
+            assert {"label": '"label"', "pairwise": '"choice"'}.get(spec.kind, '"score"') in t.user
     else:
         out = spec.compute(ROW)
         assert set(out) == set(spec.outputs)

@@ -122,3 +122,31 @@ def _attack_comparison(base_id: str, attack_id: str, id_column: str, versions: t
 def attack_comparison(base: dict, attack: dict, id_column: str):
     """The direct-attack comparison of two runs, computed once per state of both runs."""
     return _attack_comparison(base["id"], attack["id"], id_column, (_version(base), _version(attack)))
+# ---------------------------------------------------------------- WildBench
+def wildbench_runs(kind: str | None = None, wanted: str | None = None) -> list[dict]:
+    """Runs with a WildBench metric (``kind``: "wb_score" or "pairwise" to keep only those), newest first."""
+    from evaluators.registry import get_metric
+
+    def has(r: dict) -> bool:
+        kinds = {get_metric(m).kind for m in r["spec"]["metrics"] if m.startswith("wildbench_")}
+        return bool(kinds) if kind is None else kind in kinds
+
+    return [r for r in runs(wanted) if has(r)]
+
+
+def _wb_version(r: dict) -> tuple:
+    return (r["id"], r["status"], r["tasks_done"], r["tasks_errored"], str(r["finished_at"]))
+
+
+@st.cache_data(ttl=30, show_spinner="Computing the leaderboard…", max_entries=16)
+def _leaderboard(versions: tuple, length_penalty: int | None) -> dict:
+    from evaluators.wildbench import leaderboard as build
+
+    picked = [run(v[0]) for v in versions]
+    picked = [r for r in picked if r is not None]
+    return build([results(r, {}) for r in picked], length_penalty, [r["name"] for r in picked])
+
+
+def leaderboard(chosen: list[dict], length_penalty: int | None = None) -> dict:
+    """Model -> WildBench aggregates over the chosen runs (recomputed when one of them changes)."""
+    return _leaderboard(tuple(_wb_version(r) for r in chosen), length_penalty)

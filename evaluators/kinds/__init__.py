@@ -270,4 +270,5 @@ def _load() -> None:
     # Each kind module registers itself on import; new kinds add one import here.
     from . import score  # noqa: F401
     from . import label, severity  # noqa: F401
+    from . import pairwise, score, wb_score  # noqa: F401
 

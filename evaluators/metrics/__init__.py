@@ -2,3 +2,4 @@
 from . import bleu, f1, gleu, meteor, rouge  # noqa: F401  classic, in-process
 from . import coherence, fluency, groundedness, relevance, retrieval, similarity  # noqa: F401  LLM judge
 from . import hate_unfairness, sexual, violence, self_harm, protected_material, indirect_attack  # noqa: F401  safety
+from . import wildbench_score, wildbench_pairwise  # noqa: F401,I001  WildBench (checklist score, pairwise)

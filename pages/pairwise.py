@@ -1,0 +1,29 @@
+"""Pairwise inspector: one judged pair — the conversation, the checklist, both responses side by
+side with each analysis, the verdict, and the swapped-order verdict where there is one."""
+import streamlit as st
+
+from ui import loaders, state, widgets as w, wildbench as wb
+
+st.title("Pairwise inspector")
+with w.guard():
+    runs = loaders.wildbench_runs("pairwise", st.query_params.get("run"))
+    if not runs:
+        st.info("No run with wildbench_pairwise yet.")
+        st.stop()
+    ids = [r["id"] for r in runs]
+    run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))
+    run = loaders.run(run_id)
+    res = loaders.results(run, {})
+    spec = next(s for s in res.specs if s.kind == "pairwise")
+    pairs = wb.pairs_table(res, spec)
+    only_flips = st.toggle("Only pairs whose verdict flipped with the order", key="flips", bind=state.URL)
+    shown = pairs[pairs["flipped"] == True] if only_flips else pairs  # noqa: E712 — None is not a flip
+    st.caption(f"{len(shown)} of {len(pairs)} pairs")
+    event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="pairs")
+    if event and event.selection and event.selection.rows:
+        state.write("row", int(shown.index[event.selection.rows[0]]))
+    row = state.read("row", None, int)
+    if row is None or not 0 <= row < len(res.dataset):
+        st.caption("Select a pair to read it.")
+        st.stop()
+    wb.pair_view(res, spec, row)
