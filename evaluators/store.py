@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
-                        select, update)
+                        func, select, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from .data import Dataset
@@ -299,6 +299,27 @@ class Store:
             rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
                              .where(ResultRow.run_id == run_id, ResultRow.status != "error")).all()
         return {tuple(r) for r in rows}
+
+    def result_keys(self, run_id: str) -> set[tuple[int, str, int]]:
+        """(row, metric, turn) with any stored result (ok, error or skipped)."""
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
+                             .where(ResultRow.run_id == run_id)).all()
+        return {tuple(r) for r in rows}
+
+    def status_counts(self, run_id: str, metrics: Iterable[str]) -> dict[str, int]:
+        """status -> number of stored results of these metrics."""
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.status, func.count()).where(
+                ResultRow.run_id == run_id, ResultRow.metric.in_(list(metrics))).group_by(ResultRow.status)).all()
+        return {st: n for st, n in rows}
+
+    def first_error(self, run_id: str, metrics: Iterable[str]) -> str | None:
+        """The error of the first errored result (by row, metric, turn) of these metrics."""
+        with self.session() as s:
+            return s.scalar(select(ResultRow.error).where(
+                ResultRow.run_id == run_id, ResultRow.metric.in_(list(metrics)), ResultRow.status == "error")
+                .order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn).limit(1))
 
     def load_results(self, run_id: str) -> list[Result]:
         with self.session() as s:

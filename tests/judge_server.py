@@ -4,7 +4,11 @@ Used by the tests and the bench (one implementation). It answers
 ``POST /v1/chat/completions`` (and Azure's ``/openai/deployments/<d>/chat/completions``).
 By default the reply is a valid verdict whose score is derived from the prompt, so
 a test can compute the expected score itself; queued or per-prompt actions inject
-429s with ``Retry-After``, 500s, hangs and malformed replies.
+429s with ``Retry-After``, 500s, hangs and malformed replies, and :class:`Faults`
+injects them at random rates (decided by a hash of the prompt, so the same call meets
+the same fault whatever the concurrency). ``require_key`` answers 401 to any other key,
+``models`` 404 to any other model, ``rate_limit`` is a token bucket answering 429.
+The runner's one-call judge check is recorded in ``probes``, the judging calls in ``calls``.
 """
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ import hashlib
 import json
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
+
+from evaluators.judge import PROBE_PROMPT
 
 
 @dataclass
@@ -36,6 +42,58 @@ class Action:
     raw_body: bytes | None = None
 
 
+@dataclass
+class Faults:
+    """Random faults, as shares of calls (0-1). Which call meets which fault is decided by a hash of
+    (seed, prompt, how many times this prompt was asked), so it does not depend on arrival order.
+
+    rate_429_retry_after / rate_429: 429 with / without a Retry-After header.
+    rate_500: 500.
+    rate_hang: sleep ``hang`` seconds before answering (longer than the client's timeout: a hang).
+    rate_malformed: half a 200 whose body is not JSON, half a verdict without a usable score.
+    rate_poison: a third each: ``"score": Infinity``, ``"score": 1e999``, a 429 whose Retry-After
+        is neither a number nor a date.
+    """
+
+    rate_429_retry_after: float = 0.0
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    rate_hang: float = 0.0
+    rate_malformed: float = 0.0
+    rate_poison: float = 0.0
+    hang: float = 1.0
+    retry_after: str = "0.01"
+    seed: int = 0
+
+    def pick(self, prompt: str, nth: int) -> tuple[str, "Action | None"]:
+        u = int(hashlib.sha256(f"{self.seed}|{nth}|{prompt}".encode()).hexdigest()[:12], 16) / 16 ** 12
+        bands = [("429_retry_after", self.rate_429_retry_after), ("429", self.rate_429), ("500", self.rate_500),
+                 ("hang", self.rate_hang), ("malformed", self.rate_malformed), ("poison", self.rate_poison)]
+        edge = 0.0
+        for kind, rate in bands:
+            if u < edge + rate:
+                return kind, self._action(kind, (u - edge) / rate)
+            edge += rate
+        return "none", None
+
+    def _action(self, kind: str, v: float) -> "Action":
+        if kind == "429_retry_after":
+            return Action(status=429, headers={"Retry-After": self.retry_after})
+        if kind == "429":
+            return Action(status=429)
+        if kind == "500":
+            return Action(status=500)
+        if kind == "hang":
+            return Action(hang=self.hang)
+        if kind == "malformed":
+            return Action(raw_body=b'{"choices": [{"message": ') if v < 0.5 else Action(content="Solid answer, 4/5.")
+        if v < 1 / 3:
+            return Action(content='{"reason": "poison", "score": Infinity}')
+        if v < 2 / 3:
+            return Action(content='{"reason": "poison", "score": 1e999}')
+        return Action(status=429, headers={"Retry-After": "soon-ish, maybe"})
+
+
 def expected_score(prompt: str, low: int = 1, high: int = 5) -> int:
     """The score the default responder gives a prompt (tests compute expectations with it)."""
     h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
@@ -54,12 +112,22 @@ def prompt_text(request: dict) -> str:
 class JudgeServer:
     """Context manager: ``with JudgeServer() as s: s.url``."""
 
-    def __init__(self, responder: Callable[[str, dict], str] = default_responder, latency: float = 0.0):
+    def __init__(self, responder: Callable[[str, dict], str] = default_responder, latency: float = 0.0,
+                 faults: Faults | None = None, require_key: str | None = None, models: set[str] | None = None,
+                 rate_limit: tuple[float, float] | None = None):
         self.responder = responder
         self.latency = latency
-        self.calls: list[dict] = []  # every request, in arrival order
+        self.faults = faults
+        self.require_key = require_key  # any other key (or none) gets 401
+        self.models = models  # any other model gets 404
+        self.rate_limit = rate_limit  # (calls per second, burst): a token bucket; when empty, 429 + Retry-After
+        self.calls: list[dict] = []  # every judging request, in arrival order
+        self.probes: list[dict] = []  # the runner's judge checks (PROBE_PROMPT), kept apart
+        self.served: Counter = Counter()  # fault kind -> times served
         self.queue: deque[Action] = deque()  # applied to the next calls, whatever the prompt
         self.by_prompt: dict[str, deque[Action]] = {}  # substring -> actions for calls whose prompt has it
+        self._seen: Counter = Counter()  # prompt -> times asked (for Faults)
+        self._bucket = (0.0, 0.0)  # tokens, last refill time
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -83,7 +151,43 @@ class JudgeServer:
             for sub, actions in self.by_prompt.items():
                 if sub in prompt and actions:
                     return actions.popleft()
-            return self.queue.popleft() if self.queue else None
+            if self.queue:
+                return self.queue.popleft()
+            if self.faults is not None:
+                self._seen[prompt] += 1
+                kind, action = self.faults.pick(prompt, self._seen[prompt])
+                self.served[kind] += 1
+                return action
+            return None
+
+    def _take_token(self) -> float:
+        """0 when a call may pass the rate limit, else seconds until the next token."""
+        rate, burst = self.rate_limit
+        with self._lock:
+            tokens, last = self._bucket
+            now = time.monotonic()
+            tokens = min(burst, tokens + (now - last) * rate) if last else burst
+            if tokens >= 1:
+                self._bucket = (tokens - 1, now)
+                return 0.0
+            self._bucket = (tokens, now)
+            self.served["rate_limited"] += 1
+            return (1 - tokens) / rate
+
+    def _refusal(self, req: dict, headers) -> tuple[int, dict, dict] | None:
+        if self.require_key is not None:
+            given = headers.get("api-key") or (headers.get("Authorization") or "").removeprefix("Bearer ")
+            if given != self.require_key:
+                return 401, {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                             "code": "invalid_api_key"}, {}
+        if self.models is not None and req.get("model") not in self.models:
+            return 404, {"message": f"The model `{req.get('model')}` does not exist", "type": "invalid_request_error",
+                         "code": "model_not_found"}, {}
+        if self.rate_limit is not None:
+            wait = self._take_token()
+            if wait:
+                return 429, {"message": "rate limited", "type": "rate_limit"}, {"Retry-After": f"{wait:.3f}"}
+        return None
 
     def __enter__(self) -> "JudgeServer":
         owner = self
@@ -118,11 +222,16 @@ class JudgeServer:
                 path = self.path.split("?", 1)[0]
                 req["_path"] = self.path  # tests check where the client sent the call
                 req["_auth"] = self.headers.get("Authorization")  # ...and with which key
+                req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
-                with owner._lock:
-                    owner.calls.append(req)
                 prompt = prompt_text(req)
+                with owner._lock:
+                    (owner.probes if PROBE_PROMPT in prompt else owner.calls).append(req)
+                refusal = owner._refusal(req, self.headers)
+                if refusal:
+                    status, err, headers = refusal
+                    return self._send(status, json.dumps({"error": err}).encode(), headers)
                 action = owner._next_action(prompt)
                 if owner.latency:
                     time.sleep(owner.latency)
