@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from evaluators.judge import PROBE_PROMPT
+if __package__ in (None, ""):  # run as a script (bench, by hand): make the project importable
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from evaluators.judge import PROBE_PROMPT  # noqa: E402
 
 
 @dataclass
@@ -213,8 +219,19 @@ class JudgeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): expected for hangs
 
+            def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
+                if self.path != "/_stats":
+                    return self._send(404, b'{"error": {"message": "not found"}}')
+                with owner._lock:
+                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served)}
+                self._send(200, json.dumps(stats).encode())
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
+                if self.path == "/_faults":  # switch a server in another process's faults (JSON or null)
+                    spec = json.loads(self.rfile.read(length) or b"null")
+                    owner.faults = Faults(**spec) if spec else None
+                    return self._send(200, b"{}")
                 try:
                     req = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
@@ -253,7 +270,10 @@ class JudgeServer:
                 }
                 self._send(200, json.dumps(body).encode(), action.headers if action else None)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # like a real server: concurrent clients are queued, not refused
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -263,9 +283,63 @@ class JudgeServer:
         self._server.server_close()
 
 
-if __name__ == "__main__":  # `python tests/judge_server.py [latency]`: a judge to point the dashboard at by hand
+class JudgeServerProcess:
+    """The same server in its own process (as a real judge is): the test's process keeps its CPU and
+    GIL for the client, which is what makes thousands of calls fast. ``stats()`` reads its counters.
+
+    Args:
+        latency: seconds per call.
+        faults: :class:`Faults` to inject.
+    """
+
+    def __init__(self, latency: float = 0.0, faults: Faults | None = None):
+        self.latency, self.faults = latency, faults
+        self.url = ""
+
+    def __enter__(self) -> "JudgeServerProcess":
+        import os
+        import subprocess
+        import sys
+        from dataclasses import asdict
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parent.parent
+        env = dict(os.environ, PYTHONPATH=str(root))
+        faults = json.dumps(asdict(self.faults)) if self.faults else "null"
+        self._proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(self.latency), faults],
+                                      stdout=subprocess.PIPE, text=True, env=env, cwd=root)
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError("the judge server process did not start")
+        return self
+
+    def _http(self, method: str, path: str, body: bytes | None = None) -> dict:
+        import urllib.request
+
+        req = urllib.request.Request(self.url.removesuffix("/v1") + path, data=body, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stats(self) -> dict:
+        """{"calls": judging calls, "probes": judge checks, "served": fault kind -> count}."""
+        return self._http("GET", "/_stats")
+
+    def set_faults(self, faults: Faults | None) -> None:
+        from dataclasses import asdict
+
+        self._http("POST", "/_faults", json.dumps(asdict(faults) if faults else None).encode())
+
+    def __exit__(self, *exc) -> None:
+        self._proc.terminate()
+        self._proc.wait(10)
+
+
+if __name__ == "__main__":  # `python tests/judge_server.py [latency] [faults JSON]`: a judge in its own process
     import sys
 
-    with JudgeServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as s:
+    faults_arg = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    with JudgeServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0,
+                     faults=Faults(**faults_arg) if faults_arg else None) as s:
         print(s.url, flush=True)
         threading.Event().wait()
