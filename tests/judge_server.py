@@ -129,6 +129,7 @@ class JudgeServer:
         self.rate_limit = rate_limit  # (calls per second, burst): a token bucket; when empty, 429 + Retry-After
         self.calls: list[dict] = []  # every judging request, in arrival order
         self.probes: list[dict] = []  # the runner's judge checks (PROBE_PROMPT), kept apart
+        self.requests: list[dict] = []  # both, in arrival order
         self.served: Counter = Counter()  # fault kind -> times served
         self.queue: deque[Action] = deque()  # applied to the next calls, whatever the prompt
         self.by_prompt: dict[str, deque[Action]] = {}  # substring -> actions for calls whose prompt has it
@@ -245,6 +246,7 @@ class JudgeServer:
                 prompt = prompt_text(req)
                 with owner._lock:
                     (owner.probes if PROBE_PROMPT in prompt else owner.calls).append(req)
+                    owner.requests.append(req)
                 refusal = owner._refusal(req, self.headers)
                 if refusal:
                     status, err, headers = refusal
