@@ -187,13 +187,14 @@ def _fmt(v) -> str:
 
 
 def print_summary(res, out=sys.stdout) -> None:
-    rows = [("metric", "scored", "errored", "skipped", "mean", "95% CI", "pass rate")]
+    rows = [("metric", "scored", "errored", "skipped", "pending", "mean", "95% CI", "pass rate")]
     for s in res.specs:
         sm = res.summary(s)
         lo, hi = sm[f"{s.primary}_ci95"]
         ci = "-" if lo is None else f"{lo:.3f}-{hi:.3f}"
         rows.append((s.name, str(sm["scored_rows"]), str(sm["errored_rows"]), str(sm["skipped_rows"]),
-                     _fmt(sm[s.primary]), ci, "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
+                     str(sm.get("pending_rows", 0)), _fmt(sm[s.primary]), ci,
+                     "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for n, r in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)

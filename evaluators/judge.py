@@ -461,6 +461,35 @@ class JudgeClient:
         await self._client.close()
 
 
+def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:
+    """Check a judge as a run would before judging (e.g. a dashboard's "test the judge" button).
+
+    Args:
+        config: the judge (a named judge is resolved from the server's configuration).
+        api_key: a key given for it (same rules as a run: :func:`resolve_api_key`).
+    Returns:
+        The calls made.
+    Raises:
+        JudgeUnavailable: wrong URL, key or model (one line); UsageError: no key where one is needed.
+    """
+
+    async def go() -> int:
+        client = JudgeClient(config, api_key)
+        try:
+            return await client.probe()
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(go())
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop (a notebook)
+        return pool.submit(asyncio.run, go()).result()
+
+
 def _describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
