@@ -228,7 +228,22 @@ class Runner:
         self._inflight: list[asyncio.Task] = []  # judge calls, cancelled on a cancel request
 
     def plan(self) -> tuple[list[_Task], list[Result]]:
-        return plan_tasks(self.dataset, self.spec, self.store.done_keys(self.run_id), self.rows)
+        """Tasks to run: everything not settled, or with ``rows``, those rows' and any never run.
+
+        A retry of failed rows on a run that was interrupted also finishes what never ran, so the run
+        can end "completed" honestly rather than with rows still pending.
+        """
+        done = self.store.done_keys(self.run_id)
+        if self.rows is None:
+            return plan_tasks(self.dataset, self.spec, done)
+        stored = self.store.result_keys(self.run_id)
+        tasks, skipped = plan_tasks(self.dataset, self.spec, done)
+
+        def keep(key: tuple[int, str, int]) -> bool:
+            return key[0] in self.rows or key not in stored
+
+        return ([t for t in tasks if keep((t.row, t.spec.name, t.turn))],
+                [r for r in skipped if keep((r.row_idx, r.metric, r.turn))])
 
     # ---------------------------------------------------------------- execution
     def run(self) -> str:

@@ -262,3 +262,23 @@ def test_missing_template_path_never_falls_back_to_a_builtin(judge_config, store
     with pytest.raises(UsageError, match="template for coherence: file not found: coherence.md"):
         prepare_run(store, SINGLE, ["coherence"], judge=judge_config, templates={"coherence": "coherence.md"})
     assert store.list_runs() == []
+
+
+def test_retrying_failed_rows_of_an_interrupted_run_also_finishes_what_never_ran(judge_server, judge_config, store):
+    ds = load_dataset(SINGLE)
+    judge_server.on_prompt(ds.records[0]["response"], Action(content="no verdict"))
+    judge_server.latency = 0.05
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=1))
+
+    def progress(p):
+        if p.done + p.errored >= 6:
+            store.request_cancel(rid)
+
+    assert Runner(store, rid, on_progress=progress).run() == "cancelled"
+    judge_server.latency = 0.0
+    stored = store.load_results(rid)
+    failed = {r.row_idx for r in stored if r.status == "error"}
+    assert failed == {0} and len(stored) < 31  # one error, and rows that never ran
+    store.clear_errors(rid)
+    assert Runner(store, rid, rows=failed).run() == "completed"
+    assert len(store.result_keys(rid)) == 31 and open_results(store, rid).metrics()["fluency.scored_rows"] == 31
