@@ -358,7 +358,7 @@ class Runner:
             beat += 1
             if beat % 2:
                 continue
-            self._flush_progress()
+            self._flush_progress(status="running")  # also after a dashboard marked the held run "queued"
             if self.store.cancel_requested(self.run_id):
                 self._cancelled = True
                 for t in self._inflight:

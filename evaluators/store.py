@@ -236,18 +236,30 @@ class Store:
             s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
             s.commit()
 
+    def _held(self):
+        """A worker holds a run: it reported in the last 30 s and has not finished it. "queued" counts
+        as held too: a dashboard marks a run queued before spawning a worker, which must not free it."""
+        stale = utcnow() - HEARTBEAT_STALE
+        return (RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale) & RunRow.finished_at.is_(None)
+                & RunRow.status.in_(("running", "queued")))
+
     def claim_run(self, run_id: str, force: bool = False) -> bool:
         """Mark a run as running unless another worker holds it (fresh heartbeat); True if claimed.
 
         One conditional UPDATE, so two workers racing for a run cannot both win.
         """
-        stale = utcnow() - HEARTBEAT_STALE
-        held = (RunRow.status == "running") & RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale)
+        held = self._held()
         with self.session() as s:
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,
-                     error=None, finished_at=None))
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(
+                status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False, error=None,
+                finished_at=None))
             s.commit()
             return res.rowcount == 1
+
+    def worker_active(self, run_id: str) -> bool:
+        """Whether a worker holds the run now (so starting another would be refused)."""
+        with self.session() as s:
+            return s.scalar(select(RunRow.id).where(RunRow.id == run_id, self._held())) is not None
 
     def request_cancel(self, run_id: str) -> None:
         self.update_run(run_id, cancel_requested=True)

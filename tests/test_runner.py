@@ -282,3 +282,27 @@ def test_retrying_failed_rows_of_an_interrupted_run_also_finishes_what_never_ran
     store.clear_errors(rid)
     assert Runner(store, rid, rows=failed).run() == "completed"
     assert len(store.result_keys(rid)) == 31 and open_results(store, rid).metrics()["fluency.scored_rows"] == 31
+
+
+def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, judge_config, store):
+    import threading
+    import time
+
+    from evaluators.errors import EvalError
+
+    judge_server.latency = 0.1
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2))
+    box = {}
+    th = threading.Thread(target=lambda: box.setdefault("status", Runner(store, rid).run()))
+    th.start()
+    deadline = time.time() + 20
+    while not store.worker_active(rid) and time.time() < deadline:
+        time.sleep(0.05)
+    store.update_run(rid, status="queued")  # what a dashboard's "resume" does before spawning a worker
+    with pytest.raises(EvalError, match="being executed by another worker"):
+        Runner(store, rid).run()
+    th.join(60)
+    assert box["status"] == "completed" and not store.worker_active(rid)
+    assert len(judge_server.calls) == 31 and len(set(judge_server.prompts())) == 31  # nobody judged a row twice
+    store.clear_errors(rid)
+    assert Runner(store, rid).run() == "completed"  # a finished run may be run again at once
