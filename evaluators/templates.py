@@ -16,6 +16,8 @@ from pathlib import Path
 from .errors import UsageError
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
+# ``--template relevance=builtin:relevance_turn.md`` picks a built-in template by name; anything else is a path.
+BUILTIN_PREFIX = "builtin:"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_][A-Za-z0-9_]*)\}")
 # Placeholders a template may use; anything else is a setup error, found before any call.
 KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output"}
@@ -88,17 +90,28 @@ def load_template(name_or_path: str | Path) -> Template:
 
 
 def load_user_template_text(path: str | Path, metric: str | None = None) -> str:
-    """The text of a user's template file, read from ``path`` as given (relative to the working folder).
+    """The text of a user's template file, read from ``path`` as given (relative to the working folder),
+    or of a built-in template named ``builtin:<file name>``.
 
     Raises:
         UsageError: the file does not exist, cannot be read, or is not UTF-8 (naming the metric and path).
     """
     what = f"template for {metric}" if metric else "template"
+    text = str(path)
+    if text.startswith(BUILTIN_PREFIX):  # a built-in by name, said explicitly
+        name = text[len(BUILTIN_PREFIX):]
+        builtin = PROMPTS_DIR / name
+        if Path(name).name != name or not builtin.is_file():
+            known = ", ".join(sorted(f.name for f in PROMPTS_DIR.glob("*.md")))
+            raise UsageError(f"{what}: no built-in template '{name}'; built-in: {known}")
+        return builtin.read_text(encoding="utf-8")
     p = Path(path).expanduser()
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{what}: file not found: {path} (looked in {p.resolve().parent})") from None
+        hint = (f"; for the built-in template of that name write {BUILTIN_PREFIX}{text}"
+                if Path(text).name == text and (PROMPTS_DIR / text).is_file() else "")
+        raise UsageError(f"{what}: file not found: {path} (looked in {p.resolve().parent}){hint}") from None
     except IsADirectoryError:
         raise UsageError(f"{what}: {path} is a folder, not a file") from None
     except UnicodeDecodeError as e:

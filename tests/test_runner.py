@@ -306,3 +306,18 @@ def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, jud
     assert len(judge_server.calls) == 31 and len(set(judge_server.prompts())) == 31  # nobody judged a row twice
     store.clear_errors(rid)
     assert Runner(store, rid).run() == "completed"  # a finished run may be run again at once
+
+
+def test_a_builtin_template_is_named_explicitly(judge_server, judge_config, store):
+    from evaluators.errors import UsageError
+
+    data = [{"messages": [{"role": "user", "content": "Capital of France?"},
+                          {"role": "assistant", "content": "Paris.", "ground_truth": "Paris is the capital."}]}]
+    with pytest.raises(UsageError, match="write builtin:relevance_turn_ground_truth.md"):
+        evaluate(data, ["relevance"], judge=judge_config, store=store,
+                 templates={"relevance": "relevance_turn_ground_truth.md"})
+    with pytest.raises(UsageError, match="no built-in template 'nope.md'"):
+        evaluate(data, ["relevance"], judge=judge_config, store=store, templates={"relevance": "builtin:nope.md"})
+    evaluate(data, ["relevance"], judge=judge_config, store=store,
+             templates={"relevance": "builtin:relevance_turn_ground_truth.md"})
+    assert any("Ground-truth answer:\nParis is the capital." in p for p in judge_server.prompts())
