@@ -476,4 +476,3 @@ class Runner:
         return Result(t.row, t.spec.name, t.turn, "ok", value=parsed.score, outputs={t.spec.primary: parsed.score},
                       reason=parsed.reason, raw=text, prompt_tokens=pt, completion_tokens=ct, latency_ms=latency,
                       cached=cached, meta=meta)
-
