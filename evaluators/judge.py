@@ -373,10 +373,10 @@ class JudgeClient:
             # explicit URL: the client would otherwise take OPENAI_BASE_URL from the environment
             self._client = openai.AsyncOpenAI(base_url=config.base_url or OPENAI_URL, **common)
 
-    def _retryable(self, exc: Exception, probing: bool = False) -> bool:
+    def _retryable(self, exc: Exception, probing: bool = False, attempt: int = 1) -> bool:
         o = self._openai
         if isinstance(exc, o.APITimeoutError):
-            return True
+            return not probing or attempt < 2  # the check waits out one slow answer, not a silent URL
         if isinstance(exc, o.APIConnectionError):
             return not probing  # a refused connection at the check is a wrong URL: say so at once
         if isinstance(exc, (o.RateLimitError, o.InternalServerError)):
@@ -421,7 +421,7 @@ class JudgeClient:
                 if not isinstance(exc, self._openai.OpenAIError):
                     raise JudgeError(f"unreadable reply from the judge: {_describe(exc)}", attempt,
                                      answered=True) from None
-                if attempt <= cfg.max_retries and self._retryable(exc, _probing):
+                if attempt <= cfg.max_retries and self._retryable(exc, _probing, attempt):
                     await asyncio.sleep(self._delay(attempt - 1, exc))
                     continue
                 status = getattr(exc, "status_code", None)

@@ -283,17 +283,17 @@ class Runner:
             judged = [t for t in tasks if t.spec.is_judge]
             self.progress.total = len(tasks)
             store.update_run(rid, tasks_total=len(tasks), tasks_done=0, tasks_errored=0)
-            todo = self._from_cache(judged) if judged else []
-            if todo:
-                # one call first: a wrong URL, key or model stops here, not after a run of timeouts
-                client = JudgeClient(self.spec.judge, self.api_key)
-                try:
-                    self.progress.judge_calls += await client.probe()
-                except JudgeUnavailable as e:
-                    self.progress.judge_calls += e.attempts
-                    raise
-            watcher = asyncio.create_task(self._watch())
+            watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
+                todo = self._from_cache(judged) if judged else []
+                if todo:
+                    # one call first: a wrong URL, key or model stops here, not after a run of timeouts
+                    client = JudgeClient(self.spec.judge, self.api_key)
+                    try:
+                        self.progress.judge_calls += await client.probe()
+                    except JudgeUnavailable as e:
+                        self.progress.judge_calls += e.attempts
+                        raise
                 await self._run_classic(classic)
                 if todo and not self._cancelled:
                     await self._run_judged(todo, client)

@@ -121,3 +121,13 @@ def test_check_judge_names_url_and_model(judge_server, judge_config):
     with pytest.raises(JudgeUnavailable, match="failed its check: InternalServerError") as e:
         check_judge(judge_config)
     assert e.value.attempts == 4  # a server error is retried like any call before giving up
+
+
+def test_check_of_a_silent_judge_gives_up_after_two_timeouts(judge_server, judge_config):
+    from evaluators.judge import JudgeUnavailable, check_judge
+
+    judge_server.queue.extend([Action(hang=1.0)] * 5)
+    t = time.perf_counter()
+    with pytest.raises(JudgeUnavailable, match="cannot reach the judge") as e:
+        check_judge(judge_config.with_(timeout=0.3, max_retries=5))
+    assert e.value.attempts == 2 and time.perf_counter() - t < 3
