@@ -42,6 +42,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         data: anything :func:`evaluators.data.load_dataset` takes, or a stored dataset id (``ds:<id>``).
         metrics: metric names.
         judge: a :class:`JudgeConfig`, its dict, or a model name.
+        templates: metric -> path of the user's template; its text is read now and stored with the run.
         options: metric -> {param: value} for this run (see ``RunSpec.options``).
         out_dir: with ``resume``, an unfinished run with the same data and settings is continued.
     Returns:
@@ -56,10 +57,14 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
     if not metrics:
         raise UsageError("choose at least one metric")
     ds.check_metrics(metrics)
+    cfg = _judge_config(judge, concurrency) if any(get_metric(m).is_judge for m in metrics) else None
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds or {}),
-                   judge=_judge_config(judge, concurrency) if any(get_metric(m).is_judge for m in metrics) else None,
-                   templates=dict(templates or {}),
+                   # a named judge is kept by name: its URL is read at run time, and one pointed elsewhere is refused
+                   judge=cfg.for_storage() if cfg else None, templates=dict(templates or {}),
                    options={m: dict(v) for m, v in (options or {}).items()})
+    for name in spec.templates:
+        get_metric(name)  # an unknown metric is named before its template file is looked for
+    spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
     spec.validate()
     dataset_id = store.save_dataset(ds)
     fp = spec.fingerprint()

@@ -1,7 +1,8 @@
 """Command line: ``python -m evaluators run|metrics|worker``.
 
-Exit codes: 0 the run completed; 2 bad input or usage (one line, no traceback);
-3 a ``--fail-under`` gate was breached; 4 the run was cancelled; 1 anything unexpected.
+Exit codes: 0 the run completed; 2 bad input or usage, or a judge that fails its check
+(one line, no traceback); 3 a ``--fail-under`` gate was breached; 4 the run was cancelled;
+5 the run failed (every judged row errored); 1 anything unexpected.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .errors import DataValidationError, EvalError, UsageError
 if TYPE_CHECKING:
     from .judge import JudgeConfig
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED, EXIT_FAILED = 0, 1, 2, 3, 4, 5
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("data", help="JSONL, JSON, CSV or Parquet file")
     r.add_argument("--metrics", required=True, help="comma-separated metric names (see `metrics`)")
     r.add_argument("--out", required=True, help="folder for rows.jsonl and metrics.json; re-run to resume")
+    r.add_argument("--judge", metavar="NAME", help="a judge configured on this machine (judges.toml): its URL, "
+                   "model and key come from there")
     r.add_argument("--judge-base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    r.add_argument("--judge-api-key-env", metavar="VAR", help="name of the environment variable holding the key "
+                   "for this judge (a base URL gets no key otherwise; never put a key on the command line)")
     r.add_argument("--judge-model", help="judge model or Azure deployment (default gpt-4o-mini)")
     r.add_argument("--judge-provider", choices=["openai", "azure", "compatible"],
                    help="default: compatible with --judge-base-url, azure when AZURE_OPENAI_ENDPOINT is set, else openai")
@@ -67,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--template", action="append", metavar="METRIC=PATH", help="your own judge template file")
     r.add_argument("--fail-under", action="append", metavar="NAME=VALUE",
                    help="exit 3 if an aggregate is below VALUE; NAME is a metrics.json key or a metric name")
+    r.add_argument("--max-errors", default="0", metavar="N|P%",
+                   help="rows a --fail-under metric may leave errored or unscored: a count (3) or a share (5%%); "
+                   "default 0")
     r.add_argument("--fresh", action="store_true", help="start a new run even if --out holds an unfinished one")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     r.add_argument("--quiet", action="store_true")
@@ -85,11 +93,29 @@ def build_parser() -> argparse.ArgumentParser:
 def _judge_from_args(a) -> "JudgeConfig":
     from .judge import JudgeConfig
 
+    if a.judge:
+        given = [f for f, v in (("--judge-base-url", a.judge_base_url), ("--judge-model", a.judge_model),
+                                ("--judge-provider", a.judge_provider), ("--judge-api-key-env", a.judge_api_key_env))
+                 if v]
+        if given:
+            raise UsageError(f"--judge {a.judge} sets the judge's URL, model and key; drop {', '.join(given)}")
+        return JudgeConfig(judge_name=a.judge, temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
+                           timeout=a.timeout, max_retries=a.retries, concurrency=a.concurrency).resolved()
     provider = a.judge_provider or ("compatible" if a.judge_base_url else
                                     "azure" if os.environ.get("AZURE_OPENAI_ENDPOINT") else "openai")
     return JudgeConfig(model=a.judge_model or "gpt-4o-mini", provider=provider, base_url=a.judge_base_url,
                        temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout,
                        max_retries=a.retries, concurrency=a.concurrency)
+
+
+def _api_key_from_args(a) -> str | None:
+    """The key named by --judge-api-key-env, read from this process's environment."""
+    if not a.judge_api_key_env:
+        return None
+    key = os.environ.get(a.judge_api_key_env)
+    if not key:
+        raise UsageError(f"--judge-api-key-env: {a.judge_api_key_env} is not set in the environment")
+    return key
 
 
 def _gate_key(name: str, metrics: dict) -> str:
@@ -106,18 +132,72 @@ def _gate_key(name: str, metrics: dict) -> str:
     raise UsageError(f"--fail-under: no aggregate '{name}'; e.g. {next(iter(metrics), 'bleu.bleu_score')}")
 
 
+def check_gates(gates: dict[str, float], metric_names: list[str]) -> dict[str, str]:
+    """gate name -> the metrics.json key it reads, checked before anything runs.
+
+    Raises:
+        UsageError: a name that is no aggregate of the chosen metrics.
+    """
+    from .data import Dataset
+    from .registry import get_metric
+    from .results import RunResults
+
+    specs = [get_metric(m) for m in metric_names]
+    empty = Dataset(name="", records=[], columns=[], mapping={}, shape="single", source="", detected="",
+                    row_numbers=[])
+    keys = RunResults(empty, [], specs).metrics()  # every key metrics.json will have, values aside
+    out = {}
+    for name in gates:
+        key = _gate_key(name, keys)
+        if key not in keys:
+            raise UsageError(f"--fail-under: no aggregate '{name}' among the chosen metrics "
+                             f"({', '.join(metric_names)}); e.g. {next(iter(keys), 'bleu.bleu_score')}")
+        out[name] = key
+    return out
+
+
+def parse_max_errors(text: str) -> tuple[float, bool]:
+    """``3`` -> (3, False) (a count); ``5%`` -> (0.05, True) (a share of the rows measured)."""
+    t = text.strip()
+    try:
+        if t.endswith("%"):
+            share = float(t[:-1]) / 100
+            if 0 <= share <= 1:
+                return share, True
+        else:
+            n = int(t)
+            if n >= 0:
+                return float(n), False
+    except ValueError:
+        pass
+    raise UsageError(f"--max-errors takes a count (3) or a share (5%), got '{text}'")
+
+
+def errors_breach(summary: dict, limit: tuple[float, bool]) -> str | None:
+    """Why a gate's metric errored beyond the limit (errored and unscored rows count), or None."""
+    bad = summary["errored_rows"] + summary.get("pending_rows", 0)
+    measured = summary["scored_rows"] + bad
+    value, is_share = limit
+    over = (measured and bad / measured > value) if is_share else bad > value
+    if not over:
+        return None
+    allowed = f"{value:.1%}" if is_share else f"{value:g}"
+    return f"{bad} of {measured} rows errored or unscored (--max-errors {allowed})"
+
+
 def _fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
 def print_summary(res, out=sys.stdout) -> None:
-    rows = [("metric", "scored", "errored", "skipped", "mean", "95% CI", "pass rate")]
+    rows = [("metric", "scored", "errored", "skipped", "pending", "mean", "95% CI", "pass rate")]
     for s in res.specs:
         sm = res.summary(s)
         lo, hi = sm[f"{s.primary}_ci95"]
         ci = "-" if lo is None else f"{lo:.3f}-{hi:.3f}"
         rows.append((s.name, str(sm["scored_rows"]), str(sm["errored_rows"]), str(sm["skipped_rows"]),
-                     _fmt(sm[s.primary]), ci, "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
+                     str(sm.get("pending_rows", 0)), _fmt(sm[s.primary]), ci,
+                     "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for n, r in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
@@ -134,6 +214,9 @@ def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
     thresholds = _floats(a.threshold, "--threshold")
     gates = _floats(a.fail_under, "--fail-under")
+    gate_keys = check_gates(gates, metrics)  # a typo in a gate is said now, not after an hour of judging
+    max_errors = parse_max_errors(a.max_errors)
+    api_key = _api_key_from_args(a)
     store = Store(a.db)
     rid = prepare_run(store, a.data, metrics, _judge_from_args(a), thresholds, _pairs(a.map, "--map"),
                       _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh,
@@ -153,7 +236,7 @@ def cmd_run(a) -> int:
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
     # the user re-running a command takes the run over, even from a process killed moments ago
-    status = Runner(store, rid, on_progress=progress, take_over=True).run()
+    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True).run()
     if not a.quiet:
         print(file=sys.stderr)
     res = open_results(store, rid)
@@ -163,12 +246,20 @@ def cmd_run(a) -> int:
     print_summary(res)
     if status == "cancelled":
         return EXIT_CANCELLED
+    if status == "failed":
+        print(f"error: run {rid} failed: {store.get_run(rid)['error']}", file=sys.stderr)
+        return EXIT_FAILED
     breached = []
+    specs = {s.name: s for s in res.specs}
     for name, floor in gates.items():
-        key = _gate_key(name, metrics_out)
+        key = gate_keys[name]
         value = metrics_out.get(key)
         if value is None or value < floor:
             breached.append(f"{key} = {_fmt(value)} < {floor:g}")
+        # means and rates leave errored rows out: a gate also fails when too many rows are out
+        why = errors_breach(res.summary(specs[key.split(".", 1)[0]]), max_errors)
+        if why:
+            breached.append(f"{key.split('.', 1)[0]}: {why}")
     if breached:
         print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
         return EXIT_GATE
@@ -202,7 +293,7 @@ def cmd_worker(a) -> int:
 
     rows = {int(x) for x in a.rows.split(",")} if a.rows else None
     status = Runner(Store(a.db), a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows).run()
-    return EXIT_CANCELLED if status == "cancelled" else EXIT_OK
+    return {"cancelled": EXIT_CANCELLED, "failed": EXIT_FAILED}.get(status, EXIT_OK)
 
 
 def main(argv: list[str] | None = None) -> int:

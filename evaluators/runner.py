@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 from .data import Dataset
 from .errors import EvalError, UsageError
-from .judge import JudgeClient, JudgeConfig, JudgeError
+from .judge import JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import Result, Store, utcnow
-from .templates import ReplyError, Template, load_template
+from .templates import ReplyError, Template, load_template, load_user_template_text, parse_template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
@@ -37,6 +37,9 @@ class RunSpec:
         templates: metric -> path of a user's template replacing the built-in one(s).
         options: metric -> {param: value} setting a metric's declared ``params`` for this run
             (e.g. ``{"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}``).
+        template_texts: metric -> the text of that template, read once when the run is prepared
+            (:meth:`read_templates`), so a resumed run uses the template it started with whoever
+            resumes it and wherever the file has gone.
     """
 
     metrics: list[str]
@@ -44,6 +47,7 @@ class RunSpec:
     judge: JudgeConfig | None = None
     templates: dict[str, str] = field(default_factory=dict)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    template_texts: dict[str, str] = field(default_factory=dict)
 
     def specs(self) -> list[MetricSpec]:
         return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
@@ -54,22 +58,33 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
                 "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
-                "options": {k: dict(v) for k, v in self.options.items()}}
+                "options": {k: dict(v) for k, v in self.options.items()},
+                "template_texts": dict(self.template_texts)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
         return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
                    judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
-                   templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}))
+                   templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
+                   template_texts=dict(d.get("template_texts") or {}))
+
+    def read_templates(self) -> None:
+        """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
+        for name, path in self.templates.items():
+            if name not in self.template_texts:
+                self.template_texts[name] = load_user_template_text(path, metric=name)
 
     def fingerprint(self) -> str:
         """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
         tpl = {}
         for s in self.specs():
             if s.is_judge:
-                tpl[s.name] = sorted(t.sha for t in resolve_templates(s, self.templates).values())
-        return spec_fingerprint({"metrics": sorted(self.metrics), "templates": tpl,
-                                 "judge": self.judge.identity() if self.judge and tpl else None})
+                tpl[s.name] = sorted(t.sha for t in resolve_templates(s, self.templates, self.template_texts).values())
+        ident = {"metrics": sorted(self.metrics), "templates": tpl,
+                 "judge": self.judge.identity() if self.judge and tpl else None}
+        if self.options:  # a metric's run options (both orders, a length rule) change its numbers
+            ident["options"] = self.options
+        return spec_fingerprint(ident)
 
     def validate(self) -> None:
         specs = self.specs()
@@ -84,24 +99,35 @@ class RunSpec:
         for name in self.templates:
             if not get_metric(name).is_judge:
                 raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
+        if self.judge is not None and any(s.is_judge for s in specs):
+            self.judge.resolved()  # an unknown named judge, or one pointed elsewhere, is refused here
         for s in specs:
             if s.is_judge:
-                resolve_templates(s, self.templates)  # unknown placeholders fail here, before any call
+                resolve_templates(s, self.templates, self.template_texts)  # unknown placeholders fail here
             if s.name == "meteor":
                 from .metrics.wordnet import load_wordnet
 
                 load_wordnet()  # a missing WordNet is a setup error, said once, not per row
 
 
-def resolve_templates(spec: MetricSpec, overrides: dict[str, str]) -> dict[str, Template]:
-    """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's file replacing all modes."""
+def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
+                      texts: dict[str, str] | None = None) -> dict[str, Template]:
+    """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's template replacing all modes.
+
+    Args:
+        spec: the metric.
+        overrides: metric -> path of the user's template.
+        texts: metric -> that template's stored text (used instead of reading the path again).
+    """
     t = spec.templates
     modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
-    out = {}
-    for mode, builtin in modes.items():
-        if builtin:
-            out[mode] = load_template(overrides.get(spec.name, builtin))
-    return out
+    if texts and spec.name in texts:
+        user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template")
+    elif spec.name in overrides:
+        user = parse_template(load_user_template_text(overrides[spec.name], metric=spec.name), overrides[spec.name])
+    else:
+        user = None
+    return {mode: user or load_template(builtin) for mode, builtin in modes.items() if builtin}
 
 
 @dataclass
@@ -198,7 +224,7 @@ def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
 
 def render_judge_tasks(tasks: list[_Task], spec: RunSpec) -> list[tuple[_Task, Template, list[dict], str]]:
     """(task, template, chat messages, cache key) for each judge task."""
-    templates = {s.name: resolve_templates(s, spec.templates) for s in {t.spec for t in tasks}}
+    templates = {s.name: resolve_templates(s, spec.templates, spec.template_texts) for s in {t.spec for t in tasks}}
     out = []
     for t in tasks:
         template = templates[t.spec.name][t.mode]
@@ -241,7 +267,22 @@ class Runner:
         self._inflight: list[asyncio.Task] = []  # judge calls, cancelled on a cancel request
 
     def plan(self) -> tuple[list[_Task], list[Result]]:
-        return plan_tasks(self.dataset, self.spec, self.store.done_keys(self.run_id), self.rows)
+        """Tasks to run: everything not settled, or with ``rows``, those rows' and any never run.
+
+        A retry of failed rows on a run that was interrupted also finishes what never ran, so the run
+        can end "completed" honestly rather than with rows still pending.
+        """
+        done = self.store.done_keys(self.run_id)
+        if self.rows is None:
+            return plan_tasks(self.dataset, self.spec, done)
+        stored = self.store.result_keys(self.run_id)
+        tasks, skipped = plan_tasks(self.dataset, self.spec, done)
+
+        def keep(key: tuple[int, str, int]) -> bool:
+            return key[0] in self.rows or key not in stored
+
+        return ([t for t in tasks if keep((t.row, t.spec.name, t.turn))],
+                [r for r in skipped if keep((r.row_idx, r.metric, r.turn))])
 
     # ---------------------------------------------------------------- execution
     def run(self) -> str:
@@ -269,30 +310,70 @@ class Runner:
         store, rid = self.store, self.run_id
         if not store.claim_run(rid, force=self.take_over):
             raise EvalError(f"run {rid} is being executed by another worker (it reported in the last 30 s)")
+        client: JudgeClient | None = None
         try:
+            if self.spec.judge is not None:
+                # a named judge's URL and model are read now, from the server's configuration
+                self.spec.judge = self.spec.judge.resolved()
             tasks, skipped = self.plan()
             store.write_results(rid, skipped)
+            planned = {(t.row, t.spec.name, t.turn) for t in tasks}
             classic = [t for t in tasks if not t.spec.is_judge]
             judged = [t for t in tasks if t.spec.is_judge]
             self.progress.total = len(tasks)
             store.update_run(rid, tasks_total=len(tasks), tasks_done=0, tasks_errored=0)
-            watcher = asyncio.create_task(self._watch())
+            watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
+                todo = self._from_cache(judged) if judged else []
+                if todo:
+                    # one call first: a wrong URL, key or model stops here, not after a run of timeouts
+                    client = JudgeClient(self.spec.judge, self.api_key)
+                    try:
+                        self.progress.judge_calls += await client.probe()
+                    except JudgeUnavailable as e:
+                        self.progress.judge_calls += e.attempts
+                        raise
                 await self._run_classic(classic)
-                if judged and not self._cancelled:
-                    await self._run_judged(judged)
+                if todo and not self._cancelled:
+                    await self._run_judged(todo, client)
             finally:
                 watcher.cancel()
                 self._flush_results()
-            status = "cancelled" if self._cancelled else "completed"
-            self._flush_progress(status=status, finished_at=utcnow())
+            if self._cancelled:
+                status, error = "cancelled", None
+            else:
+                status, error = self._outcome(planned)
+            self._flush_progress(status=status, error=error, finished_at=utcnow())
             return status
         except (KeyboardInterrupt, asyncio.CancelledError):  # results so far were flushed in the finally above
             store.update_run(rid, status="cancelled", finished_at=utcnow())
             raise
         except BaseException as e:
-            store.update_run(rid, status="failed", error=f"{type(e).__name__}: {e}"[:2000], finished_at=utcnow())
+            msg = str(e) if isinstance(e, EvalError) else f"{type(e).__name__}: {e}"
+            self._flush_progress(status="failed", error=msg[:2000], finished_at=utcnow())
             raise
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    def _outcome(self, planned: set[tuple[int, str, int]]) -> tuple[str, str | None]:
+        """The final status: never "completed" while a planned task has no stored result, and
+        "failed" (with the first error and the judge's URL) when no judged row succeeded."""
+        stored = self.store.result_keys(self.run_id)
+        lost = sorted(planned - stored)
+        if lost:  # every path records a result; this is the last guard should one ever not
+            self.store.write_results(self.run_id, [Result(r, m, t, "error", error="no result was recorded for this task")
+                                                   for r, m, t in lost])
+            r, m, t = lost[0]
+            return "failed", f"{len(lost)} task(s) ended without a result (first: row {r + 1}, {m}, turn {t + 1})"
+        judged = [s.name for s in self.spec.specs() if s.is_judge]
+        if judged and self.spec.judge is not None:
+            counts = self.store.status_counts(self.run_id, judged)
+            if counts.get("error") and not counts.get("ok"):
+                first = self.store.first_error(self.run_id, judged)
+                return "failed", (f"every judged row failed ({counts['error']}); first error: {first} "
+                                  f"(judge: {judge_url(self.spec.judge)}, model '{self.spec.judge.model}')")
+        return "completed", None
 
     def _flush_progress(self, **extra: Any) -> None:
         p = self.progress
@@ -316,7 +397,7 @@ class Runner:
             beat += 1
             if beat % 2:
                 continue
-            self._flush_progress()
+            self._flush_progress(status="running")  # also after a dashboard marked the held run "queued"
             if self.store.cancel_requested(self.run_id):
                 self._cancelled = True
                 for t in self._inflight:
@@ -348,8 +429,8 @@ class Runner:
                 self._tick(r)
             await asyncio.sleep(0)  # let the watcher see a cancel request
 
-    async def _run_judged(self, tasks: list[_Task]) -> None:
-        judge = self.spec.judge
+    def _from_cache(self, tasks: list[_Task]) -> list[tuple[_Task, Template, list[dict], str]]:
+        """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""
         prepared = render_judge_tasks(tasks, self.spec)
         hits = self.store.cache_get_many([p[3] for p in prepared])
         todo = []
@@ -359,29 +440,53 @@ class Runner:
                 todo.append((t, template, messages, key))
                 continue
             self.progress.cache_hits += 1
-            self._pending.append(self._verdict(t, template, hit.reply, hit.prompt_tokens, hit.completion_tokens,
-                                               hit.latency_ms, cached=True))
-        if not todo:
-            return
-        client = JudgeClient(judge, self.api_key)
+            self._pending.append(self._settle(t, template, lambda: self._verdict(
+                t, template, hit.reply, hit.prompt_tokens, hit.completion_tokens, hit.latency_ms, cached=True)))
+        return todo
+
+    def _settle(self, t: _Task, template: Template, make: Callable[[], Result], raw: str | None = None) -> Result:
+        """``make()``'s result, or, whatever it raised, an error on this row with the reason."""
+        try:
+            return make()
+        except Exception as e:  # noqa: BLE001 — a poisoned reply must end as an explained error, never vanish
+            return self._failed(t, template, e, raw)
+
+    def _failed(self, t: _Task, template: Template, exc: BaseException, raw: str | None = None) -> Result:
+        try:
+            meta = self._meta(t, template)
+        except Exception:  # noqa: BLE001
+            meta = None
+        return Result(t.row, t.spec.name, t.turn, "error", error=f"{type(exc).__name__}: {exc}"[:2000], raw=raw,
+                      meta=meta)
+
+    async def _run_judged(self, todo: list[tuple[_Task, Template, list[dict], str]], client: JudgeClient) -> None:
+        judge = self.spec.judge
         sem = asyncio.Semaphore(judge.concurrency)
 
         async def one(t, template, messages, key) -> None:
-            async with sem:
-                if self._cancelled:
-                    return
-                try:
-                    reply = await client.complete(messages)
-                except JudgeError as e:
-                    self.progress.judge_calls += e.attempts
-                    self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
-                                                meta=self._meta(t, template)))
-                    return
-            p = self.progress
-            p.judge_calls += reply.attempts
-            p.prompt_tokens += reply.prompt_tokens or 0
-            p.completion_tokens += reply.completion_tokens or 0
-            r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms)
+            reply = None
+            try:
+                async with sem:
+                    if self._cancelled:
+                        return  # left pending: the run ends "cancelled"
+                    try:
+                        reply = await client.complete(messages)
+                    except JudgeError as e:
+                        self.progress.judge_calls += e.attempts
+                        self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
+                                                    meta=self._meta(t, template)))
+                        return
+                p = self.progress
+                p.judge_calls += reply.attempts
+                p.prompt_tokens += reply.prompt_tokens or 0
+                p.completion_tokens += reply.completion_tokens or 0
+                r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
+                                  reply.latency_ms)
+            except asyncio.CancelledError:
+                raise  # a cancel request: this call's row stays pending and the run says cancelled
+            except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason
+                self._pending.append(self._failed(t, template, e, reply.text if reply else None))
+                return
             self._pending.append(r)
             if r.status == "ok":  # only replies we could use are cached, so a retry asks again
                 self._pending_cache.append(dict(key=key, model=judge.model, reply=reply.text,
@@ -389,11 +494,8 @@ class Runner:
                                                 completion_tokens=reply.completion_tokens,
                                                 latency_ms=reply.latency_ms))
 
-        try:
-            self._inflight = [asyncio.create_task(one(*x)) for x in todo]
-            await asyncio.gather(*self._inflight, return_exceptions=True)
-        finally:
-            await client.aclose()
+        self._inflight = [asyncio.create_task(one(*x)) for x in todo]
+        await asyncio.gather(*self._inflight, return_exceptions=True)
 
     def _meta(self, t: _Task, template: Template) -> dict[str, Any]:
         judge = self.spec.judge

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
-                        select, update)
+                        func, select, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from .data import Dataset
@@ -236,18 +236,30 @@ class Store:
             s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
             s.commit()
 
+    def _held(self):
+        """A worker holds a run: it reported in the last 30 s and has not finished it. "queued" counts
+        as held too: a dashboard marks a run queued before spawning a worker, which must not free it."""
+        stale = utcnow() - HEARTBEAT_STALE
+        return (RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale) & RunRow.finished_at.is_(None)
+                & RunRow.status.in_(("running", "queued")))
+
     def claim_run(self, run_id: str, force: bool = False) -> bool:
         """Mark a run as running unless another worker holds it (fresh heartbeat); True if claimed.
 
         One conditional UPDATE, so two workers racing for a run cannot both win.
         """
-        stale = utcnow() - HEARTBEAT_STALE
-        held = (RunRow.status == "running") & RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale)
+        held = self._held()
         with self.session() as s:
-            res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False,
-                     error=None, finished_at=None))
+            res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(
+                status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False, error=None,
+                finished_at=None))
             s.commit()
             return res.rowcount == 1
+
+    def worker_active(self, run_id: str) -> bool:
+        """Whether a worker holds the run now (so starting another would be refused)."""
+        with self.session() as s:
+            return s.scalar(select(RunRow.id).where(RunRow.id == run_id, self._held())) is not None
 
     def request_cancel(self, run_id: str) -> None:
         self.update_run(run_id, cancel_requested=True)
@@ -299,6 +311,27 @@ class Store:
             rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
                              .where(ResultRow.run_id == run_id, ResultRow.status != "error")).all()
         return {tuple(r) for r in rows}
+
+    def result_keys(self, run_id: str) -> set[tuple[int, str, int]]:
+        """(row, metric, turn) with any stored result (ok, error or skipped)."""
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
+                             .where(ResultRow.run_id == run_id)).all()
+        return {tuple(r) for r in rows}
+
+    def status_counts(self, run_id: str, metrics: Iterable[str]) -> dict[str, int]:
+        """status -> number of stored results of these metrics."""
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.status, func.count()).where(
+                ResultRow.run_id == run_id, ResultRow.metric.in_(list(metrics))).group_by(ResultRow.status)).all()
+        return {st: n for st, n in rows}
+
+    def first_error(self, run_id: str, metrics: Iterable[str]) -> str | None:
+        """The error of the first errored result (by row, metric, turn) of these metrics."""
+        with self.session() as s:
+            return s.scalar(select(ResultRow.error).where(
+                ResultRow.run_id == run_id, ResultRow.metric.in_(list(metrics)), ResultRow.status == "error")
+                .order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn).limit(1))
 
     def load_results(self, run_id: str) -> list[Result]:
         with self.session() as s:

@@ -16,6 +16,8 @@ from pathlib import Path
 from .errors import UsageError
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
+# ``--template relevance=builtin:relevance_turn.md`` picks a built-in template by name; anything else is a path.
+BUILTIN_PREFIX = "builtin:"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_][A-Za-z0-9_]*)\}")
 # Placeholders a template may use; anything else is a setup error, found before any call.
 KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output",
@@ -82,17 +84,47 @@ def parse_template(text: str, source: str) -> Template:
 
 
 def load_template(name_or_path: str | Path) -> Template:
-    """Load a built-in template by file name, or a user's template by path."""
-    path = Path(name_or_path)
-    if not path.is_absolute() and not path.exists():
-        path = PROMPTS_DIR / path
+    """Load a built-in template by its file name (e.g. ``coherence.md``), or a template file by path.
+
+    A bare name of a built-in always means the built-in; anything else is a path that must exist
+    (a missing file is an error, never a silent fall back to a built-in prompt).
+    """
+    name = str(name_or_path)
+    builtin = PROMPTS_DIR / name
+    if Path(name).name == name and builtin.is_file():
+        return parse_template(builtin.read_text(encoding="utf-8"), name)
+    return parse_template(load_user_template_text(name), name)
+
+
+def load_user_template_text(path: str | Path, metric: str | None = None) -> str:
+    """The text of a user's template file, read from ``path`` as given (relative to the working folder),
+    or of a built-in template named ``builtin:<file name>``.
+
+    Raises:
+        UsageError: the file does not exist, cannot be read, or is not UTF-8 (naming the metric and path).
+    """
+    what = f"template for {metric}" if metric else "template"
+    text = str(path)
+    if text.startswith(BUILTIN_PREFIX):  # a built-in by name, said explicitly
+        name = text[len(BUILTIN_PREFIX):]
+        builtin = PROMPTS_DIR / name
+        if Path(name).name != name or not builtin.is_file():
+            known = ", ".join(sorted(f.name for f in PROMPTS_DIR.glob("*.md")))
+            raise UsageError(f"{what}: no built-in template '{name}'; built-in: {known}")
+        return builtin.read_text(encoding="utf-8")
+    p = Path(path).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"template file not found: {name_or_path}") from None
+        hint = (f"; for the built-in template of that name write {BUILTIN_PREFIX}{text}"
+                if Path(text).name == text and (PROMPTS_DIR / text).is_file() else "")
+        raise UsageError(f"{what}: file not found: {path} (looked in {p.resolve().parent}){hint}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what}: {path} is a folder, not a file") from None
     except UnicodeDecodeError as e:
-        raise UsageError(f"{name_or_path}: template is not UTF-8 ({e.reason} at byte {e.start})") from None
-    return parse_template(text, str(name_or_path))
+        raise UsageError(f"{path}: template is not UTF-8 ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise UsageError(f"{what}: cannot read {path}: {e.strerror}") from None
 
 
 class ReplyError(ValueError):

@@ -4,7 +4,11 @@ Used by the tests and the bench (one implementation). It answers
 ``POST /v1/chat/completions`` (and Azure's ``/openai/deployments/<d>/chat/completions``).
 By default the reply is a valid verdict whose score is derived from the prompt, so
 a test can compute the expected score itself; queued or per-prompt actions inject
-429s with ``Retry-After``, 500s, hangs and malformed replies.
+429s with ``Retry-After``, 500s, hangs and malformed replies, and :class:`Faults`
+injects them at random rates (decided by a hash of the prompt, so the same call meets
+the same fault whatever the concurrency). ``require_key`` answers 401 to any other key,
+``models`` 404 to any other model, ``rate_limit`` is a token bucket answering 429.
+The runner's one-call judge check is recorded in ``probes``, the judging calls in ``calls``.
 """
 from __future__ import annotations
 
@@ -12,10 +16,18 @@ import hashlib
 import json
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
+
+if __package__ in (None, ""):  # run as a script (bench, by hand): make the project importable
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from evaluators.judge import PROBE_PROMPT  # noqa: E402
 
 
 @dataclass
@@ -36,6 +48,58 @@ class Action:
     raw_body: bytes | None = None
 
 
+@dataclass
+class Faults:
+    """Random faults, as shares of calls (0-1). Which call meets which fault is decided by a hash of
+    (seed, prompt, how many times this prompt was asked), so it does not depend on arrival order.
+
+    rate_429_retry_after / rate_429: 429 with / without a Retry-After header.
+    rate_500: 500.
+    rate_hang: sleep ``hang`` seconds before answering (longer than the client's timeout: a hang).
+    rate_malformed: half a 200 whose body is not JSON, half a verdict without a usable score.
+    rate_poison: a third each: ``"score": Infinity``, ``"score": 1e999``, a 429 whose Retry-After
+        is neither a number nor a date.
+    """
+
+    rate_429_retry_after: float = 0.0
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    rate_hang: float = 0.0
+    rate_malformed: float = 0.0
+    rate_poison: float = 0.0
+    hang: float = 1.0
+    retry_after: str = "0.01"
+    seed: int = 0
+
+    def pick(self, prompt: str, nth: int) -> tuple[str, "Action | None"]:
+        u = int(hashlib.sha256(f"{self.seed}|{nth}|{prompt}".encode()).hexdigest()[:12], 16) / 16 ** 12
+        bands = [("429_retry_after", self.rate_429_retry_after), ("429", self.rate_429), ("500", self.rate_500),
+                 ("hang", self.rate_hang), ("malformed", self.rate_malformed), ("poison", self.rate_poison)]
+        edge = 0.0
+        for kind, rate in bands:
+            if u < edge + rate:
+                return kind, self._action(kind, (u - edge) / rate)
+            edge += rate
+        return "none", None
+
+    def _action(self, kind: str, v: float) -> "Action":
+        if kind == "429_retry_after":
+            return Action(status=429, headers={"Retry-After": self.retry_after})
+        if kind == "429":
+            return Action(status=429)
+        if kind == "500":
+            return Action(status=500)
+        if kind == "hang":
+            return Action(hang=self.hang)
+        if kind == "malformed":
+            return Action(raw_body=b'{"choices": [{"message": ') if v < 0.5 else Action(content="Solid answer, 4/5.")
+        if v < 1 / 3:
+            return Action(content='{"reason": "poison", "score": Infinity}')
+        if v < 2 / 3:
+            return Action(content='{"reason": "poison", "score": 1e999}')
+        return Action(status=429, headers={"Retry-After": "soon-ish, maybe"})
+
+
 def expected_score(prompt: str, low: int = 1, high: int = 5) -> int:
     """The score the default responder gives a prompt (tests compute expectations with it)."""
     h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
@@ -54,12 +118,23 @@ def prompt_text(request: dict) -> str:
 class JudgeServer:
     """Context manager: ``with JudgeServer() as s: s.url``."""
 
-    def __init__(self, responder: Callable[[str, dict], str] = default_responder, latency: float = 0.0):
+    def __init__(self, responder: Callable[[str, dict], str] = default_responder, latency: float = 0.0,
+                 faults: Faults | None = None, require_key: str | None = None, models: set[str] | None = None,
+                 rate_limit: tuple[float, float] | None = None):
         self.responder = responder
         self.latency = latency
-        self.calls: list[dict] = []  # every request, in arrival order
+        self.faults = faults
+        self.require_key = require_key  # any other key (or none) gets 401
+        self.models = models  # any other model gets 404
+        self.rate_limit = rate_limit  # (calls per second, burst): a token bucket; when empty, 429 + Retry-After
+        self.calls: list[dict] = []  # every judging request, in arrival order
+        self.probes: list[dict] = []  # the runner's judge checks (PROBE_PROMPT), kept apart
+        self.requests: list[dict] = []  # both, in arrival order
+        self.served: Counter = Counter()  # fault kind -> times served
         self.queue: deque[Action] = deque()  # applied to the next calls, whatever the prompt
         self.by_prompt: dict[str, deque[Action]] = {}  # substring -> actions for calls whose prompt has it
+        self._seen: Counter = Counter()  # prompt -> times asked (for Faults)
+        self._bucket = (0.0, 0.0)  # tokens, last refill time
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -83,7 +158,43 @@ class JudgeServer:
             for sub, actions in self.by_prompt.items():
                 if sub in prompt and actions:
                     return actions.popleft()
-            return self.queue.popleft() if self.queue else None
+            if self.queue:
+                return self.queue.popleft()
+            if self.faults is not None:
+                self._seen[prompt] += 1
+                kind, action = self.faults.pick(prompt, self._seen[prompt])
+                self.served[kind] += 1
+                return action
+            return None
+
+    def _take_token(self) -> float:
+        """0 when a call may pass the rate limit, else seconds until the next token."""
+        rate, burst = self.rate_limit
+        with self._lock:
+            tokens, last = self._bucket
+            now = time.monotonic()
+            tokens = min(burst, tokens + (now - last) * rate) if last else burst
+            if tokens >= 1:
+                self._bucket = (tokens - 1, now)
+                return 0.0
+            self._bucket = (tokens, now)
+            self.served["rate_limited"] += 1
+            return (1 - tokens) / rate
+
+    def _refusal(self, req: dict, headers) -> tuple[int, dict, dict] | None:
+        if self.require_key is not None:
+            given = headers.get("api-key") or (headers.get("Authorization") or "").removeprefix("Bearer ")
+            if given != self.require_key:
+                return 401, {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                             "code": "invalid_api_key"}, {}
+        if self.models is not None and req.get("model") not in self.models:
+            return 404, {"message": f"The model `{req.get('model')}` does not exist", "type": "invalid_request_error",
+                         "code": "model_not_found"}, {}
+        if self.rate_limit is not None:
+            wait = self._take_token()
+            if wait:
+                return 429, {"message": "rate limited", "type": "rate_limit"}, {"Retry-After": f"{wait:.3f}"}
+        return None
 
     def __enter__(self) -> "JudgeServer":
         owner = self
@@ -109,8 +220,19 @@ class JudgeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): expected for hangs
 
+            def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
+                if self.path != "/_stats":
+                    return self._send(404, b'{"error": {"message": "not found"}}')
+                with owner._lock:
+                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served)}
+                self._send(200, json.dumps(stats).encode())
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
+                if self.path == "/_faults":  # switch a server in another process's faults (JSON or null)
+                    spec = json.loads(self.rfile.read(length) or b"null")
+                    owner.faults = Faults(**spec) if spec else None
+                    return self._send(200, b"{}")
                 try:
                     req = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
@@ -118,11 +240,17 @@ class JudgeServer:
                 path = self.path.split("?", 1)[0]
                 req["_path"] = self.path  # tests check where the client sent the call
                 req["_auth"] = self.headers.get("Authorization")  # ...and with which key
+                req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
-                with owner._lock:
-                    owner.calls.append(req)
                 prompt = prompt_text(req)
+                with owner._lock:
+                    (owner.probes if PROBE_PROMPT in prompt else owner.calls).append(req)
+                    owner.requests.append(req)
+                refusal = owner._refusal(req, self.headers)
+                if refusal:
+                    status, err, headers = refusal
+                    return self._send(status, json.dumps({"error": err}).encode(), headers)
                 action = owner._next_action(prompt)
                 if owner.latency:
                     time.sleep(owner.latency)
@@ -144,7 +272,10 @@ class JudgeServer:
                 }
                 self._send(200, json.dumps(body).encode(), action.headers if action else None)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # like a real server: concurrent clients are queued, not refused
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -154,9 +285,63 @@ class JudgeServer:
         self._server.server_close()
 
 
-if __name__ == "__main__":  # `python tests/judge_server.py [latency]`: a judge to point the dashboard at by hand
+class JudgeServerProcess:
+    """The same server in its own process (as a real judge is): the test's process keeps its CPU and
+    GIL for the client, which is what makes thousands of calls fast. ``stats()`` reads its counters.
+
+    Args:
+        latency: seconds per call.
+        faults: :class:`Faults` to inject.
+    """
+
+    def __init__(self, latency: float = 0.0, faults: Faults | None = None):
+        self.latency, self.faults = latency, faults
+        self.url = ""
+
+    def __enter__(self) -> "JudgeServerProcess":
+        import os
+        import subprocess
+        import sys
+        from dataclasses import asdict
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parent.parent
+        env = dict(os.environ, PYTHONPATH=str(root))
+        faults = json.dumps(asdict(self.faults)) if self.faults else "null"
+        self._proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(self.latency), faults],
+                                      stdout=subprocess.PIPE, text=True, env=env, cwd=root)
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError("the judge server process did not start")
+        return self
+
+    def _http(self, method: str, path: str, body: bytes | None = None) -> dict:
+        import urllib.request
+
+        req = urllib.request.Request(self.url.removesuffix("/v1") + path, data=body, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stats(self) -> dict:
+        """{"calls": judging calls, "probes": judge checks, "served": fault kind -> count}."""
+        return self._http("GET", "/_stats")
+
+    def set_faults(self, faults: Faults | None) -> None:
+        from dataclasses import asdict
+
+        self._http("POST", "/_faults", json.dumps(asdict(faults) if faults else None).encode())
+
+    def __exit__(self, *exc) -> None:
+        self._proc.terminate()
+        self._proc.wait(10)
+
+
+if __name__ == "__main__":  # `python tests/judge_server.py [latency] [faults JSON]`: a judge in its own process
     import sys
 
-    with JudgeServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as s:
+    faults_arg = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    with JudgeServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0,
+                     faults=Faults(**faults_arg) if faults_arg else None) as s:
         print(s.url, flush=True)
         threading.Event().wait()

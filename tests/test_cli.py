@@ -147,3 +147,91 @@ def test_metrics_listing_shows_availability():
     line = next(x for x in p.stdout.splitlines() if x.strip().startswith("bleu"))
     assert "needs single-turn rows" in line
     assert "[available]" in next(x for x in p.stdout.splitlines() if x.strip().startswith("retrieval"))
+
+
+# ---------------------------------------------------------------------------- gates, judge check, templates
+def test_gate_names_are_checked_before_the_run(tmp_path, judge_server):
+    for gate in ("coherence.nothing=1", "bleu=0.5", "cohrence=3"):
+        p = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "o", "--judge-base-url",
+                judge_server.url, "--fail-under", gate)
+        assert p.returncode == 2 and p.stderr.startswith("error:") and p.stderr.count("\n") == 1, (gate, p.stderr)
+    assert judge_server.requests == []  # no judge call, not even the check
+    assert not (tmp_path / "evalhome" / "evals.db").exists()  # refused before the store was even opened
+
+
+def test_fail_under_fails_when_measured_rows_errored(tmp_path, judge_server):
+    from tests.judge_server import Action
+
+    ds = load_dataset(SINGLE)
+    for i in range(3):  # three rows get no usable verdict
+        judge_server.on_prompt(ds.records[i]["response"], *[Action(content="no verdict")] * 5)
+    base = ["run", SINGLE, "--metrics", "coherence", "--judge-base-url", judge_server.url, "--fail-under",
+            "coherence=1"]  # every score is >= 1: only the errored rows can breach this gate
+    p = cli(*base, "--out", tmp_path / "a")
+    assert p.returncode == 3 and "coherence: 3 of 31 rows errored or unscored (--max-errors 0)" in p.stderr
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert metrics["coherence.errored_rows"] == 3 and metrics["coherence.coherence"] >= 1
+    assert cli(*base, "--out", tmp_path / "a", "--max-errors", "3").returncode == 0
+    p = cli(*base, "--out", tmp_path / "a", "--max-errors", "9%")  # 3/31 = 9.7%
+    assert p.returncode == 3 and "(--max-errors 9.0%)" in p.stderr
+
+
+@pytest.mark.parametrize("limit,errored,scored,breached", [
+    ("0", 0, 31, False), ("0", 1, 30, True), ("3", 3, 28, False), ("2", 3, 28, True),
+    ("10%", 3, 28, False), ("9%", 3, 28, True), ("0%", 1, 99, True), ("100%", 31, 0, False)])
+def test_max_errors_count_or_share(limit, errored, scored, breached):
+    from evaluators.cli import errors_breach, parse_max_errors
+
+    summary = {"errored_rows": errored, "scored_rows": scored, "pending_rows": 0}
+    assert (errors_breach(summary, parse_max_errors(limit)) is not None) == breached
+    # pending (never judged) rows count as errored
+    assert errors_breach({"errored_rows": 0, "scored_rows": 30, "pending_rows": 1}, parse_max_errors("0"))
+
+
+@pytest.mark.parametrize("bad", ["lots", "-1", "150%", "1.5"])
+def test_max_errors_refuses_nonsense(bad):
+    from evaluators.cli import parse_max_errors
+    from evaluators.errors import UsageError
+
+    with pytest.raises(UsageError, match="--max-errors takes a count"):
+        parse_max_errors(bad)
+
+
+def test_judge_check_stops_a_wrong_url_key_or_model_at_once(tmp_path):
+    import socket
+
+    from tests.judge_server import JudgeServer
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    t = time.time()
+    p = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "a", "--judge-base-url", dead)
+    assert p.returncode == 2 and time.time() - t < 20
+    assert p.stderr.count("\n") == 1 and f"cannot reach the judge at {dead}" in p.stderr
+    with JudgeServer(require_key="sk-right", models={"real-model"}) as server:
+        env = env_for_subprocess(WRONG="sk-wrong", RIGHT="sk-right")
+        base = ["run", SINGLE, "--metrics", "coherence", "--judge-base-url", server.url]
+        p = cli(*base, "--out", tmp_path / "b", "--judge-model", "real-model", "--judge-api-key-env", "WRONG", env=env)
+        assert p.returncode == 2 and "refused the key (HTTP 401)" in p.stderr and p.stderr.count("\n") == 1
+        p = cli(*base, "--out", tmp_path / "c", "--judge-model", "no-such-model", "--judge-api-key-env", "RIGHT",
+                env=env)
+        assert p.returncode == 2 and "answered 404: the model does not exist" in p.stderr
+        assert "no-such-model" in p.stderr and server.url in p.stderr
+        assert server.calls == [] and len(server.probes) == 2  # one check each, never retried, no row judged
+        p = cli(*base, "--out", tmp_path / "d", "--judge-model", "real-model", "--judge-api-key-env", "RIGHT", env=env)
+        assert p.returncode == 0, p.stderr
+        assert len(server.calls) == 31
+    db = tmp_path / "evalhome" / "evals.db"
+    with sqlite3.connect(db) as c:
+        runs = c.execute("select status, judge_calls, error from runs order by created_at").fetchall()
+    assert [r[0] for r in runs] == ["failed", "failed", "failed", "completed"]
+    assert [r[1] for r in runs] == [1, 1, 1, 32]  # the check is counted as the call it is
+    assert "judge check failed" in runs[1][2]
+
+
+def test_missing_template_file_is_an_error(tmp_path, judge_server):
+    p = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "o", "--judge-base-url", judge_server.url,
+            "--template", "coherence=coherence.md")  # a built-in's name, not a file here: no silent fall back
+    assert p.returncode == 2 and "template for coherence: file not found: coherence.md" in p.stderr
+    assert judge_server.requests == []

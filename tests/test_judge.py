@@ -89,5 +89,45 @@ def test_keys_come_from_caller_or_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     assert resolve_api_key(JudgeConfig(provider="openai")) == "sk-env"
     assert resolve_api_key(JudgeConfig(provider="openai"), "sk-given") == "sk-given"
-    assert resolve_api_key(JudgeConfig(provider="compatible", base_url="http://x")) in ("sk-env", "unused")
+    assert resolve_api_key(JudgeConfig(provider="compatible", base_url="http://x")) is None  # not OpenAI's key
     assert "key" not in str(JudgeConfig().to_dict()).lower().replace("max_tokens", "")
+
+
+def test_unreadable_retry_after_is_ignored_not_raised(judge_server, judge_config):
+    for garbage in ("soon-ish, maybe", "Thu, 99 Foo 20xx 25:61:61 GMT", "inf", "-5", "1e999"):
+        judge_server.queue.append(Action(status=429, headers={"Retry-After": garbage}))
+    t = time.perf_counter()
+    r = complete(judge_config.with_(max_retries=6))
+    assert r.attempts == 6 and time.perf_counter() - t < 5  # backoff instead of the garbage
+
+
+def test_reply_the_client_cannot_read_is_a_judge_error(judge_server, judge_config):
+    judge_server.queue.append(Action(raw_body=b'{"choices": [{"message": '))
+    with pytest.raises(JudgeError, match="unreadable reply") as e:
+        complete(judge_config)
+    assert e.value.answered and e.value.attempts == 1
+
+
+def test_check_judge_names_url_and_model(judge_server, judge_config):
+    from evaluators.judge import JudgeUnavailable, check_judge
+
+    assert check_judge(judge_config) == 1 and len(judge_server.probes) == 1
+    judge_server.queue.append(Action(raw_body=b"not json"))  # it answered: reachable, key accepted
+    assert check_judge(judge_config) == 1
+    judge_server.queue.append(Action(status=403))
+    with pytest.raises(JudgeUnavailable, match=f"judge at {judge_server.url} \\(model 'test-judge'\\) refused the key"):
+        check_judge(judge_config)
+    judge_server.queue.extend([Action(status=500)] * 4)
+    with pytest.raises(JudgeUnavailable, match="failed its check: InternalServerError") as e:
+        check_judge(judge_config)
+    assert e.value.attempts == 4  # a server error is retried like any call before giving up
+
+
+def test_check_of_a_silent_judge_gives_up_after_two_timeouts(judge_server, judge_config):
+    from evaluators.judge import JudgeUnavailable, check_judge
+
+    judge_server.queue.extend([Action(hang=1.0)] * 5)
+    t = time.perf_counter()
+    with pytest.raises(JudgeUnavailable, match="cannot reach the judge") as e:
+        check_judge(judge_config.with_(timeout=0.3, max_retries=5))
+    assert e.value.attempts == 2 and time.perf_counter() - t < 3

@@ -5,7 +5,7 @@ import pytest
 
 from evaluators import evaluate, open_results, prepare_run
 from evaluators.data import load_dataset
-from evaluators.runner import Runner
+from evaluators.runner import Runner, RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE
 from tests.judge_server import Action, expected_score, prompt_text
 
@@ -118,7 +118,7 @@ def test_relevance_turns_see_query_and_response_and_the_older_rubric_is_opt_in(j
     assert len(prompts) == 2 and "Madrid." in prompts[1] and "Capital of France?" not in prompts[1]
     assert not any("Paris is the capital." in p for p in prompts)
     evaluate(data, ["relevance"], judge=judge_config, store=store,
-             templates={"relevance": "relevance_turn_ground_truth.md"})
+             templates={"relevance": "builtin:relevance_turn_ground_truth.md"})
     assert any("Ground-truth answer:\nParis is the capital." in p for p in judge_server.prompts()[2:])
 
 
@@ -178,3 +178,163 @@ def test_cancel_stops_a_run_and_resume_finishes_it(judge_server, judge_config, s
     assert len(judge_server.calls) - calls_first <= 31 - done_first + 2
     prompts = judge_server.prompts()
     assert len(set(prompts)) == 31
+
+
+# ---------------------------------------------------------------------------- what a reply depends on
+FIVE = [{"query": f"question {i}?", "response": f"answer {i}."} for i in range(5)]
+
+
+def _judges_file(tmp_path, url):
+    f = tmp_path / "evalhome" / "judges.toml"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f'[alpha]\nbase_url = "{url}"\nmodel = "m"\n\n[beta]\nbase_url = "{url}"\nmodel = "m"\n')
+
+
+def _cases(server, tmp_path):
+    from evaluators.judge import JudgeConfig
+
+    fast = dict(timeout=2.0, max_retries=1, backoff_base=0.005, backoff_max=0.01)
+    plain = JudgeConfig(model="m", provider="compatible", base_url=server.url, **fast)
+    azure = JudgeConfig(model="dep", provider="azure", azure_endpoint=server.root, **fast)
+    other_host = server.root.replace("127.0.0.1", "localhost")  # the same server under another name
+    return {
+        "base_url": (plain, plain.with_(base_url=server.url.replace("127.0.0.1", "localhost"))),
+        "model": (plain, plain.with_(model="m2")),
+        "temperature": (plain, plain.with_(temperature=0.3)),
+        "max_tokens": (plain, plain.with_(max_tokens=700)),
+        "seed": (plain, plain.with_(seed=7)),
+        "azure_endpoint": (azure, azure.with_(azure_endpoint=other_host)),
+        "api_version": (azure, azure.with_(api_version="2024-06-01")),
+        "judge_name": (JudgeConfig(judge_name="alpha", **fast), JudgeConfig(judge_name="beta", **fast)),
+        "template_text": (plain, plain),
+    }
+
+
+@pytest.mark.parametrize("field", ["base_url", "model", "temperature", "max_tokens", "seed", "azure_endpoint",
+                                   "api_version", "judge_name", "template_text"])
+def test_cache_key_and_resume_fingerprint_follow_what_changes_a_reply(field, judge_server, store, tmp_path):
+    _judges_file(tmp_path, judge_server.url)
+    before, after = _cases(judge_server, tmp_path)[field]
+    tpl = tmp_path / "mine.md"
+    tpl.write_text("Rate {{response}} for {{query}}. JSON with reason and score.")
+    templates = {"fluency": str(tpl)} if field == "template_text" else None
+    out = tmp_path / "out"
+
+    def go(cfg, out_dir):
+        rid = prepare_run(store, FIVE, ["fluency"], judge=cfg, out_dir=out_dir, templates=templates)
+        Runner(store, rid, api_key="k").run()
+        return rid
+
+    first = go(before, out)
+    n = len(judge_server.calls)
+    assert n == 5
+    # kept: the same run resumes (nothing left to do) and another run is answered by the cache
+    assert prepare_run(store, FIVE, ["fluency"], judge=before, out_dir=out, templates=templates) == first
+    cached = go(before, None)
+    assert len(judge_server.calls) == n and all(r.cached for r in store.load_results(cached))
+    # changed: a new run (not a resume of the old one), and every row asked again
+    if field == "template_text":
+        tpl.write_text("Grade {{response}} given {{query}}. JSON with reason and score.")
+    second = go(after, out)
+    assert second != first
+    assert len(judge_server.calls) == n + 5
+    assert not any(r.cached for r in store.load_results(second))
+
+
+def test_resumed_run_uses_the_template_text_it_started_with(judge_server, judge_config, store, tmp_path):
+    mine = tmp_path / "mine.md"
+    mine.write_text("ORIGINAL: grade {{response}}. JSON with reason and score.")
+    rid = prepare_run(store, SINGLE, ["coherence"], judge=judge_config, templates={"coherence": str(mine)})
+    assert store.get_run(rid)["spec"]["template_texts"] == {"coherence": mine.read_text()}
+    ds = load_dataset(SINGLE)
+    for i in range(3):
+        judge_server.on_prompt(ds.records[i]["response"], Action(content="no verdict"))
+    mine.write_text("CHANGED: grade {{response}}. JSON with reason and score.")  # edited after the start...
+    Runner(store, rid).run()
+    assert open_results(store, rid).metrics()["coherence.errored_rows"] == 3
+    mine.unlink()  # ...or gone, for whoever resumes (a dashboard worker in another folder)
+    store.clear_errors(rid)
+    assert Runner(store, rid).run() == "completed"
+    assert len(judge_server.calls) == 31 + 3
+    assert all(p.startswith("ORIGINAL: ") for p in judge_server.prompts())
+    assert open_results(store, rid).metrics()["coherence.scored_rows"] == 31
+
+
+def test_missing_template_path_never_falls_back_to_a_builtin(judge_config, store):
+    from evaluators.errors import UsageError
+
+    with pytest.raises(UsageError, match="template for coherence: file not found: coherence.md"):
+        prepare_run(store, SINGLE, ["coherence"], judge=judge_config, templates={"coherence": "coherence.md"})
+    assert store.list_runs() == []
+
+
+def test_retrying_failed_rows_of_an_interrupted_run_also_finishes_what_never_ran(judge_server, judge_config, store):
+    ds = load_dataset(SINGLE)
+    judge_server.on_prompt(ds.records[0]["response"], Action(content="no verdict"))
+    judge_server.latency = 0.05
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=1))
+
+    def progress(p):
+        if p.done + p.errored >= 6:
+            store.request_cancel(rid)
+
+    assert Runner(store, rid, on_progress=progress).run() == "cancelled"
+    judge_server.latency = 0.0
+    stored = store.load_results(rid)
+    failed = {r.row_idx for r in stored if r.status == "error"}
+    assert failed == {0} and len(stored) < 31  # one error, and rows that never ran
+    store.clear_errors(rid)
+    assert Runner(store, rid, rows=failed).run() == "completed"
+    assert len(store.result_keys(rid)) == 31 and open_results(store, rid).metrics()["fluency.scored_rows"] == 31
+
+
+def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, judge_config, store):
+    import threading
+    import time
+
+    from evaluators.errors import EvalError
+
+    judge_server.latency = 0.1
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2))
+    box = {}
+    th = threading.Thread(target=lambda: box.setdefault("status", Runner(store, rid).run()))
+    th.start()
+    deadline = time.time() + 20
+    while not store.worker_active(rid) and time.time() < deadline:
+        time.sleep(0.05)
+    store.update_run(rid, status="queued")  # what a dashboard's "resume" does before spawning a worker
+    with pytest.raises(EvalError, match="being executed by another worker"):
+        Runner(store, rid).run()
+    th.join(60)
+    assert box["status"] == "completed" and not store.worker_active(rid)
+    assert len(judge_server.calls) == 31 and len(set(judge_server.prompts())) == 31  # nobody judged a row twice
+    store.clear_errors(rid)
+    assert Runner(store, rid).run() == "completed"  # a finished run may be run again at once
+
+
+def test_a_builtin_template_is_named_explicitly(judge_server, judge_config, store):
+    from evaluators.errors import UsageError
+
+    data = [{"messages": [{"role": "user", "content": "Capital of France?"},
+                          {"role": "assistant", "content": "Paris.", "ground_truth": "Paris is the capital."}]}]
+    with pytest.raises(UsageError, match="write builtin:relevance_turn_ground_truth.md"):
+        evaluate(data, ["relevance"], judge=judge_config, store=store,
+                 templates={"relevance": "relevance_turn_ground_truth.md"})
+    with pytest.raises(UsageError, match="no built-in template 'nope.md'"):
+        evaluate(data, ["relevance"], judge=judge_config, store=store, templates={"relevance": "builtin:nope.md"})
+    evaluate(data, ["relevance"], judge=judge_config, store=store,
+             templates={"relevance": "builtin:relevance_turn_ground_truth.md"})
+    assert any("Ground-truth answer:\nParis is the capital." in p for p in judge_server.prompts())
+
+
+def test_resume_fingerprint_follows_a_metrics_run_options():
+    from evaluators.judge import JudgeConfig
+
+    judge = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
+
+    def spec(**options):
+        return RunSpec(["wildbench_pairwise"], judge=judge, options={"wildbench_pairwise": options} if options else {})
+
+    assert spec().fingerprint() == spec().fingerprint()
+    assert spec(both_orders=True).fingerprint() != spec().fingerprint()  # judging both orders is another run
+    assert spec(length_penalty=-1).fingerprint() != spec(length_penalty=500).fingerprint()

@@ -3,8 +3,8 @@
 The judge reads the query and the response, as azure-ai-evaluation 1.18's RelevanceEvaluator
 does (per turn for conversations). The older conversation rubrics of the Azure documentation,
 which also read the earlier turns and the retrieved documents or the turn's ground truth, stay
-available as templates: ``--template relevance=relevance_turn.md`` or
-``relevance_turn_ground_truth.md``.
+available as templates: ``--template relevance=builtin:relevance_turn.md`` or
+``builtin:relevance_turn_ground_truth.md``.
 """
 from ..registry import JudgeTemplates
 from ._judge import quality_metric
