@@ -1,9 +1,10 @@
-"""evaldash: the dashboard's entry point — a router over the pages in pages/."""
+"""evaldash: the dashboard's entry point — sign-in (when configured), then a router over the pages in pages/."""
 import streamlit as st
 
-from ui import loaders
+from ui import auth, loaders
 
 st.set_page_config(page_title="evaldash", layout="wide")
+auth.require_sign_in()  # before anything else: a shared deep link shows only the sign-in form
 loaders.store()  # opens the store and adds the bundled samples on first start
 st.session_state["routed"] = True  # see ui.widgets.guard
 

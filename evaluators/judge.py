@@ -12,7 +12,9 @@ import email.utils
 import os
 import random
 import time
+import tomllib
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
@@ -36,6 +38,8 @@ class JudgeConfig:
         timeout: seconds one call may take before it is retried.
         max_retries: retries after the first attempt.
         concurrency: calls in flight at once.
+        judge_name: the operator's named judge this config was built from (see :func:`named_judges`);
+            its key comes only from that judge's ``key_env``.
     """
 
     model: str = "gpt-4o-mini"
@@ -51,6 +55,7 @@ class JudgeConfig:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     concurrency: int = 8
+    judge_name: str | None = None
 
     def __post_init__(self):
         if self.provider not in PROVIDERS:
@@ -91,8 +96,54 @@ class JudgeError(Exception):
         self.attempts = attempts
 
 
+@dataclass(frozen=True)
+class NamedJudge:
+    """A judge the server's operator configured: users pick it by name, never see its URL or key.
+
+    Attributes:
+        name: what users pick.
+        provider, model, base_url, azure_endpoint, api_version: as in :class:`JudgeConfig`.
+        key_env: the server environment variable holding its key (None: a server that needs none).
+    """
+
+    name: str
+    provider: str = "compatible"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    api_version: str = "2024-10-21"
+    key_env: str | None = None
+
+
+def named_judges() -> dict[str, NamedJudge]:
+    """The operator's named judges: ``[judges.NAME]`` tables of ``$EVAL_JUDGES`` or ``$EVAL_HOME/judges.toml``."""
+    path = os.environ.get("EVAL_JUDGES") or Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "judges.toml"
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"{path}: not a valid judges file: {e}") from None
+    fields = NamedJudge.__dataclass_fields__
+    out = {}
+    for name, table in (data.get("judges") or {}).items():
+        if not isinstance(table, dict):
+            raise UsageError(f"{path}: judges.{name} must be a table")
+        unknown = set(table) - set(fields)
+        if unknown:
+            raise UsageError(f"{path}: judges.{name}: unknown key(s) {', '.join(sorted(unknown))}")
+        out[name] = NamedJudge(**{**table, "name": name})
+    return out
+
+
 def resolve_api_key(config: JudgeConfig, api_key: str | None = None) -> str:
     """The key to use: given, else from the environment; a local server needs none."""
+    if config.judge_name:  # an operator's judge: its own variable, nothing typed, nothing else
+        judge = named_judges().get(config.judge_name)
+        if judge is None:
+            raise UsageError(f"no named judge '{config.judge_name}' is configured on this server")
+        return (os.environ.get(judge.key_env) if judge.key_env else None) or "unused"
     if api_key:
         return api_key
     env = "AZURE_OPENAI_API_KEY" if config.provider == "azure" else "OPENAI_API_KEY"

@@ -4,7 +4,7 @@ import dataclasses
 import streamlit as st
 
 from evaluators.registry import FIELDS
-from ui import loaders, state, widgets as w
+from ui import auth, loaders, state, widgets as w
 
 st.title("Datasets")
 with w.guard():
@@ -12,7 +12,7 @@ with w.guard():
                               type=["jsonl", "ndjson", "json", "csv", "parquet"], key="datasets.upload")
     if upload is not None:
         first = loaders.inspect_upload(upload)
-        st.markdown(f"**{upload.name}** · detected schema: `{first.detected}` · columns: {', '.join(first.columns) or '–'}")
+        st.markdown(f"**{w.literal(upload.name)}** · detected schema: `{first.detected}` · columns: {w.literal(', '.join(first.columns)) or '–'}")
         mapping = {}
         if first.columns:
             st.caption("Column mapping (detected automatically; change any field)")
@@ -34,7 +34,7 @@ with w.guard():
             st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", upload.name, key="datasets.name")
             if st.button("Save dataset", type="primary", key="datasets.save"):
-                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name))
+                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
                 loaders.forget_lists()
                 st.switch_page("pages/new_run.py", query_params={"dataset": did})
     st.subheader("Saved datasets")
@@ -47,6 +47,6 @@ with w.guard():
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{ds.name}** · {len(ds)} rows · {ds.shape} · mapping `{ds.mapping}`")
+        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape} · mapping {w.literal(ds.mapping)}")
         w.json_preview(ds.records[:20])
         st.page_link("pages/new_run.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})
