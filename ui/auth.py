@@ -60,31 +60,33 @@ def current_user() -> str | None:
     return st.session_state.get(USER)
 
 
-def require_sign_in() -> None:
-    """Show only the sign-in form until the session has signed in (no-op when sign-in is off)."""
+def signed_in() -> bool:
+    """True when sign-in is off or this session has signed in (then a "Sign out" is in the sidebar)."""
+    providers = oidc_providers()
+    if providers is None and password_hash() is None:
+        return True
+    user = current_user()
+    if user is None:
+        return False
+    with st.sidebar:
+        st.caption("Signed in as")
+        st.text(user)
+        if providers is not None:
+            st.button("Sign out", key="auth.logout", on_click=_oidc_sign_out)
+        else:
+            st.button("Sign out", key="auth.logout", on_click=_sign_out)
+    return True
+
+
+def sign_in_page() -> None:
+    """The only page a session that must sign in gets, whatever its URL (a deep link keeps its URL)."""
+    _gate_title()
     providers = oidc_providers()
     if providers is not None:
-        if st.user.get("is_logged_in"):
-            with st.sidebar:
-                st.caption("Signed in as")
-                st.text(current_user())
-                st.button("Sign out", key="auth.logout", on_click=st.logout)
-            return
-        _gate_title()
         for p in providers:
             st.button(f"Sign in with {p}" if p else "Sign in", key=f"auth.login.{p}", type="primary",
                       on_click=_login, args=(p,))
-        st.stop()
-    expected = password_hash()
-    if expected is None:
         return
-    if st.session_state.get(USER):
-        with st.sidebar:
-            st.caption("Signed in as")
-            st.text(st.session_state[USER])
-            st.button("Sign out", key="auth.logout", on_click=lambda: st.session_state.pop(USER, None))
-        return
-    _gate_title()
     with st.form("auth.form"):
         name = st.text_input("Your name", key="auth.name", help="Recorded on the runs and datasets you create.")
         password = st.text_input("Password", type="password", key="auth.password")
@@ -92,13 +94,16 @@ def require_sign_in() -> None:
     if submitted:
         if not name.strip():
             st.error("Give your name: it is recorded on what you create.")
-        elif check_password(password, expected):
+        elif check_password(password, password_hash() or ""):
             st.session_state[USER] = name.strip()[:200]
-            st.session_state.pop("auth.password", None)
             st.rerun()
         else:
             st.error("Wrong password.")
-    st.stop()
+
+
+def _sign_out() -> None:
+    st.session_state.pop(USER, None)
+    st.session_state.pop("routed", None)  # ui.widgets.guard: no page renders until app.py's gate passes again
 
 
 def _gate_title() -> None:
@@ -107,6 +112,11 @@ def _gate_title() -> None:
     if st.session_state.get("auth.error"):
         st.error("Sign-in could not start (is Authlib>=1.3.2 installed?):")
         st.code(st.session_state.pop("auth.error"), language=None, wrap_lines=True)
+
+
+def _oidc_sign_out() -> None:
+    st.session_state.pop("routed", None)
+    st.logout()
 
 
 def _login(provider: str | None) -> None:
