@@ -215,22 +215,30 @@ def _hostile_runs(store: Store, tmp_path: Path, server: JudgeServer) -> dict:
     a = evaluate(single, ["coherence", "f1_score"], judge=judge, store=store).run_id
     store.update_run(a, name=f"run A {PAYLOADS[0]} {PAYLOADS[2]}")
     b = evaluate(single, ["coherence", "f1_score"], judge=judge.with_(temperature=0.5), store=store).run_id
-    store.update_run(b, name=f"run B {PAYLOADS[4]}", status="failed", error=f"judge said {HOSTILE}")
+    store.update_run(b, name=f"run B {PAYLOADS[4]}")
     c = evaluate(conv, ["coherence"], judge=judge, store=store).run_id
-    return {"single": a, "failed": b, "conversation": c, "dataset": store.get_run(a)["dataset_id"],
+    d = evaluate(single, ["f1_score"], store=store).run_id
+    store.update_run(d, name=f"run D {PAYLOADS[5]}", status="failed", error=f"judge said {HOSTILE}")
+    return {"single": a, "other": b, "failed": d, "conversation": c, "dataset": store.get_run(a)["dataset_id"],
             "conv_dataset": store.get_run(c)["dataset_id"], "name": ds.name}
 
 
+def _outside_code_spans(markdown: str) -> str:
+    """What Markdown would interpret: the text minus its inline code spans (which show as written)."""
+    import re
+
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", " ", markdown, flags=re.S)
+
+
 def _no_payload_in_markdown(at) -> None:
-    """Elements that render Markdown must never carry a payload unescaped."""
-    raw = [p for p in PAYLOADS]
+    """Elements that render Markdown never carry a payload where Markdown would interpret it."""
     for kind in ("markdown", "caption", "error", "warning", "info", "success"):
         for e in getattr(at, kind):
-            for p in raw:
-                assert p not in str(e.value), (kind, e.value)
+            for p in PAYLOADS:
+                assert p not in _outside_code_spans(str(e.value)), (kind, e.value)
     for e in list(at.expander) + list(at.metric):
-        for p in raw:
-            assert p not in str(e.label), e.label
+        for p in PAYLOADS:
+            assert p not in _outside_code_spans(str(e.label)), e.label
 
 
 def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path):
@@ -242,7 +250,7 @@ def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path
              ("pages/results.py", {"run": ids["single"], "view": "Errors"}),
              ("pages/results.py", {"run": ids["failed"]}),
              ("pages/results.py", {"run": ids["conversation"], "row": "0", "view": "Rows"}),
-             ("pages/compare.py", {"base": ids["single"], "runs": ids["failed"], "row": "0"}),
+             ("pages/compare.py", {"base": ids["single"], "runs": ids["other"], "row": "0"}),
              ("pages/datasets.py", {"dataset": ids["dataset"]}),
              ("pages/datasets.py", {"dataset": ids["conv_dataset"]}),
              ("pages/new_run.py", {"dataset": ids["dataset"]})]
@@ -345,3 +353,252 @@ def test_created_by_column_is_added_to_an_existing_store(tmp_path):
     assert s.get_run(rid)["created_by"] is None and s.list_datasets()[0]["created_by"] is None
     s.update_run(rid, created_by="Ana")
     assert s.get_run(rid)["created_by"] == "Ana"
+
+
+# ---------------------------------------------------------------- in the browser
+
+from tests.test_dashboard_e2e import ARGS, CHROMIUM, free_port, settle  # noqa: E402
+
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+class Recorder:
+    """A loopback "proxy" the dashboard's server is pointed at: any outbound HTTP(S) it attempts lands here."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.seen.append(conn.recv(4096).split(b"\r\n")[0].decode(errors="replace"))
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+class Dashboard:
+    """`streamlit run app.py` as a user starts it (no --server.address, so the repo's config decides),
+    its output kept in files and its outbound HTTP sent to a Recorder."""
+
+    def __init__(self, home: Path, logs: Path, recorder: Recorder, **env: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.out, self.err = logs / f"streamlit-{self.port}.out", logs / f"streamlit-{self.port}.err"
+        full = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(home)), "PYTHONPATH": str(ROOT),
+                "EVAL_HOME": str(home), "HTTP_PROXY": recorder.url, "HTTPS_PROXY": recorder.url,
+                "http_proxy": recorder.url, "https_proxy": recorder.url, "NO_PROXY": "", "no_proxy": "", **env}
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port)],
+                                     cwd=ROOT, env=full, stdout=self.out.open("wb"), stderr=self.err.open("wb"))
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                # urllib would use the proxy variables of this process: none are set here
+                if urllib.request.urlopen(self.url + "/_stcore/health", timeout=1).read() == b"ok":
+                    return
+            except OSError:
+                time.sleep(0.2)
+        self.proc.kill()
+        pytest.fail("the dashboard did not start")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def recorder():
+    r = Recorder()
+    yield r
+    r.close()
+
+
+def watched_page(browser, requests: list[str]):
+    page = browser.new_context(viewport={"width": 1500, "height": 1400}, accept_downloads=True).new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("framenavigated", lambda f: requests.append(f.url))
+    return page
+
+
+def hosts(urls: list[str]) -> set[str]:
+    from urllib.parse import urlsplit
+
+    return {urlsplit(u).hostname for u in urls if not u.startswith(("data:", "blob:", "about:"))}
+
+
+@needs_chromium
+@needs_proc
+def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart(browser, recorder, judge_server,
+                                                                               tmp_path):
+    home, logs = tmp_path / "evalhome", tmp_path / "server-logs"
+    judge_server.latency = 0.25  # 31 calls one at a time: ~8 s, time to restart the dashboard under it
+    requests: list[str] = []
+    dash = Dashboard(home, logs, recorder, OPENAI_API_KEY=SERVER_KEY)
+    try:
+        page = watched_page(browser, requests)
+        page.goto(dash.url)
+        settle(page, "Runs")
+        store = Store(f"sqlite:///{home / 'evals.db'}")
+        did = next(d["id"] for d in store.list_datasets() if d["shape"] == "single")
+        page.goto(f"{dash.url}/new?dataset={did}")
+        settle(page, "Pick at least one metric")
+        page.locator('[data-testid="stCheckbox"]').filter(has_text="coherence").first.locator("label").click()
+        settle(page, "Base URL")
+        for label, value in (("Base URL", judge_server.url), ("Model (Azure: deployment)", "loopback"),
+                             ("Concurrency", "1")):
+            page.get_by_label(label).fill(value)
+            page.get_by_label(label).press("Enter")
+            settle(page)
+        page.get_by_role("textbox", name="API key").fill(TYPED_KEY)
+        page.get_by_role("textbox", name="API key").press("Enter")
+        settle(page, "Judge calls")
+        page.get_by_role("button", name="Start evaluation").click()
+        page.wait_for_url("**/results?run=*", timeout=30_000)
+        rid = page.url.split("run=")[1].split("&")[0]
+        pid = wait_for_worker(rid)
+        assert not any(TYPED_KEY.encode() in part for part in cmdline(pid))  # not on the command line...
+        env = environ(pid)
+        assert env[KEY_ENV] == TYPED_KEY and "OPENAI_API_KEY" not in env  # ...only in the worker's environment
+        wait_until(lambda: store.get_run(rid)["tasks_done"] >= 3, what="the first results")
+
+        dash.kill()  # the dashboard dies mid-run; its worker is its own session and carries on
+        done = store.get_run(rid)["tasks_done"]
+        wait_until(lambda: store.get_run(rid)["tasks_done"] > done + 1, timeout=20, what="progress without a dashboard")
+        assert pid in [p for p in __import__("tests.procs", fromlist=["worker_pids"]).worker_pids(rid)]
+        dash = Dashboard(home, logs, recorder, OPENAI_API_KEY=SERVER_KEY)
+        page.goto(f"{dash.url}/results?run={rid}")
+        page.get_by_text("scored ·", exact=False).first.wait_for(timeout=30_000)  # the live progress bar
+        assert store.get_run(rid)["status"] == "running"
+        page.wait_for_function("() => { const t = document.querySelector('[data-testid=\"stMain\"]').innerText;"
+                               " return t.includes('31 scored · 0 errored · 0 skipped') && !t.includes('Cancel run'); }",
+                               timeout=60_000)
+        settle(page, "coherence pass rate")
+        assert store.get_run(rid)["status"] == "completed"
+
+        page.get_by_role("tab", name="Share & export").click()
+        settle(page, "Rows as CSV")
+        exported = []
+        for name in ("Rows as CSV", "Rows as JSONL", "HTML report"):
+            with page.expect_download() as dl:
+                page.get_by_role("button", name=name).click()
+            exported.append(Path(dl.value.path()).read_text())
+        assert "coherence" in exported[0] and exported[2].lstrip().lower().startswith("<!doctype html")
+        page.get_by_role("tab", name="Rows").click()
+        settle(page)
+    finally:
+        dash.stop()
+    store.engine.dispose()
+    assert {c["_auth"] for c in judge_server.calls} == {f"Bearer {TYPED_KEY}"}  # where it belongs, every call
+    for key in (TYPED_KEY, SERVER_KEY):
+        for f in [p for p in home.rglob("*") if p.is_file()] + [p for p in logs.rglob("*") if p.is_file()]:
+            assert key.encode() not in f.read_bytes(), f  # database, WAL, worker logs, pid files, streamlit output
+        for text in exported:
+            assert key not in text
+        assert not any(key in u for u in requests)  # no URL the browser opened or fetched
+    assert any((home / "logs").glob("run-*.log")) and dash.err.exists()
+    assert hosts(requests) <= LOCAL_HOSTS, hosts(requests)
+    assert recorder.seen == []  # and the server itself reached for nothing outside
+
+
+@needs_chromium
+def test_hostile_content_is_inert_in_every_view_and_nothing_leaves_the_machine(browser, recorder, tmp_path):
+    home = tmp_path / "evalhome"
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    with JudgeServer(responder=hostile_responder) as server:
+        ids = _hostile_runs(store, tmp_path, server)
+    store.engine.dispose()
+    requests: list[str] = []
+    dash = Dashboard(home, tmp_path / "server-logs", recorder)
+    views = ["/runs", f"/results?run={ids['single']}", f"/results?run={ids['single']}&view=Rows&row=0",
+             f"/results?run={ids['single']}&view=Errors", f"/results?run={ids['failed']}",
+             f"/results?run={ids['conversation']}&view=Rows&row=0",
+             f"/compare?base={ids['single']}&runs={ids['other']}&row=1",
+             f"/datasets?dataset={ids['dataset']}", f"/datasets?dataset={ids['conv_dataset']}",
+             f"/new?dataset={ids['dataset']}"]
+    try:
+        page = watched_page(browser, requests)
+        page.add_init_script("window.__pwned = undefined;")
+        shown = ""
+        for view in views:
+            page.goto(dash.url + view)
+            settle(page)
+            page.wait_for_timeout(300)  # late renders (charts, chat bubbles) too
+            settle(page)
+            assert "Something went wrong" not in page.locator('[data-testid="stMain"]').inner_text(), view
+            assert page.evaluate("() => window.__pwned") is None, view
+            bad = page.evaluate("""() => [...document.querySelectorAll('a[href], img[src], iframe, script[src]')]
+                .map(e => (e.getAttribute('href') || e.getAttribute('src')) + ' @ ' + (e.closest('[data-testid]') || e).getAttribute('data-testid') + ' ' + (e.closest('[data-testid]') || e).outerHTML.slice(0, 300))
+                .filter(u => /evil\\.example|^javascript:|^x @/i.test(u))""")
+            assert bad == [], (view, bad)
+            shown += page.locator('[data-testid="stMain"]').inner_text()
+        # the payloads were on screen, as text
+        assert "window.__pwned=1" in shown and "[click me](http://evil.example/link)" in shown
+    finally:
+        dash.stop()
+    assert hosts(requests) <= LOCAL_HOSTS, sorted(u for u in requests if "127.0.0.1" not in u)
+    assert recorder.seen == []
+
+
+@needs_chromium
+def test_with_a_password_a_deep_link_shows_only_the_sign_in_form(browser, recorder, judge_server, tmp_path):
+    home = tmp_path / "evalhome"
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
+    rid = evaluate(SINGLE, ["coherence"], judge=judge, store=store).run_id
+    store.update_run(rid, name="quarterly-eval-do-not-leak")
+    store.engine.dispose()
+    digest = hashlib.sha256(PASSWORD.encode()).hexdigest()
+    requests: list[str] = []
+    dash = Dashboard(home, tmp_path / "server-logs", recorder, EVAL_DASHBOARD_PASSWORD_SHA256=digest)
+    try:
+        page = watched_page(browser, requests)
+        link = f"{dash.url}/results?run={rid}&view=Rows&row=2"
+        page.goto(link)
+        settle(page, "sign in to continue")
+        main = page.locator('[data-testid="stMain"]')
+        assert "quarterly-eval" not in main.inner_text() and "coherence" not in main.inner_text()
+        assert page.locator('[data-testid="stDataFrame"], [data-testid="stMetric"], [data-testid="stTabs"]').count() == 0
+        assert page.locator('[data-testid="stSidebarNav"]').count() == 0  # not even the page list
+        page.get_by_role("textbox", name="Your name").fill("Ana")
+        page.get_by_role("textbox", name="Password").fill("not it")
+        page.get_by_role("button", name="Sign in").click()
+        settle(page, "Wrong password.")
+        assert page.locator('[data-testid="stMetric"]').count() == 0
+        page.get_by_role("textbox", name="Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        settle(page, "coherence pass rate")  # the deep link's own view, once signed in
+        assert f"run={rid}" in page.url and "row=2" in page.url
+        assert page.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
+        assert PASSWORD not in page.url and not any(PASSWORD in u for u in requests)
+    finally:
+        dash.stop()
+    assert hosts(requests) <= LOCAL_HOSTS

@@ -36,19 +36,18 @@ def guard():
     try:
         yield
     except EvalError as e:
-        st.error(literal(str(e)))  # a message may quote a file name or a value from the data
+        st.error(literal(e))  # a message may quote a file name, a URL or a value from the data
     except Exception as e:  # noqa: BLE001 — the browser gets one line; the server log gets the rest
         log.exception("page error")
-        st.error(literal(f"Something went wrong: {type(e).__name__}: {e}"))
-
-
-_MARKDOWN_SIGNIFICANT = re.compile(r"([!-/:-@\[-`{-~])")
+        st.error("Something went wrong: " + literal(f"{type(e).__name__}: {e}"))
 
 
 def literal(text: object) -> str:
-    """Text for a place that renders Markdown (a label, st.error, a caption), escaped so that it
-    shows as written: no link, image, HTML, directive or formula can come out of it."""
-    return _MARKDOWN_SIGNIFICANT.sub(r"\\\1", str(text))
+    """Data for a place that renders Markdown (a label, st.error, a caption): an inline code span,
+    so it shows as written — no link (not even a bare URL), image, HTML, directive or formula."""
+    flat = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}"
 
 
 def session_key() -> str | None:
@@ -277,7 +276,7 @@ def judge_settings() -> tuple[JudgeConfig, str | None]:
     sampling = dict(temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
     if choice.startswith(NAMED):
         nj = named[choice[len(NAMED):]]
-        st.caption(literal(f"Configured on the server: model {nj.model}; its address and key are not shown."))
+        st.caption(f"Configured on the server: model {literal(nj.model)}; its address and key are not shown.")
         return JudgeConfig(model=nj.model, provider=nj.provider, base_url=nj.base_url, azure_endpoint=nj.azure_endpoint,
                            api_version=nj.api_version, judge_name=nj.name, **sampling), None
     provider = PROVIDERS[choice]
