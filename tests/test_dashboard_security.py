@@ -410,6 +410,10 @@ class Dashboard:
             try:
                 # urllib would use the proxy variables of this process: none are set here
                 if urllib.request.urlopen(self.url + "/_stcore/health", timeout=1).read() == b"ok":
+                    # the welcome banner is printed after any address lookup: wait for it, so a
+                    # lookup is recorded before the test looks
+                    wait_until(lambda: "URL" in self.out.read_text(errors="replace"), timeout=15,
+                               what="streamlit's welcome banner")
                     return
             except OSError:
                 time.sleep(0.2)
@@ -604,3 +608,4 @@ def test_with_a_password_a_deep_link_shows_only_the_sign_in_form(browser, record
     finally:
         dash.stop()
     assert hosts(requests) <= LOCAL_HOSTS
+    assert recorder.seen == []  # nor did the server (Streamlit's external-IP lookup)
