@@ -353,6 +353,10 @@ def test_created_by_column_is_added_to_an_existing_store(tmp_path):
     assert s.get_run(rid)["created_by"] is None and s.list_datasets()[0]["created_by"] is None
     s.update_run(rid, created_by="Ana")
     assert s.get_run(rid)["created_by"] == "Ana"
+    did = s.save_dataset(load_dataset(CONVERSATIONS), created_by="Bo")
+    assert {d["id"]: d["created_by"] for d in s.list_datasets()}[did] == "Bo"
+    assert s.save_dataset(load_dataset(CONVERSATIONS), created_by="Cy") == did  # same content: first creator kept
+    assert {d["id"]: d["created_by"] for d in s.list_datasets()}[did] == "Bo"
 
 
 # ---------------------------------------------------------------- in the browser
@@ -544,8 +548,8 @@ def test_hostile_content_is_inert_in_every_view_and_nothing_leaves_the_machine(b
     store.engine.dispose()
     requests: list[str] = []
     dash = Dashboard(home, tmp_path / "server-logs", recorder)
-    views = ["/runs", f"/results?run={ids['single']}", f"/results?run={ids['single']}&view=Rows&row=0",
-             f"/results?run={ids['single']}&view=Errors", f"/results?run={ids['failed']}",
+    # a Results page renders all its tabs (Metrics, Rows with the detail pane, Errors, Share) in one run
+    views = ["/runs", f"/results?run={ids['single']}&view=Rows&row=0", f"/results?run={ids['failed']}",
              f"/results?run={ids['conversation']}&view=Rows&row=0",
              f"/compare?base={ids['single']}&runs={ids['other']}&row=1",
              f"/datasets?dataset={ids['dataset']}", f"/datasets?dataset={ids['conv_dataset']}",
@@ -557,8 +561,7 @@ def test_hostile_content_is_inert_in_every_view_and_nothing_leaves_the_machine(b
         for view in views:
             page.goto(dash.url + view)
             settle(page)
-            page.wait_for_timeout(300)  # late renders (charts, chat bubbles) too
-            settle(page)
+            page.wait_for_timeout(200)  # late renders (charts, chat bubbles) too
             assert "Something went wrong" not in page.locator('[data-testid="stMain"]').inner_text(), view
             assert page.evaluate("() => window.__pwned") is None, view
             bad = page.evaluate("""() => [...document.querySelectorAll('a[href], img[src], iframe, script[src]')]
