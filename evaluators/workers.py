@@ -125,7 +125,7 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
         won = s.execute(update(RunRow).where(
             RunRow.id == run_id, RunRow.status == run["status"],
             RunRow.heartbeat_at.is_(None) if run["heartbeat_at"] is None else RunRow.heartbeat_at == run["heartbeat_at"],
-        ).values(status="queued", heartbeat_at=utcnow(), error=None)).rowcount == 1
+        ).values(status="queued", heartbeat_at=None, error=None)).rowcount == 1  # no beat: the new worker may claim it
         s.commit()
     if not won:
         raise WorkerBusy(f"run {run['name']} was just resumed by someone else")

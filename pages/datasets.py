@@ -12,7 +12,7 @@ with w.guard():
                               type=["jsonl", "ndjson", "json", "csv", "parquet"], key="datasets.upload")
     if upload is not None:
         first = loaders.inspect_upload(upload)
-        st.markdown(f"**{w.literal(upload.name)}** · detected schema: `{first.detected}` · columns: {w.literal(', '.join(first.columns)) or '–'}")
+        st.markdown(f"**{upload.name}** · detected schema: `{first.detected}` · columns: {', '.join(first.columns) or '–'}")
         mapping = {}
         if first.columns:
             st.caption("Column mapping (detected automatically; change any field)")
