@@ -116,7 +116,7 @@ class NamedJudge:
 
 
 def named_judges() -> dict[str, NamedJudge]:
-    """The operator's named judges: ``[judges.NAME]`` tables of ``$EVAL_JUDGES`` or ``$EVAL_HOME/judges.toml``."""
+    """The operator's named judges: one ``[NAME]`` table each in ``$EVAL_JUDGES`` or ``$EVAL_HOME/judges.toml``."""
     path = os.environ.get("EVAL_JUDGES") or Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "judges.toml"
     path = Path(path)
     if not path.is_file():
@@ -127,12 +127,12 @@ def named_judges() -> dict[str, NamedJudge]:
         raise UsageError(f"{path}: not a valid judges file: {e}") from None
     fields = NamedJudge.__dataclass_fields__
     out = {}
-    for name, table in (data.get("judges") or {}).items():
+    for name, table in data.items():
         if not isinstance(table, dict):
-            raise UsageError(f"{path}: judges.{name} must be a table")
+            raise UsageError(f"{path}: judge '{name}' must be a table")
         unknown = set(table) - set(fields)
         if unknown:
-            raise UsageError(f"{path}: judges.{name}: unknown key(s) {', '.join(sorted(unknown))}")
+            raise UsageError(f"{path}: judge '{name}': unknown key(s) {', '.join(sorted(unknown))}")
         out[name] = NamedJudge(**{**table, "name": name})
     return out
 

@@ -106,7 +106,7 @@ def test_worker_env_holds_only_the_key_its_judge_may_use(monkeypatch, tmp_path):
 
 def _judges_file(home: Path, server: JudgeServer) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "judges.toml").write_text(f'[judges.team]\nprovider = "compatible"\nmodel = "team-model"\n'
+    (home / "judges.toml").write_text(f'[team]\nprovider = "compatible"\nmodel = "team-model"\n'
                                       f'base_url = "{server.url}"\nkey_env = "TEAM_JUDGE_KEY"\n')
 
 
