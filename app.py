@@ -1,20 +1,28 @@
-"""evaldash: the dashboard's entry point — a router over the pages in pages/."""
+"""evaldash: the dashboard's entry point — sign-in (when configured), then a router over the pages in pages/."""
 import streamlit as st
 
-from ui import loaders
+from ui import auth, loaders
 
-st.set_page_config(page_title="evaldash", layout="wide")
+st.set_page_config(page_title="evaldash", page_icon="📊", layout="wide")  # an emoji favicon is drawn locally; a :material: one is fetched from Google
+PAGES = [("pages/runs.py", "Runs", ":material/list:", "runs"),
+         ("pages/datasets.py", "Datasets", ":material/dataset:", "datasets"),
+         ("pages/new_run.py", "New evaluation", ":material/play_arrow:", "new"),
+         ("pages/results.py", "Results", ":material/bar_chart:", "results"),
+         ("pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
+         ("pages/safety.py", "Risk and safety", ":material/health_and_safety:", "safety"),
+         ("pages/attacks.py", "Jailbreak attacks", ":material/shield:", "attacks"),
+         ("pages/leaderboard.py", "WildBench leaderboard", ":material/leaderboard:", "leaderboard"),
+         ("pages/pairwise.py", "Pairwise inspector", ":material/balance:", "pairwise")]
+
+if not auth.signed_in():
+    # Every address serves only the sign-in form, under its own URL: a shared deep link keeps its
+    # address and query, and opens once signed in. No page of the app runs before that.
+    st.session_state.pop("routed", None)
+    st.navigation([st.Page("ui/sign_in.py", title=title, url_path=path, default=path == "runs")
+                   for _, title, _, path in PAGES], position="hidden").run()
+    st.stop()
 loaders.store()  # opens the store and adds the bundled samples on first start
-st.session_state["routed"] = True  # see ui.widgets.guard
+st.session_state["routed"] = True  # see ui.widgets.guard: pages render only after this point
 
-st.navigation([
-    st.Page("pages/runs.py", title="Runs", icon=":material/list:", url_path="runs", default=True),
-    st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", url_path="datasets"),
-    st.Page("pages/new_run.py", title="New evaluation", icon=":material/play_arrow:", url_path="new"),
-    st.Page("pages/results.py", title="Results", icon=":material/bar_chart:", url_path="results"),
-    st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
-    st.Page("pages/safety.py", title="Risk and safety", icon=":material/health_and_safety:", url_path="safety"),
-    st.Page("pages/attacks.py", title="Jailbreak attacks", icon=":material/shield:", url_path="attacks"),
-    st.Page("pages/leaderboard.py", title="WildBench leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
-    st.Page("pages/pairwise.py", title="Pairwise inspector", icon=":material/balance:", url_path="pairwise"),
-]).run()
+st.navigation([st.Page(file, title=title, icon=icon, url_path=path, default=path == "runs")
+               for file, title, icon, path in PAGES]).run()

@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("worker", help="execute a stored run (used by the dashboard)")
     w.add_argument("run_id")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
+    w.add_argument("--retry-errors", action="store_true",
+                   help="forget the run's errored results, once this worker holds the run, and judge them again")
     w.add_argument("--db")
     cli_safety.add_commands(sub)
     cli_wildbench.add_commands(sub)
@@ -292,7 +294,12 @@ def cmd_worker(a) -> int:
     from .workers import KEY_ENV
 
     rows = {int(x) for x in a.rows.split(",")} if a.rows else None
-    status = Runner(Store(a.db), a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows).run()
+    store = Store(a.db)
+    if a.retry_errors:  # claim first: a worker that cannot hold the run must not lose its errors
+        if not store.claim_run(a.run_id):
+            raise EvalError(f"run {a.run_id} is being executed by another worker (it reported in the last 30 s)")
+        store.clear_errors(a.run_id)
+    status = Runner(store, a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows, take_over=a.retry_errors).run()
     return {"cancelled": EXIT_CANCELLED, "failed": EXIT_FAILED}.get(status, EXIT_OK)
 
 

@@ -19,6 +19,7 @@ import os
 import random
 import re
 import time
+import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any

@@ -46,6 +46,7 @@ class DatasetRow(Base):
     mapping: Mapped[dict] = mapped_column(JSON)
     row_numbers: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
 
 
 class RecordRow(Base):
@@ -77,6 +78,7 @@ class RunRow(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
 
 
 class ResultRow(Base):
@@ -165,14 +167,19 @@ class Store:
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
         Base.metadata.create_all(self.engine)
+        _add_missing_columns(self.engine)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
         return self._session()
 
     # ------------------------------------------------------------ datasets
-    def save_dataset(self, ds: Dataset) -> str:
-        """Store a dataset once per content; returns its id (an existing one if identical)."""
+    def save_dataset(self, ds: Dataset, created_by: str | None = None) -> str:
+        """Store a dataset once per content; returns its id (an existing one if identical).
+
+        Args:
+            created_by: who added it (kept from the first time the content was stored).
+        """
         h = ds.content_hash
         with self.session() as s:
             existing = s.scalars(select(DatasetRow.id).where(DatasetRow.content_hash == h)).first()
@@ -181,7 +188,7 @@ class Store:
             did = new_id()
             s.add(DatasetRow(id=did, name=ds.name, source=ds.source, content_hash=h, shape=ds.shape,
                              detected=ds.detected, n_rows=len(ds), columns=ds.columns, mapping=ds.mapping,
-                             row_numbers=ds.row_numbers))
+                             row_numbers=ds.row_numbers, created_by=created_by))
             s.flush()
             s.add_all(RecordRow(dataset_id=did, idx=i, data=r) for i, r in enumerate(ds.records))
             s.commit()  # one transaction: a dataset is stored whole or not at all
@@ -200,13 +207,16 @@ class Store:
         with self.session() as s:
             rows = s.scalars(select(DatasetRow).order_by(DatasetRow.created_at.desc())).all()
             return [dict(id=d.id, name=d.name, shape=d.shape, rows=d.n_rows, detected=d.detected,
-                         columns=d.columns, mapping=d.mapping, created_at=d.created_at) for d in rows]
+                         columns=d.columns, mapping=d.mapping, created_at=d.created_at, created_by=d.created_by)
+                    for d in rows]
 
     # ------------------------------------------------------------ runs
-    def create_run(self, dataset_id: str, spec: dict, spec_hash: str, name: str, out_dir: str | None = None) -> str:
+    def create_run(self, dataset_id: str, spec: dict, spec_hash: str, name: str, out_dir: str | None = None,
+                   created_by: str | None = None) -> str:
         rid = new_id()
         with self.session() as s:
-            s.add(RunRow(id=rid, dataset_id=dataset_id, name=name, spec=spec, spec_hash=spec_hash, out_dir=out_dir))
+            s.add(RunRow(id=rid, dataset_id=dataset_id, name=name, spec=spec, spec_hash=spec_hash, out_dir=out_dir,
+                         created_by=created_by))
             s.commit()
         return rid
 
@@ -369,6 +379,21 @@ class Store:
                     out[row.key] = row
         return out
 
+
+
+def _add_missing_columns(engine) -> None:
+    """Columns added since a store was first created (``created_by``), added in place: nullable, so
+    existing rows simply have none."""
+    from sqlalchemy import inspect, text
+
+    insp = inspect(engine)
+    with engine.begin() as conn:
+        for table in (DatasetRow.__table__, RunRow.__table__):
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have and col.nullable:
+                    kind = col.type.compile(dialect=engine.dialect)
+                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {col.name} {kind}'))
 
 
 def _run_dict(r: RunRow) -> dict:

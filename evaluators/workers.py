@@ -1,52 +1,169 @@
 """Running a stored run in its own process, so it outlives the caller (a dashboard tab, a shell).
 
-The worker reports only through the store. A judge key typed in the dashboard
-reaches the worker through that process's environment alone: never a file, the
-database, a command line or a log.
+The worker reports only through the store. It gets a minimal environment, never the
+caller's whole one: a dashboard's server may hold keys that a run pointed at a user's
+own URL must not receive. A judge key typed in the dashboard reaches the worker through
+that process's environment alone: never a file, the database, a command line or a log.
+
+One worker per run: a worker still alive (known by the pid this host started, or by a
+fresh heartbeat) is never joined by a second one.
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from .store import Store
+from sqlalchemy import update
+
+from .errors import EvalError
+from .judge import JudgeConfig, named_judges
+from .store import HEARTBEAT_STALE, RunRow, Store, utcnow
 
 KEY_ENV = "EVAL_JUDGE_API_KEY"  # read by `python -m evaluators worker`
 ROOT = Path(__file__).resolve().parent.parent
+# What a worker inherits from its caller: where things are and how to run, no secret.
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVAL_HOME", "EVAL_JUDGES",
+              "SSL_CERT_FILE", "SSL_CERT_DIR")
+# A live runner reports every half second; one this long silent after our worker died is nobody.
+DEAD_WORKER_GRACE = dt.timedelta(seconds=5)
+PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY",), "azure": ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT")}
 
 
-def spawn_worker(store: Store, run_id: str, api_key: str | None = None, rows: list[int] | None = None) -> int:
+class WorkerBusy(EvalError):
+    """The run is held by a worker that is still alive."""
+
+
+def _home() -> Path:
+    return Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash")
+
+
+def _pid_file(run_id: str) -> Path:
+    return _home() / "workers" / f"{run_id}.pid"
+
+
+def worker_alive(run_id: str) -> bool | None:
+    """Whether the worker this host last started for the run is alive; None when unknown
+    (no record, another host, or no /proc): then only the heartbeat tells."""
+    try:
+        pid, host = _pid_file(run_id).read_text().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        return None
+    if host != socket.gethostname() or not Path("/proc/self/cmdline").exists():
+        return None
+    try:  # the pid may have been reused: it must still be this run's worker (a zombie has no cmdline)
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"worker" in cmd and run_id.encode() in cmd
+
+
+def _held(run: dict) -> bool:
+    """A worker holds the run: the process this host started for it is alive, or something
+    reported recently — within HEARTBEAT_STALE when we know of no process, within
+    DEAD_WORKER_GRACE when ours is dead (another process, a CLI resume say, may have taken over)."""
+    if run["status"] not in ("queued", "running"):
+        return False
+    alive = worker_alive(run["id"])
+    if alive:
+        return True
+    beat = run.get("heartbeat_at")
+    return beat is not None and utcnow() - beat <= (HEARTBEAT_STALE if alive is None else DEAD_WORKER_GRACE)
+
+
+def worker_stopped(run: dict) -> bool:
+    """An active-looking run whose worker is gone (killed, or silent past HEARTBEAT_STALE)."""
+    return run["status"] in ("queued", "running") and not _held(run)
+
+
+def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str) -> dict[str, str]:
+    """The worker's whole environment: the basics, the store, and the one key its judge may use.
+
+    A typed key goes as ``EVAL_JUDGE_API_KEY``; an operator's named judge gets exactly its
+    ``key_env``; the server's own OpenAI or Azure key only to a judge of that provider given no key.
+    """
+    env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env["EVAL_DATABASE_URL"] = store_url  # not on the command line: a database password would show in ps
+    if judge is None:
+        return env
+    if judge.judge_name:
+        named = named_judges().get(judge.judge_name)
+        if named and named.key_env and os.environ.get(named.key_env):
+            env[named.key_env] = os.environ[named.key_env]
+    elif api_key:
+        env[KEY_ENV] = api_key
+    else:
+        for name in PROVIDER_KEY_ENV.get(judge.provider, ()):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+    return env
+
+
+def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_errors: bool = False) -> int:
     """Start ``python -m evaluators worker RUN_ID`` detached; returns its pid.
 
     Args:
         store: the store the worker uses (its URL goes through the worker's environment).
         run_id: the run to execute or resume.
         api_key: judge key for this worker only.
-        rows: restrict to these rows (retrying failed rows).
+        retry_errors: the worker forgets the run's errored results (once it holds the run) and judges them again.
+    Raises:
+        WorkerBusy: a worker still holds the run; nothing is started.
     """
-    env = dict(os.environ)
-    env.pop(KEY_ENV, None)
-    if api_key:
-        env[KEY_ENV] = api_key
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["EVAL_DATABASE_URL"] = store.url  # not on the command line: a database password would show in ps
+    run = store.get_run(run_id)
+    if _held(run):
+        raise WorkerBusy(f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
+    spec_judge = (run["spec"] or {}).get("judge")
+    env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url)
+    # Compare-and-set on what we just read: of two callers racing (two tabs, two clicks), one queues the run.
+    with store.session() as s:
+        won = s.execute(update(RunRow).where(
+            RunRow.id == run_id, RunRow.status == run["status"],
+            RunRow.heartbeat_at.is_(None) if run["heartbeat_at"] is None else RunRow.heartbeat_at == run["heartbeat_at"],
+        ).values(status="queued", heartbeat_at=None, error=None)).rowcount == 1  # no beat: the new worker may claim it
+        s.commit()
+    if not won:
+        raise WorkerBusy(f"run {run['name']} was just resumed by someone else")
     cmd = [sys.executable, "-m", "evaluators", "worker", run_id]
-    if rows:
-        cmd += ["--rows", ",".join(map(str, rows))]
-    store.update_run(run_id, status="queued", error=None)  # before the worker can claim it
-    log_dir = Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "logs"
+    if retry_errors:
+        cmd.append("--retry-errors")
+    log_dir = _home() / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / f"run-{run_id}.log", "ab") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=ROOT)
+    try:
+        with open(log_dir / f"run-{run_id}.log", "ab") as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=ROOT)
+    except OSError as e:
+        store.update_run(run_id, status="failed", error=f"the worker could not start: {e}", finished_at=utcnow())
+        raise EvalError(f"the worker could not start: {e}") from None
+    pid_file = _pid_file(run_id)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.write_text(f"{proc.pid} {socket.gethostname()}\n")
     return proc.pid
 
 
 def retry_failed(store: Store, run_id: str, api_key: str | None = None) -> int:
-    """Forget the run's errored results and judge only those again; returns how many were cleared."""
-    n = store.clear_errors(run_id)
+    """Judge the run's errored results again; returns how many there are.
+
+    The errors are cleared by the worker once it holds the run, so a worker that cannot
+    start (or a run held by another) leaves them as they were.
+    """
+    n = _count_errors(store, run_id)
     if n:
-        spawn_worker(store, run_id, api_key)
+        spawn_worker(store, run_id, api_key, retry_errors=True)
     return n
+
+
+def _count_errors(store: Store, run_id: str) -> int:
+    from sqlalchemy import func, select
+
+    from .store import ResultRow
+
+    with store.session() as s:
+        return s.scalar(select(func.count()).select_from(ResultRow)
+                        .where(ResultRow.run_id == run_id, ResultRow.status == "error")) or 0

@@ -27,7 +27,8 @@ with w.guard():
         st.stop()
     others = [loaders.results(loaders.run(r), {}) for r in others_ids]
     for k, (rid, other) in enumerate(zip(others_ids, others), 1):
-        st.markdown(f"**Run {k}:** {label(rid)}")
+        st.markdown(f"**Run {k}:**")
+        st.text(label(rid))  # a run's name is data: text, not Markdown
         if loaders.run(rid)["dataset_id"] != base_run["dataset_id"]:
             st.caption("Different dataset: rows are aligned by position.")
         st.dataframe(pd.DataFrame(metric_deltas(base, other)), hide_index=True,

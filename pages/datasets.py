@@ -7,7 +7,7 @@ import streamlit as st
 
 from evaluators.data import max_upload_bytes
 from evaluators.registry import FIELDS
-from ui import loaders, state, widgets as w
+from ui import auth, loaders, state, widgets as w
 
 st.title("Datasets")
 
@@ -54,7 +54,7 @@ with w.guard():
             st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", checked.name, key="datasets.name")
             if st.button("Save dataset", type="primary", key="datasets.save"):
-                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name))
+                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
                 loaders.forget_lists()
                 st.switch_page("pages/new_run.py", query_params={"dataset": did})
     st.subheader("Saved datasets")
@@ -67,6 +67,6 @@ with w.guard():
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{ds.name}** · {len(ds)} rows · {ds.shape} · mapping `{ds.mapping}`")
+        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape} · mapping {w.literal(ds.mapping)}")
         w.json_preview(ds.records[:20])
         st.page_link("pages/new_run.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})

@@ -5,7 +5,7 @@ from evaluators.api import estimate_run, prepare_run
 from evaluators.registry import FAMILIES, all_metrics
 from evaluators.runner import RunSpec
 from evaluators.workers import spawn_worker
-from ui import loaders, state, widgets as w, wildbench as wb
+from ui import auth, loaders, state, widgets as w, wildbench as wb
 
 st.title("New evaluation")
 with w.guard():
@@ -58,6 +58,7 @@ with w.guard():
         store = loaders.store()
         run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
                              options=options)
+        store.update_run(run_id, created_by=auth.current_user())
         spawn_worker(store, run_id, api_key)
         loaders.forget_lists()
         st.switch_page("pages/results.py", query_params={"run": run_id})

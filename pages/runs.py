@@ -14,7 +14,8 @@ with w.guard():
     table = [{"run": r["name"], "dataset": names.get(r["dataset_id"], r["dataset_id"]), "status": r["status"],
               "progress": (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0,
               "errored": r["tasks_errored"], "metrics": ", ".join(r["spec"]["metrics"]),
-              "judge": (r["spec"].get("judge") or {}).get("model", "–"), "created": r["created_at"]} for r in runs]
+              "judge": (r["spec"].get("judge") or {}).get("model", "–"), "created": r["created_at"],
+              "by": r.get("created_by") or "–"} for r in runs]
     event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="runs.table",
                          column_config={"progress": st.column_config.ProgressColumn(min_value=0, max_value=1)})
     if event.selection.rows:

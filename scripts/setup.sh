@@ -11,9 +11,12 @@ if [ $dev = 1 ] && ! command -v chromium >/dev/null; then apt_pkgs+=(chromium ch
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    # Wait (up to 10 min) for an apt/dpkg lock held by another install or unattended-upgrades
+    # instead of failing at once with "Could not get lock".
+    apt=(apt-get -o DPkg::Lock::Timeout="${APT_LOCK_TIMEOUT:-600}")
     echo "installing system packages: ${apt_pkgs[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+    $SUDO "${apt[@]}" update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
   else
     echo "warning: no apt-get; install WordNet 3.0 (for METEOR) and Chromium (for browser tests) yourself" >&2
   fi

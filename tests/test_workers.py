@@ -51,3 +51,96 @@ def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server):
     store.request_cancel(rid)
     run = wait_for_run(store, rid)
     assert run["status"] == "cancelled" and 3 <= run["tasks_done"] < 31
+
+
+# ---------------------------------------------------------------- one worker per run; retry keeps errors
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+from evaluators import evaluate  # noqa: E402
+from evaluators.workers import WorkerBusy, retry_failed  # noqa: E402
+from tests.conftest import env_for_subprocess  # noqa: E402
+from tests.judge_server import Action  # noqa: E402
+from tests.procs import needs_proc, wait_for_worker, wait_until, worker_pids  # noqa: E402
+
+
+def _errors(store, rid) -> int:
+    return open_results(store, rid).metrics()["fluency.errored_rows"]
+
+
+def _run_with_one_error(store, judge_server) -> str:
+    """A finished fluency run on the samples whose row 5 errored (HTTP 500 after retries)."""
+    from evaluators.data import load_dataset
+
+    bad = load_dataset(SINGLE).records[4]["response"]
+    judge_server.on_prompt(bad, *[Action(status=500)] * 4)
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
+                        backoff_base=0.01, concurrency=4)
+    rid = evaluate(SINGLE, ["fluency"], judge=judge, store=store).run_id
+    judge_server.by_prompt.clear()
+    assert _errors(store, rid) == 1
+    return rid
+
+
+@needs_proc
+def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_server):
+    judge_server.latency = 0.05
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, concurrency=1)
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge)
+    first = spawn_worker(store, rid)
+    wait_until(lambda: store.get_run(rid)["status"] == "running" and store.get_run(rid)["tasks_done"] >= 2,
+               what="the worker to start judging")
+    with pytest.raises(WorkerBusy, match="still being executed"):
+        spawn_worker(store, rid)
+    with pytest.raises(WorkerBusy):
+        spawn_worker(store, rid, retry_errors=True)
+    assert worker_pids(rid) == [first]
+    assert store.get_run(rid)["status"] == "running"  # a refused resume changes nothing
+    assert wait_for_run(store, rid)["status"] == "completed"
+    assert len(judge_server.calls) == 31  # every row judged once
+
+
+@needs_proc
+def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keeps_errors(tmp_path, judge_server):
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    rid = _run_with_one_error(store, judge_server)
+    judge_server.latency = 3.0  # the resumed worker's one call is in flight for 3 s: it holds the run
+    spawn_worker(store, rid)
+    wait_until(lambda: store.get_run(rid)["status"] == "running", what="the resumed worker to claim the run")
+    with pytest.raises(WorkerBusy):
+        retry_failed(store, rid)
+    # a worker started by other means refuses too, before touching the errors
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "worker", rid, "--retry-errors", "--db", store.url],
+                          env=env_for_subprocess(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "being executed by another worker" in proc.stderr
+    assert _errors(store, rid) == 1
+    assert wait_for_run(store, rid)["status"] == "completed"
+
+
+def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_server, monkeypatch):
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    rid = _run_with_one_error(store, judge_server)
+    monkeypatch.setattr("evaluators.workers.sys.executable", str(tmp_path / "no-such-python"))
+    with pytest.raises(Exception, match="could not start"):
+        retry_failed(store, rid)
+    assert _errors(store, rid) == 1  # still there to retry
+    run = store.get_run(rid)
+    assert run["status"] == "failed" and "could not start" in run["error"]
+    monkeypatch.undo()
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "evalhome"))
+    assert retry_failed(store, rid) == 1
+    assert wait_for_run(store, rid)["status"] == "completed" and _errors(store, rid) == 0
+
+
+def test_retry_errors_flag_clears_only_once_the_worker_holds_the_run(tmp_path, judge_server):
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    rid = _run_with_one_error(store, judge_server)
+    calls = len(judge_server.calls)
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "worker", rid, "--retry-errors", "--db", store.url],
+                          env=env_for_subprocess(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert _errors(store, rid) == 0 and len(judge_server.calls) == calls + 1  # only the errored row again

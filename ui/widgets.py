@@ -5,20 +5,21 @@ import contextlib
 import json
 import logging
 import os
+import re
 
 import streamlit as st
 
 from evaluators import EvalError
 from evaluators.charts import distribution
 from evaluators.exports import csv_text, jsonl_text
-from evaluators.judge import JudgeConfig
+from evaluators.judge import JudgeConfig, named_judges
 from evaluators.registry import MetricSpec
 from evaluators.report import html_report
 from evaluators.results import RunResults
 from evaluators.runner import eta_seconds
-from evaluators.store import HEARTBEAT_STALE, utcnow
-from evaluators.workers import spawn_worker
-from ui import loaders, state
+from evaluators.store import utcnow
+from evaluators.workers import retry_failed, spawn_worker, worker_stopped
+from ui import auth, loaders, state
 
 ACTIVE = ("queued", "running")
 log = logging.getLogger("evaldash")
@@ -35,10 +36,18 @@ def guard():
     try:
         yield
     except EvalError as e:
-        st.error(str(e))
+        st.error(literal(e))  # a message may quote a file name, a URL or a value from the data
     except Exception as e:  # noqa: BLE001 — the browser gets one line; the server log gets the rest
         log.exception("page error")
-        st.error(f"Something went wrong: {type(e).__name__}: {e}")
+        st.error("Something went wrong: " + literal(f"{type(e).__name__}: {e}"))
+
+
+def literal(text: object) -> str:
+    """Data for a place that renders Markdown (a label, st.error, a caption): an inline code span,
+    so it shows as written — no link (not even a bare URL), image, HTML, directive or formula."""
+    flat = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}"
 
 
 def session_key() -> str | None:
@@ -51,28 +60,26 @@ def run_label(runs: list[dict]):
 
     def label(rid: str) -> str:
         r = by_id.get(rid)
-        return f"{r['name']} · {r['status']} · {r['created_at']:%Y-%m-%d %H:%M}" if r else rid
+        return f"{r['name']} · {r['status']} · {r['created_at']:%Y-%m-%d %H:%M}" if r else rid  # option text: not Markdown
     return label
-
-
-def _stale(run: dict) -> bool:
-    beat = run.get("heartbeat_at") or run.get("created_at")
-    return run["status"] in ACTIVE and beat is not None and utcnow() - beat > HEARTBEAT_STALE
 
 
 def run_status(run: dict) -> None:
     """Live progress while a run is active (outside the script run: read from the store), or its end state."""
-    if run["status"] in ACTIVE and not _stale(run):
+    stopped = worker_stopped(run)
+    if run["status"] in ACTIVE and not stopped:
         _live(run["id"])
         return
-    if _stale(run):
-        st.warning("This run's worker stopped reporting (no heartbeat for 30 s). Results so far are kept.")
+    if stopped:
+        st.warning("This run's worker stopped (killed, or silent for 30 s). Results so far are kept: resume to finish.")
     elif run["status"] == "failed":
-        st.error(f"The run failed: {run['error']}")
+        st.error("The run failed:")
+        st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
     elif run["status"] == "cancelled":
         st.info("The run was cancelled. Results so far are kept.")
     if run["status"] != "completed" and st.button("Resume run", key="resume"):
-        spawn_worker(loaders.store(), run["id"], session_key())
+        spawn_worker(loaders.store(), run["id"], session_key())  # refuses while a worker holds the run
+        loaders.forget_lists()
         st.rerun()
 
 
@@ -142,9 +149,8 @@ def errors_panel(res: RunResults, run: dict) -> None:
         return
     st.dataframe([{"row": r, "metric": m, "error": e} for r, m, e in rows], hide_index=True)
     if run["status"] not in ACTIVE and st.button(f"Retry {len(rows)} failed row(s)", key="retry"):
-        from evaluators.workers import retry_failed
-
-        retry_failed(loaders.store(), run["id"], session_key())
+        retry_failed(loaders.store(), run["id"], session_key())  # the worker clears the errors once it holds the run
+        loaders.forget_lists()
         st.rerun()
 
 
@@ -177,17 +183,25 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
     return state.read("row", None, int)
 
 
-def text_block(label: str, text: str | None) -> None:
+def text_block(label: str, text: object) -> None:
+    """A labelled piece of data, shown as text (never Markdown or HTML)."""
     if text:
-        st.markdown(f"**{label}**")
-        st.text(text)
+        st.markdown(f"**{label}**")  # our label
+        st.text(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False))
+
+
+ROLES = ("user", "assistant", "system", "tool")
 
 
 def conversation(res: RunResults, i: int) -> None:
     for m in res.dataset.messages(i):
-        with st.chat_message(m.get("role", "user")):
-            st.write(m.get("content", ""))
-            ctx = m.get("context")
+        role = m.get("role") if isinstance(m, dict) else None
+        with st.chat_message(role if role in ROLES else "user"):  # a chat name is a label: only ours
+            if role not in ROLES:
+                st.caption(literal(f"role: {role}"))
+            content = m.get("content", "") if isinstance(m, dict) else m
+            st.text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+            ctx = m.get("context") if isinstance(m, dict) else None
             if ctx:
                 with st.expander("Retrieved documents"):
                     st.json(ctx, expanded=False)
@@ -212,13 +226,14 @@ def detail(res: RunResults, i: int) -> None:
             if cell is None:
                 continue
             if cell.error:
-                st.error(cell.error)
+                st.error(literal(cell.error))  # may quote the judge's reply
             if cell.reason:
-                st.markdown(f"**Judge's reasoning:** {cell.reason}")
+                st.markdown("**Judge's reasoning:**")
+                st.text(cell.reason)  # what a model wrote: text, never Markdown
             for t in cell.turns:
                 meta = t.meta or {}
                 head = f"turn {t.turn + 1}: " if ds.shape == "conversation" else ""
-                info = [f"{head}{t.status}", meta.get("model"), f"{t.latency_ms:.0f} ms" if t.latency_ms else None,
+                info = [f"{head}{t.status}", literal(meta["model"]) if meta.get("model") else None, f"{t.latency_ms:.0f} ms" if t.latency_ms else None,
                         f"{(t.prompt_tokens or 0) + (t.completion_tokens or 0)} tokens" if t.prompt_tokens else None,
                         "cached" if t.cached else None]
                 st.caption(" · ".join(x for x in info if x))
@@ -241,27 +256,44 @@ def share_link() -> None:
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
+NAMED = "Server judge: "  # prefix of an operator's named judge in the provider list
 
 
 def judge_settings() -> tuple[JudgeConfig, str | None]:
-    """Judge provider, model and sampling; the key typed here stays in this browser session."""
-    c1, c2 = st.columns(2)
-    provider = PROVIDERS[c1.selectbox("Provider", list(PROVIDERS), key="judge.provider")]
-    model = c2.text_input("Model (Azure: deployment)", "gpt-4o-mini", key="judge.model")
+    """Judge provider, model and sampling; returns the config and the key typed for this session.
+
+    The operator's named judges come first, picked by name: their URL and key stay on the server
+    (nothing to type, nothing shown). The free-form options take a URL and a key typed here, kept
+    in this browser session only.
+    """
+    named = named_judges()
+    options = [NAMED + n for n in named] + list(PROVIDERS)
+    choice = st.selectbox("Judge", options, key="judge.provider")
+    c3, c4, c5 = st.columns(3)
+    temperature = c3.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="judge.temperature")
+    max_tokens = c4.number_input("Max tokens", 16, 8192, 800, 16, key="judge.max_tokens")
+    concurrency = c5.number_input("Concurrency", 1, 128, 8, key="judge.concurrency")
+    sampling = dict(temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
+    if choice.startswith(NAMED):
+        nj = named[choice[len(NAMED):]]
+        st.caption(f"Configured on the server: model {literal(nj.model)}; its address and key are not shown.")
+        return JudgeConfig(model=nj.model, provider=nj.provider, base_url=nj.base_url, azure_endpoint=nj.azure_endpoint,
+                           api_version=nj.api_version, judge_name=nj.name, **sampling), None
+    provider = PROVIDERS[choice]
+    model = st.text_input("Model (Azure: deployment)", "gpt-4o-mini", key="judge.model")
     base_url = endpoint = None
     if provider == "compatible":
         base_url = st.text_input("Base URL", "http://localhost:11434/v1", key="judge.base_url")
     elif provider == "azure":
         endpoint = st.text_input("Azure endpoint", os.environ.get("AZURE_OPENAI_ENDPOINT", ""), key="judge.endpoint")
-    c3, c4, c5 = st.columns(3)
-    temperature = c3.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="judge.temperature")
-    max_tokens = c4.number_input("Max tokens", 16, 8192, 800, 16, key="judge.max_tokens")
-    concurrency = c5.number_input("Concurrency", 1, 128, 8, key="judge.concurrency")
-    env = "AZURE_OPENAI_API_KEY" if provider == "azure" else "OPENAI_API_KEY"
-    hint = f"{env} is set in the server's environment" if os.environ.get(env) else "kept in this browser session only"
+    if provider == "compatible":
+        hint = "sent only to this base URL; kept in this browser session only"
+    else:
+        env = "AZURE_OPENAI_API_KEY" if provider == "azure" else "OPENAI_API_KEY"
+        hint = (f"leave empty to use the server's {env}" if os.environ.get(env)
+                else "kept in this browser session only")
     st.text_input("API key", type="password", key="judge_api_key", help=hint, placeholder=hint)
-    cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None,
-                      temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
+    cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None, **sampling)
     return cfg, session_key()
 
 
