@@ -143,7 +143,8 @@ def pair_view(res: RunResults, spec, i: int) -> None:
         st.info("Not judged yet.")
         return
     if cell.status != "ok":
-        st.error(f"{cell.status}: {cell.error}")
+        st.error(f"{cell.status}:")
+        st.text(cell.error or "")  # an error can quote the judge's reply: text, never Markdown
         for t in cell.turns:
             if t.raw:
                 st.code(t.raw, language=None, wrap_lines=True)
