@@ -169,10 +169,8 @@ class Kind:
                                 cell.turns if cell else [], threshold)
         out.update(self.sdk_keys(spec, cell.outputs.get(spec.primary) if cell and cell.status == "ok" else None, p,
                                  cell.status if cell else None, cell.reason if cell else None, threshold, props))
-        if cell is None:
-            out[spec.error_key] = "not computed (run incomplete)"
-        elif cell.status != "ok":
-            out[spec.error_key] = cell.error
+        out.update(self.error_keys(spec, cell))
+        if cell is not None and cell.status != "ok":
             if cell.status == "skipped":
                 out[f"{spec.prefix}_reason"] = f"Not applicable: {cell.error}"
         if cell and conversation and cell.turns:
@@ -194,7 +192,23 @@ class Kind:
                 per.setdefault(k, []).append(v)
         return per
 
+    @staticmethod
+    def error_keys(spec: "MetricSpec", cell: MetricCell | None) -> dict[str, Any]:
+        """``<metric>_error`` for a row that is pending, errored or skipped (nothing for a scored one)."""
+        if cell is None:
+            return {spec.error_key: "not computed (run incomplete)"}
+        return {spec.error_key: cell.error} if cell.status != "ok" else {}
+
     # ------------------------------------------------------------ aggregates
+    @staticmethod
+    def counts(cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
+        """Rows scored, errored, skipped and pending (each row counted once), and the threshold in force."""
+        return {"scored_rows": sum(1 for c in cells if c and c.status == "ok"),
+                "errored_rows": sum(1 for c in cells if c and c.status == "error"),
+                "skipped_rows": sum(1 for c in cells if c and c.status == "skipped"),
+                "pending_rows": sum(1 for c in cells if c is None),
+                "threshold": threshold}
+
     def summary(self, spec: "MetricSpec", cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
         """Counts, means with 95% intervals and the pass rate (with its interval) of one metric.
 
@@ -202,13 +216,7 @@ class Kind:
         except ``binary_aggregate``, which (as in the SDK) counts passes over all rows.
         """
         ok = [c for c in cells if c and c.status == "ok"]
-        out: dict[str, Any] = {
-            "scored_rows": len(ok),
-            "errored_rows": sum(1 for c in cells if c and c.status == "error"),
-            "skipped_rows": sum(1 for c in cells if c and c.status == "skipped"),
-            "pending_rows": sum(1 for c in cells if c is None),
-            "threshold": threshold,
-        }
+        out = self.counts(cells, threshold)
         low, high = spec.score_range
         for k in spec.outputs:
             m, lo, hi = mean_ci([float(c.outputs[k]) for c in ok])

@@ -101,10 +101,7 @@ class LabelKind(Kind):
         verdict = self.passed(spec, cell, threshold)
         out[spec.result_key] = None if verdict is None else ("pass" if verdict else "fail")
         out.update(sdk_extras(spec.prefix, cell))
-        if cell is None:
-            out[spec.error_key] = "not computed (run incomplete)"
-        elif cell.status != "ok":
-            out[spec.error_key] = cell.error
+        out.update(self.error_keys(spec, cell))
         if cell and conversation and cell.turns:
             out["evaluation_per_turn"] = self.per_turn(spec, cell, threshold)
         return out
@@ -121,14 +118,7 @@ class LabelKind(Kind):
         """Counts; per output the defect rate (share of scored rows true) with its Wilson interval;
         the pass rate (share labelled false) and the SDK's binary aggregate."""
         ok = [c for c in cells if c and c.status == "ok"]
-        out: dict[str, Any] = {
-            "scored_rows": len(ok),
-            "errored_rows": sum(1 for c in cells if c and c.status == "error"),
-            "skipped_rows": sum(1 for c in cells if c and c.status == "skipped"),
-            "pending_rows": sum(1 for c in cells if c is None),
-            "threshold": threshold,
-            "rates": {},
-        }
+        out: dict[str, Any] = {**self.counts(cells, threshold), "rates": {}}
         for k in spec.outputs:
             trues = sum(1 for c in ok if c.outputs.get(k))
             rate, lo, hi = wilson(trues, len(ok))

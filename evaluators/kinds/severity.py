@@ -90,10 +90,7 @@ class SeverityKind(Kind):
             spec.result_key: None if verdict is None else ("pass" if verdict else "fail"),
         }
         out.update(sdk_extras(p, cell))
-        if cell is None:
-            out[spec.error_key] = "not computed (run incomplete)"
-        elif cell.status != "ok":
-            out[spec.error_key] = cell.error
+        out.update(self.error_keys(spec, cell))
         if cell and conversation and cell.turns:
             out["evaluation_per_turn"] = self.per_turn(spec, cell, threshold)
         return out
