@@ -60,6 +60,24 @@ def _debian_dir() -> Path | None:
     return Path(cand) if all((Path(cand) / f).is_file() for f in _FILES) else None
 
 
+def _reader_class():
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class EnglishWordNet(WordNetCorpusReader):
+        """NLTK's WordNet reader minus one start-up step METEOR never uses.
+
+        On opening, NLTK maps this WordNet's synsets to WordNet 3.0's for the
+        multilingual (OMW) tables (``map30``), reading ``index.sense`` twice: ~8 s of a
+        ~15 s load. Only ``custom_lemmas`` (OMW) reads that map; ``synsets()`` and
+        ``lemmas()`` in English, all METEOR asks, do not.
+        """
+
+        def map_wn(self, version="wordnet"):
+            return None
+
+    return EnglishWordNet
+
+
 @lru_cache(maxsize=1)
 def load_wordnet():
     """The WordNet reader METEOR uses (loaded once per process, ~5 s).
@@ -68,24 +86,21 @@ def load_wordnet():
         WordNetMissing: with install instructions, when no WordNet is found.
     """
     import nltk
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     try:
-        nltk.data.find("corpora/wordnet")
+        found = nltk.data.find("corpora/wordnet")
     except LookupError:
-        pass
-    else:  # a user-installed NLTK WordNet wins
-        from nltk.corpus import wordnet
-
-        return wordnet
-    src = _debian_dir()
-    if src is None:
-        raise WordNetMissing(INSTALL_HINT)
-    folder = _materialise(src)
-    root = str(folder.parent.parent)
-    if root not in nltk.data.path:
-        # NLTK only opens files under its data roots; ours is a private cache folder.
-        nltk.data.path.append(root)
+        found = None
+    if found is None:  # a user-installed NLTK WordNet wins
+        src = _debian_dir()
+        if src is None:
+            raise WordNetMissing(INSTALL_HINT)
+        folder = _materialise(src)
+        root = str(folder.parent.parent)
+        if root not in nltk.data.path:
+            # NLTK only opens files under its data roots; ours is a private cache folder.
+            nltk.data.path.append(root)
+        found = str(folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "multilingual functions are not available": expected, no OMW
-        return WordNetCorpusReader(str(folder), None)
+        return _reader_class()(found, None)
