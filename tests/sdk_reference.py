@@ -44,14 +44,19 @@ def nltk_data_root() -> str:
 
 
 @lru_cache(maxsize=1)
+def reference_roots() -> tuple[str, str]:
+    """(the punkt_tab/perluniprops root, the root holding corpora/wordnet)."""
+    from evaluators.metrics.wordnet import load_wordnet
+
+    return nltk_data_root(), str(Path(load_wordnet().root.path).parent.parent)
+
+
+@lru_cache(maxsize=1)
 def use_reference_data() -> None:
     """Point this process's NLTK at that data and at our WordNet (tests and benches only)."""
     import nltk
 
-    from evaluators.metrics.wordnet import load_wordnet
-
-    wn = load_wordnet()
-    for root in (nltk_data_root(), str(Path(wn.root.path).parent.parent)):
+    for root in reference_roots():
         if root not in nltk.data.path:
             nltk.data.path.insert(0, root)
 
@@ -111,9 +116,6 @@ def sdk_f1(response: str, ground_truth: str) -> float:
 
 def env_with_reference_data(**extra: str) -> dict[str, str]:
     """Environment for a child process whose NLTK must find the reference data."""
-    use_reference_data()
-    import nltk
-
     env = dict(os.environ, **extra)
-    env["NLTK_DATA"] = os.pathsep.join(p for p in nltk.data.path[:2])
+    env["NLTK_DATA"] = os.pathsep.join(reference_roots())
     return env

@@ -166,3 +166,39 @@ def test_tokenizer_equals_nltk_treebank():
         assert treebank_tokenize(t) == ref.tokenize(t), t
     # all texts as the "sentences" of one text: one pass of each rule, same tokens
     assert treebank_tokenize_sentences(texts) == [tok for t in texts for tok in ref.tokenize(t)]
+
+
+def test_wordnet_lemma_names_equal_nltk_synsets():
+    """METEOR's synonym lookup reads lemma names straight from the data lines: same names as NLTK."""
+    from evaluators.metrics.wordnet import lemma_names
+    from tests.test_sdk_tokenizers import WILDBENCH
+
+    wn = load_wordnet()
+    words = {w for r, t in PAIRS for w in sdk_tokenize(r) + sdk_tokenize(t)}
+    words |= {"dog", "dogs", "ran", "better", "geese", "long", "good", "well", "mice", "best", "ate", "a", "The", "I"}
+    if WILDBENCH.is_dir():  # a few thousand words of real answers
+        texts = [r["model_output"] for f in sorted(WILDBENCH.rglob("*.json"))[:1] for r in json.loads(f.read_text())]
+        words |= {w for t in texts[:150] for w in t.split()}
+    assert len(words) > 1000
+    for w in words:
+        assert lemma_names(w) == {lemma.name() for s in wn.synsets(w) for lemma in s.lemmas()}, w
+
+
+def test_our_wordnet_reader_loads_what_nltk_loads():
+    """Our reader skips the OMW mapping and reads index files with Python's file object: same tables."""
+    import warnings
+
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class NoOmwMap(WordNetCorpusReader):  # NLTK's reader, minus only the OMW mapping (slow; CI time)
+        def map_wn(self, version="wordnet"):
+            return None
+
+    ours = load_wordnet()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = NoOmwMap(ours.root, None)
+    assert ours._lemma_pos_offset_map == ref._lemma_pos_offset_map
+    assert ours._exception_map == ref._exception_map
+    assert ours._lexnames == ref._lexnames and ours.satellite_offsets == ref.satellite_offsets
+    assert ours.map30 is None  # NLTK fills map30 only for custom_lemmas (OMW), which METEOR never calls

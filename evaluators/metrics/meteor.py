@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ._classic import reference_metric
 from ._text import lost_words_note, word_tokenize
-from .wordnet import load_wordnet
+from .wordnet import lemma_names
 
 ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 
@@ -31,9 +31,7 @@ def _stem(word: str) -> str:
 
 @lru_cache(maxsize=200_000)
 def _synonyms(word: str) -> frozenset[str]:
-    wn = load_wordnet()
-    names = {lemma.name() for synset in wn.synsets(word) for lemma in synset.lemmas()}
-    return frozenset(n for n in names if "_" not in n) | {word}
+    return frozenset(n for n in lemma_names(word) if "_" not in n) | {word}
 
 
 def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: bool = False):
