@@ -152,3 +152,29 @@ def test_unicode_word_tokens(text, expected):
 def test_unicode_rouge_tokens_keep_other_scripts():
     assert rouge_tokenize("Привет, МИР! 東京", "unicode") == ["привет", "мир", "東", "京"]
     assert rouge_tokenize("Привет, МИР! 東京") == []  # the SDK's: nothing left
+
+
+@pytest.mark.parametrize("default,option", [("bleu", "bleu_unicode"), ("gleu", "gleu_unicode"),
+                                            ("meteor", "meteor_unicode"), ("rouge", "rouge_unicode")])
+def test_unicode_option_is_recorded_in_the_signature(default, option):
+    from evaluators.registry import get_metric
+
+    sdk, uni = get_metric(default), get_metric(option)
+    assert "tok:sdk" in sdk.signature() and "tok:unicode" in uni.signature()
+    assert sdk.signature().replace(default, "X", 1).replace("tok:sdk", "tok:unicode") == \
+        uni.signature().replace(option, "X", 1)  # the tokenizer is the only setting that differs
+    japanese = {"response": "東京は日本の首都です。", "ground_truth": "東京は日本の首都です。人口は多い。"}
+    assert uni.compute(japanese)[uni.primary] > 0.0  # characters compared one by one
+    assert "_note" not in uni.compute(japanese)
+
+
+@pytest.mark.parametrize("name", ["bleu", "gleu", "meteor", "rouge", "rouge2"])
+def test_note_when_the_sdk_tokenizer_cannot_compare_words(name):
+    from evaluators.registry import get_metric
+
+    spec = get_metric(name)
+    japanese = {"response": "東京は日本の首都です。", "ground_truth": "東京は日本の首都です。人口は多い。"}
+    note = spec.compute(japanese)["_note"]
+    assert "response and ground_truth" in note and "_unicode" in note
+    english = {"response": "Café is open. Dr. Smith said “hi”.", "ground_truth": "The café is open."}
+    assert "_note" not in spec.compute(english)  # non-ASCII, but its words are compared
