@@ -86,16 +86,18 @@ def paragraphs(answer: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", answer) if len(p.split()) >= 8]
 
 
-def make_pairs(n: int, seed: int = 8) -> list[dict]:
+def make_pairs(n: int, seed: int = 8, unit: str = "paragraph") -> list[dict]:
     """``n`` (response, ground truth) pairs: paragraph k of one model's answer vs paragraph k of
-    another model's answer to the same WildBench session, both lightly perturbed."""
-    sessions = {sid: {m: paragraphs(a) for m, a in models.items()} for sid, models in load_answers().items()}
+    another model's answer to the same WildBench session (``unit="answer"``: the whole
+    answers), both lightly perturbed."""
+    split = paragraphs if unit == "paragraph" else (lambda a: [a])
+    sessions = {sid: {m: split(a) for m, a in models.items()} for sid, models in load_answers().items()}
     base = [(sid, a, b, k) for sid, models in sorted(sessions.items()) for a in sorted(models) for b in sorted(models)
             if a != b for k in range(min(len(models[a]), len(models[b])))]
     rng = random.Random(seed)
     rng.shuffle(base)
     if len(base) < n:
-        sys.exit(f"only {len(base)} paragraph pairs in the WildBench answers; ask for fewer")
+        sys.exit(f"only {len(base)} {unit} pairs in the WildBench answers; ask for fewer")
     rows = []
     for sid, a, b, k in base[:n]:
         rows.append({"id": f"{sid}:{a}:{b}:{k}", "response": perturb(sessions[sid][a][k], rng),
@@ -187,6 +189,8 @@ def sdk_way(data: Path, work: Path, reuse: bool) -> tuple[float, float, Path]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=10_000)
+    ap.add_argument("--unit", choices=["paragraph", "answer"], default="paragraph",
+                    help="pair paragraph k of two answers (default) or two whole answers")
     ap.add_argument("--keep", help="folder to keep the pairs, rows.jsonl and the SDK way's values in")
     ap.add_argument("--reuse-sdk", action="store_true",
                     help="with --keep: re-read the SDK way's values and times from an earlier run on the same pairs")
@@ -196,13 +200,14 @@ def main() -> None:
         return
     work = Path(args.keep or tempfile.mkdtemp(prefix="evaldash-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    pairs = make_pairs(args.pairs)
+    pairs = make_pairs(args.pairs, unit=args.unit)
     data = work / "pairs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in pairs))
     texts = [t for r in pairs for t in (r["response"], r["ground_truth"])]
     non_ascii = sum(not (r["response"].isascii() and r["ground_truth"].isascii()) for r in pairs)
     words = sum(len(t.split()) for t in texts) / len(texts)
-    print(f"{len(pairs)} pairs from WildBench answers (paragraph k of two models' answers to one session, perturbed); "
+    what = "paragraph k of two models' answers" if args.unit == "paragraph" else "two models' whole answers"
+    print(f"{len(pairs)} pairs from WildBench answers ({what} to one session, perturbed); "
           f"{len(set(texts))} distinct texts of {len(texts)}; {words:.0f} words per text on average; "
           f"{non_ascii} pairs with a non-ASCII character")
     t_sdk, cpu_sdk, sdk_out = sdk_way(data, work, args.reuse_sdk and bool(args.keep))
