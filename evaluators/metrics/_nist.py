@@ -28,7 +28,8 @@ def _perluniprops_tables() -> dict[str, str]:
 
     spec = importlib.util.find_spec("sacremoses")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("the NIST tokenizer needs the 'sacremoses' package: pip install -r requirements.txt")
+        raise ModuleNotFoundError("BLEU, GLEU and METEOR need the 'sacremoses' package (NLTK's perluniprops lists, "
+                                  "for text with non-ASCII characters): pip install -r requirements.txt")
     data = Path(next(iter(spec.submodule_search_locations))) / "_data_perluniprops.py"
     module_spec = importlib.util.spec_from_file_location("_evaldash_perluniprops", data)
     module = importlib.util.module_from_spec(module_spec)

