@@ -96,11 +96,13 @@ def make_pairs(n: int, seed: int = 8, unit: str = "paragraph") -> list[dict]:
             if a != b for k in range(min(len(models[a]), len(models[b])))]
     rng = random.Random(seed)
     rng.shuffle(base)
-    if len(base) < n:
+    if len(base) < n and unit == "paragraph":
         sys.exit(f"only {len(base)} {unit} pairs in the WildBench answers; ask for fewer")
+    # whole answers: ~5,900 ordered pairs; past that a pair comes back with other perturbations
     rows = []
-    for sid, a, b, k in base[:n]:
-        rows.append({"id": f"{sid}:{a}:{b}:{k}", "response": perturb(sessions[sid][a][k], rng),
+    for i in range(n):
+        sid, a, b, k = base[i % len(base)]
+        rows.append({"id": f"{sid}:{a}:{b}:{k}:{i}", "response": perturb(sessions[sid][a][k], rng),
                      "ground_truth": perturb(sessions[sid][b][k], rng)})
     return rows
 
