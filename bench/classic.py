@@ -1,13 +1,14 @@
 """The whole CLI run of the classic metrics vs the same metrics computed the SDK's way.
 
-    python bench/classic.py [--pairs 10000] [--keep DIR]
+    python bench/classic.py [--pairs 10000] [--unit paragraph|answer] [--keep DIR [--reuse-sdk]]
 
 Data: real model answers from WildBench (``../shared/fixtures/wildbench/eval_results``,
 read at run time, never copied into the project; the bench says so and stops when
 they are absent): three models' answers to the same ~1,000 sessions. Each pair is
 paragraph k of one model's answer (response) vs paragraph k of a *different* model's
 answer to the same session (ground truth); paragraphs are blank-line separated, at
-least 8 words (a RAG-answer-sized text). Both sides are lightly perturbed with a fixed
+least 8 words (a RAG-answer-sized text). ``--unit answer`` pairs the whole answers instead
+(past the ~5,900 ordered pairs, a pair comes back with other perturbations). Both sides are lightly perturbed with a fixed
 seed (1-4 word drops, swaps or repeats, whitespace kept) so that no text repeats
 across pairs and no cache helps (the bench prints how many distinct texts there are).
 
