@@ -1,4 +1,4 @@
-"""Classic metrics against the reference implementations (NLTK, rouge-score) to 1e-6."""
+"""Classic metrics against the reference implementations (NLTK, rouge-score), as the SDK calls them."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,11 @@ import sys
 import pytest
 
 from evaluators.metrics import bleu, f1, gleu, meteor, rouge
-from evaluators.metrics._text import rouge_tokenize, squad_normalize, word_tokenize
+from evaluators.metrics._text import rouge_tokenize, squad_normalize
+from evaluators.registry import get_metric
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
+from tests.sdk_reference import sdk_f1, sdk_scores, sdk_tokenize
+from tests.test_sdk_tokenizers import HARD
 
 nltk_bleu = pytest.importorskip("nltk.translate.bleu_score")
 from nltk.translate.gleu_score import sentence_gleu as ref_gleu  # noqa: E402
@@ -18,13 +21,13 @@ from rouge_score import rouge_scorer  # noqa: E402
 
 from evaluators.metrics.wordnet import load_wordnet  # noqa: E402
 
-EPS = 1e-6
+EPS = 1e-12
 
 
 def english_pairs() -> list[tuple[str, str]]:
     """(response, ground_truth): the sample's pairs, their cross pairs, and edge cases."""
     rows = [json.loads(line) for line in SINGLE.read_text().splitlines()]
-    pairs = [(r["response"], r["ground_truth"]) for r in rows if r["response"].isascii()]
+    pairs = [(r["response"], r["ground_truth"]) for r in rows]
     pairs += [(rows[i]["response"], rows[i + 1]["context"]) for i in range(len(rows) - 1)]
     pairs += [
         ("the the the the the the the", "the cat is on the mat"),
@@ -33,6 +36,8 @@ def english_pairs() -> list[tuple[str, str]]:
         ("a", "a"), ("a b", "b a"), ("", "something"), ("something", ""), ("Dogs running fast.", "The dog runs quickly."),
         ("He bought a car. It was red!", "He purchased an automobile; it was red."),
     ]
+    # the hard cases (abbreviations, several sentences, quotes, non-ASCII), each against its neighbour
+    pairs += [(HARD[i], HARD[i - 1]) for i in range(1, len(HARD))] + [(t, t) for t in HARD[-6:]]
     return pairs
 
 
@@ -45,20 +50,20 @@ def test_corpus_is_large_enough_to_mean_something():
 
 @pytest.mark.parametrize("response,truth", PAIRS)
 def test_bleu_equals_nltk_method4(response, truth):
-    h, r = word_tokenize(response), word_tokenize(truth)
+    h, r = sdk_tokenize(response), sdk_tokenize(truth)
     expected = nltk_bleu.sentence_bleu([r], h, smoothing_function=nltk_bleu.SmoothingFunction().method4)
     assert bleu.sentence_bleu(r, h) == pytest.approx(expected, abs=EPS)
 
 
 @pytest.mark.parametrize("response,truth", PAIRS)
 def test_gleu_equals_nltk(response, truth):
-    h, r = word_tokenize(response), word_tokenize(truth)
+    h, r = sdk_tokenize(response), sdk_tokenize(truth)
     assert gleu.sentence_gleu(r, h) == pytest.approx(ref_gleu([r], h), abs=EPS)
 
 
 @pytest.mark.parametrize("response,truth", PAIRS)
 def test_meteor_equals_nltk(response, truth):
-    h, r = word_tokenize(response), word_tokenize(truth)
+    h, r = sdk_tokenize(response), sdk_tokenize(truth)
     if not h or not r:
         assert meteor.meteor(r, h) == 0.0  # NLTK raises on empty input; we score 0
         return
@@ -87,12 +92,30 @@ def test_lcs_length_table(a, b, expected):
     assert rouge.lcs_length(list(b), list(a)) == expected
 
 
-def test_rouge_keeps_non_ascii_text():
+def test_rouge_drops_non_ascii_words_as_the_sdk_does():
     text = "Бесплатная доставка по всей России"
-    # The reference tokenizer drops Cyrillic entirely and scores identical text 0.
+    # rouge-score (vendored by the SDK) keeps only a-z0-9: identical Cyrillic text scores 0.
     assert rouge_scorer.RougeScorer(["rougeL"]).score(text, text)["rougeL"].fmeasure == 0.0
-    assert rouge.rouge_l(rouge_tokenize(text), rouge_tokenize(text))["rouge_f1_score"] == 1.0
-    assert rouge_tokenize("東京は日本の首都です") != []
+    row = {"response": text, "ground_truth": text}
+    out = get_metric("rouge").compute(row)
+    assert out["rouge_f1_score"] == 0.0 and "rouge_unicode" in out["_note"]
+    assert get_metric("rouge_unicode").compute(row) == {"rouge_precision": 1.0, "rouge_recall": 1.0,
+                                                         "rouge_f1_score": 1.0}
+
+
+@pytest.mark.parametrize("response,truth", PAIRS)
+def test_each_metric_equals_the_sdk_on_the_row(response, truth):
+    """The registered metrics, text in, against the SDK's computation (tokenization included)."""
+    if not sdk_tokenize(response) or not sdk_tokenize(truth):
+        pytest.skip("NLTK's METEOR raises on an empty token list; the SDK errors on such rows")
+    row = {"response": response, "ground_truth": truth}
+    expected = sdk_scores(response, truth)
+    ours = {}
+    for name in ("f1_score", "bleu", "gleu", "meteor", "rouge"):
+        ours.update({k: v for k, v in get_metric(name).compute(row).items() if k != "_note"})
+    assert ours.keys() == expected.keys()
+    for k in expected:
+        assert ours[k] == pytest.approx(expected[k], abs=EPS), k
 
 
 @pytest.mark.parametrize("response,truth,expected", [
@@ -106,15 +129,11 @@ def test_f1_squad_table(response, truth, expected):
     if response == "a b c d":
         expected = 2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4)
     assert f1.f1(response, truth) == pytest.approx(expected, abs=EPS)
+    assert sdk_f1(response, truth) == pytest.approx(expected, abs=EPS)
 
 
 def test_squad_normalize():
     assert squad_normalize("The  Quick, brown fox!") == ["quick", "brown", "fox"]
-
-
-def test_word_tokenize_splits_sentence_final_periods():
-    assert word_tokenize("It rains. We stay inside.") == ["It", "rains", ".", "We", "stay", "inside", "."]
-    assert word_tokenize("Don't pay $3.50!") == ["Do", "n't", "pay", "$", "3.50", "!"]
 
 
 def test_meteor_without_wordnet_says_so_clearly(tmp_path):
@@ -138,10 +157,48 @@ def test_tokenizer_equals_nltk_treebank():
     """Our engine runs NLTK's own rules; the tokens must be exactly NLTK's."""
     from nltk.tokenize import NLTKWordTokenizer
 
-    from evaluators.metrics._text import treebank_tokenize
+    from evaluators.metrics._text import treebank_tokenize, treebank_tokenize_sentences
 
     ref = NLTKWordTokenizer()
     rows = [json.loads(line) for line in SINGLE.read_text().splitlines()]
     texts = TRICKY + [r[k] for r in rows for k in ("query", "response", "context", "ground_truth")]
     for t in texts:
         assert treebank_tokenize(t) == ref.tokenize(t), t
+    # all texts as the "sentences" of one text: one pass of each rule, same tokens
+    assert treebank_tokenize_sentences(texts) == [tok for t in texts for tok in ref.tokenize(t)]
+
+
+def test_wordnet_lemma_names_equal_nltk_synsets():
+    """METEOR's synonym lookup reads lemma names straight from the data lines: same names as NLTK."""
+    from evaluators.metrics.wordnet import lemma_names
+    from tests.test_sdk_tokenizers import WILDBENCH
+
+    wn = load_wordnet()
+    words = {w for r, t in PAIRS for w in sdk_tokenize(r) + sdk_tokenize(t)}
+    words |= {"dog", "dogs", "ran", "better", "geese", "long", "good", "well", "mice", "best", "ate", "a", "The", "I"}
+    if WILDBENCH.is_dir():  # a few thousand words of real answers
+        texts = [r["model_output"] for f in sorted(WILDBENCH.rglob("*.json"))[:1] for r in json.loads(f.read_text())]
+        words |= {w for t in texts[:150] for w in t.split()}
+    assert len(words) > 1000
+    for w in words:
+        assert lemma_names(w) == {lemma.name() for s in wn.synsets(w) for lemma in s.lemmas()}, w
+
+
+def test_our_wordnet_reader_loads_what_nltk_loads():
+    """Our reader skips the OMW mapping and reads index files with Python's file object: same tables."""
+    import warnings
+
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class NoOmwMap(WordNetCorpusReader):  # NLTK's reader, minus only the OMW mapping (slow; CI time)
+        def map_wn(self, version="wordnet"):
+            return None
+
+    ours = load_wordnet()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = NoOmwMap(ours.root, None)
+    assert ours._lemma_pos_offset_map == ref._lemma_pos_offset_map
+    assert ours._exception_map == ref._exception_map
+    assert ours._lexnames == ref._lexnames and ours.satellite_offsets == ref.satellite_offsets
+    assert ours.map30 is None  # NLTK fills map30 only for custom_lemmas (OMW), which METEOR never calls

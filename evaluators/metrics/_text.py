@@ -8,12 +8,8 @@ import re
 import string
 from functools import lru_cache
 
-# Sentence boundaries for word tokenization: a ., ! or ? followed by space and
-# something that starts a sentence. NLTK's word_tokenize splits sentences with the
-# Punkt model first (a data download we cannot make at run time); this rule stands
-# in for it so that a sentence-final period is split off, as Punkt + Treebank do.
-_SENT_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-
+from ._nist import international_tokenize
+from ._punkt import sent_tokenize
 
 # For each Treebank rule (keyed by its pattern): characters of which a match must
 # contain at least one, checked against the text as it stands when the rule runs.
@@ -33,81 +29,192 @@ _NEEDS = {
 _CONTRACTION_PARTS = re.compile(r"\(\?i\)|\\b|\(\?#X\)|\(\?=\\s\)|[()]")
 
 
-@lru_cache(maxsize=1)
-def _treebank_rules():
-    """NLTK's own Treebank rules, recompiled on the standard ``re`` engine, with guards.
+# Sentences are tokenized all at once, joined by this separator (see _joined).
+_SEP = "\x00"
+# Characters that make us take the one-sentence-at-a-time path: the separator itself, and
+# the four that Python's ``re`` counts as whitespace and NLTK's ``regex`` engine does not.
+_SLOW_PATH = re.compile("[\x00\x1c-\x1f]")
 
-    NLTK 3.10 wraps these patterns in a time-limited matcher that makes one short
-    text cost ~0.3 ms; the rules are unchanged here, only the engine differs, and a
-    test checks our tokens equal ``NLTKWordTokenizer().tokenize``.
+
+def _unwrap(pattern):
+    """The compiled ``regex`` pattern inside NLTK's ``TimedPattern`` (itself when not wrapped)."""
+    return getattr(pattern, "_rx", pattern)
+
+
+def _joined(pattern: str) -> str:
+    """Rewrite one Treebank rule so that, run over sentences joined by ``_SEP``, it matches
+    exactly where it matches in each sentence alone: ``^`` and a final ``$`` become
+    "at a sentence's start/end", and a negated class never takes the separator."""
+    out = pattern.replace("[^", "[^\x00")
+    if out.startswith("^"):
+        out = r"(?<![^\x00])" + out[1:]
+    if out.endswith("$") and not out.endswith("\\$"):
+        out = out[:-1] + r"(?=\n?(?![^\x00]))"  # $ also matches before a final newline
+    return out
+
+
+@lru_cache(maxsize=2)
+def _treebank_rules(joined: bool):
+    """NLTK's own Treebank rules, with guards.
+
+    ``joined=False``: NLTK's compiled ``regex`` patterns themselves, without the wall-clock
+    timer NLTK 3.10 wraps them in. ``joined=True``: the same rules rewritten by
+    :func:`_joined` and compiled on Python's ``re``, run once over all of a text's
+    sentences instead of once per sentence (~15 sentences in a typical answer). Tests
+    check both against ``NLTKWordTokenizer().tokenize`` sentence by sentence.
     """
     from nltk.tokenize.destructive import NLTKWordTokenizer as T  # lazy: classic metrics only
 
-    def plain(rules):
-        return [(re.compile(rx.pattern, rx.flags), sub, _NEEDS.get(rx.pattern)) for rx, sub in rules]
+    def compile_(rx):
+        return re.compile(_joined(rx.pattern), rx.flags & _RE_FLAGS) if joined else _unwrap(rx)
 
-    contractions = [re.compile(rx.pattern, rx.flags) for rx in T.CONTRACTIONS2 + T.CONTRACTIONS3]
-    literals = [_CONTRACTION_PARTS.sub("", rx.pattern) for rx in contractions]
+    def plain(rules):
+        return [(compile_(rx), sub, _NEEDS.get(rx.pattern)) for rx, sub in rules]
+
+    contractions = [compile_(rx) for rx in T.CONTRACTIONS2 + T.CONTRACTIONS3]
+    literals = [_CONTRACTION_PARTS.sub("", rx.pattern) for rx in T.CONTRACTIONS2 + T.CONTRACTIONS3]
     if all(re.fullmatch(r"[\w' ]+", lit) for lit in literals):
         guard = re.compile("|".join(re.escape(lit) for lit in literals), re.I)
     else:  # a rule we cannot read as a literal: no shortcut
         guard = re.compile("")
+    # (rule, the lower-case letters it needs): on ASCII text a rule whose letters are absent cannot match
+    contractions = list(zip(contractions, [lit.lower() for lit in literals]))
     return (plain(T.STARTING_QUOTES) + plain(T.PUNCTUATION) + plain([T.PARENS_BRACKETS]) + plain([T.DOUBLE_DASHES]),
             plain(T.ENDING_QUOTES), guard, contractions)
 
 
-def treebank_tokenize(sentence: str) -> list[str]:
-    """``NLTKWordTokenizer().tokenize(sentence)``: the same rules in the same order."""
-    before, ending, guard, contractions = _treebank_rules()
-    text = sentence
+_RE_FLAGS = re.I | re.M | re.S | re.U | re.X
+
+
+def _apply(text: str, joined: bool) -> str:
+    before, ending, guard, contractions = _treebank_rules(joined)
     for rx, sub, needs in before:
         if needs is None or any(c in text for c in needs):
             text = rx.sub(sub, text)
-    text = " " + text + " "
+    # NLTK pads each sentence with a space before its ending-quote rules.
+    text = " " + (text.replace(_SEP, " " + _SEP + " ") if joined else text) + " "
     for rx, sub, needs in ending:
-        if needs is None or any(c in text for c in needs):
+        if rx.pattern == r"\s+" and sub == " ":
+            # the same as re.sub(r"\s+", " ", text) on text that starts and ends with a space
+            # (re's \s and str.split() share Python's definition of whitespace), ~5x faster
+            text = " " + " ".join(text.split()) + " " if text.strip() else " "
+        elif needs is None or any(c in text for c in needs):
             text = rx.sub(sub, text)
     if guard.search(text):
-        for rx in contractions:
-            text = rx.sub(r" \1 \2 ", text)
-    return text.split()
+        low = text.lower() if text.isascii() else None  # (?i) folds some non-ASCII letters too
+        for rx, letters in contractions:
+            if low is None or letters in low:
+                text = rx.sub(r" \1 \2 ", text)
+    return text
 
 
-def tokenize_words(text: str) -> list[str]:
-    """Treebank word tokens, sentence by sentence (uncached)."""
-    out: list[str] = []
-    for sentence in _SENT_END.split(text.strip()):
-        if sentence:
-            out.extend(treebank_tokenize(sentence))
-    return out
+def treebank_tokenize(sentence: str) -> list[str]:
+    """``NLTKWordTokenizer().tokenize(sentence)``: the same rules in the same order."""
+    return _apply(sentence, joined=False).split()
+
+
+def treebank_tokenize_sentences(sentences: list[str]) -> list[str]:
+    """``[t for s in sentences for t in NLTKWordTokenizer().tokenize(s)]``, in one pass of each rule."""
+    if any(_SLOW_PATH.search(s) for s in sentences):
+        return [tok for s in sentences for tok in treebank_tokenize(s)]
+    return [tok for tok in _apply(_SEP.join(sentences), joined=True).split() if tok != _SEP]
+
+
+def sdk_word_tokenize(text: str) -> list[str]:
+    """The Azure AI Evaluation SDK's ``nltk_tokenize`` (uncached).
+
+    ASCII text: ``nltk.word_tokenize`` (Punkt English sentences, then NLTK's Treebank
+    tokenizer on each); text with any non-ASCII character:
+    ``NISTTokenizer().international_tokenize``. As in SDK 1.18 ``_common/utils.py``.
+    """
+    if text.isascii():
+        return treebank_tokenize_sentences(sent_tokenize(text))
+    return international_tokenize(text)
+
+
+# Scripts written without spaces between words: each character is one token.
+_NO_SPACE = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
+
+
+@lru_cache(maxsize=1)
+def _unicode_rx():
+    import regex  # NLTK's own dependency
+
+    word = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_NO_SPACE}]]+"
+    return (regex.compile(rf"(?V1)[{_NO_SPACE}]|{word}|[^\s]"),
+            regex.compile(rf"(?V1)[{_NO_SPACE}]|{word}"),
+            regex.compile(rf"[{_NO_SPACE}]"))
+
+
+def unicode_word_tokenize(text: str) -> list[str]:
+    """Our ``unicode`` option: letter/digit runs in any script (marks kept), each character of
+    Chinese, Japanese, Thai and other scripts written without spaces, and each other
+    non-space character (punctuation, symbols) as a token of its own."""
+    return _unicode_rx()[0].findall(text)
+
+
+TOKENIZERS = {"sdk": sdk_word_tokenize, "unicode": unicode_word_tokenize}
 
 
 @lru_cache(maxsize=65_536)
-def _cached_words(text: str) -> tuple[str, ...]:
-    return tuple(tokenize_words(text))
+def _cached_words(text: str, tok: str) -> tuple[str, ...]:
+    return tuple(TOKENIZERS[tok](text))
 
 
-def word_tokenize(text: str) -> list[str]:
-    """Treebank word tokens (cached: BLEU, GLEU and METEOR on one row tokenize each text once).
+def word_tokenize(text: str, tok: str = "sdk") -> tuple[str, ...]:
+    """Word tokens for BLEU, GLEU and METEOR (cached: the three share one tokenization per text).
 
     Args:
         text: any text.
+        tok: ``"sdk"`` (the SDK's tokens, the default) or ``"unicode"``.
     Returns:
-        The tokens BLEU, GLEU and METEOR compare.
+        The tokens, as a tuple (do not modify).
     """
-    return list(_cached_words(text))
+    return _cached_words(text, tok)
 
 
-# ROUGE's reference tokenizer keeps [a-z0-9] runs and drops everything else, so
-# text in other scripts vanishes and identical non-English strings score 0. Ours
-# keeps Unicode letters and digits; on ASCII text it gives the very same tokens.
-_ROUGE_SPLIT = re.compile(r"[\W_]+")
+# rouge-score's tokenizer (the SDK vendors it unchanged): lower-case, then every run of
+# characters outside a-z0-9 is a separator. Words in other scripts vanish.
+_ROUGE_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
-def rouge_tokenize(text: str) -> list[str]:
-    """Lower-cased alphanumeric runs (Unicode-aware), as rouge-score splits them."""
-    return [t for t in _ROUGE_SPLIT.split(text.lower()) if t]
+def rouge_tokenize(text: str, tok: str = "sdk") -> list[str]:
+    """``rouge_score.tokenize.tokenize(text, None)`` (``tok="sdk"``), or with ``tok="unicode"``
+    lower-cased letter/digit runs of any script, each character of a script written
+    without spaces apart."""
+    if tok == "unicode":
+        return _unicode_rx()[1].findall(text.lower())
+    return _ROUGE_NON_ALNUM.sub(" ", text.lower()).split()
 
+
+_HAS_WORD = re.compile(r"[^\W_]")
+
+
+def lost_words_note(row, tok: str, rouge: bool, option: str) -> dict[str, str]:
+    """``{"_note": ...}`` when the SDK tokenizer cannot compare a field's words, else ``{}``.
+
+    ROUGE: a field has letters or digits but rouge-score's tokenizer (a-z0-9 only) keeps
+    none of them. BLEU, GLEU, METEOR: a field is written (partly) in a script without
+    spaces (Chinese, Japanese, Thai...), which the SDK's NIST tokenizer keeps as whole
+    runs, so its words are never compared one by one. ``option`` names the metric to use instead.
+    """
+    if tok != "sdk":
+        return {}
+    lost = []
+    for field in ("response", "ground_truth"):
+        text = row[field]
+        if text.isascii():
+            continue
+        if rouge:
+            if _HAS_WORD.search(text) and not rouge_tokenize(text):
+                lost.append(field)
+        elif _unicode_rx()[2].search(text):
+            lost.append(field)
+    if not lost:
+        return {}
+    why = ("rouge-score's tokenizer keeps only a-z and 0-9, so none of its words were compared" if rouge else
+           "its words are in a script written without spaces, which the SDK's tokenizer does not split into words")
+    return {"_note": f"{' and '.join(lost)}: {why}; for text that is not English use {option}"}
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Sequence
 
 from ._classic import reference_metric
-from ._text import word_tokenize
+from ._text import lost_words_note, word_tokenize
 
 MAX_N = 4
 # SmoothingFunction's default k (Chen & Cherry 2014), used by method 4.
 K = 5
 
 
-def ngram_counts(tokens: list[str], n: int) -> Counter:
+def ngram_counts(tokens: Sequence[str], n: int) -> Counter:
     """Counts of the n-grams of ``tokens`` (empty when shorter than n)."""
     return Counter(zip(*(tokens[i:] for i in range(n))))
 
 
-def sentence_bleu(reference: list[str], hypothesis: list[str]) -> float:
+def sentence_bleu(reference: Sequence[str], hypothesis: Sequence[str]) -> float:
     """BLEU-4 of one hypothesis against one reference, smoothing method 4."""
     hyp_len, ref_len = len(hypothesis), len(reference)
     precisions = []
@@ -51,8 +52,18 @@ def sentence_bleu(reference: list[str], hypothesis: list[str]) -> float:
     return bp * math.exp(math.fsum(logs))
 
 
-reference_metric(
-    "bleu", "bleu", ("bleu_score",), "n-gram precision (1-4) against the ground truth, with a brevity penalty.",
-    lambda row: {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
-    params=(("n", MAX_N), ("smooth", "method4"), ("tok", "treebank")),
-)
+def _compute(name: str, tok: str):
+    def compute(row):
+        out = {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"], tok), word_tokenize(row["response"], tok))}
+        out.update(lost_words_note(row, tok, rouge=False, option="bleu_unicode"))
+        return out
+    return compute
+
+
+for _name, _tok, _about in (("bleu", "sdk", "the Azure AI Evaluation SDK's tokens"),
+                            ("bleu_unicode", "unicode", "Unicode word tokens, for text that is not English")):
+    reference_metric(
+        _name, "bleu", ("bleu_score",),
+        f"n-gram precision (1-4) against the ground truth, with a brevity penalty ({_about}).",
+        _compute(_name, _tok), params=(("n", MAX_N), ("smooth", "method4"), ("tok", _tok)),
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ._classic import reference_metric
-from ._text import word_tokenize
+from ._text import lost_words_note, word_tokenize
 
 MIN_N, MAX_N = 1, 4
 
@@ -29,8 +29,18 @@ def sentence_gleu(reference: list[str], hypothesis: list[str]) -> float:
     return shared / total
 
 
-reference_metric(
-    "gleu", "gleu", ("gleu_score",), "Google-BLEU: the lower of n-gram precision and recall (1-4 grams).",
-    lambda row: {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
-    params=(("n", f"{MIN_N}-{MAX_N}"), ("tok", "treebank")),
-)
+def _compute(tok: str):
+    def compute(row):
+        out = {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"], tok), word_tokenize(row["response"], tok))}
+        out.update(lost_words_note(row, tok, rouge=False, option="gleu_unicode"))
+        return out
+    return compute
+
+
+for _name, _tok, _about in (("gleu", "sdk", "the Azure AI Evaluation SDK's tokens"),
+                            ("gleu_unicode", "unicode", "Unicode word tokens, for text that is not English")):
+    reference_metric(
+        _name, "gleu", ("gleu_score",),
+        f"Google-BLEU: the lower of n-gram precision and recall (1-4 grams; {_about}).",
+        _compute(_tok), params=(("n", f"{MIN_N}-{MAX_N}"), ("tok", _tok)),
+    )

@@ -11,8 +11,8 @@ from collections import defaultdict
 from functools import lru_cache
 
 from ._classic import reference_metric
-from ._text import word_tokenize
-from .wordnet import load_wordnet
+from ._text import lost_words_note, word_tokenize
+from .wordnet import lemma_names
 
 ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 
@@ -31,9 +31,7 @@ def _stem(word: str) -> str:
 
 @lru_cache(maxsize=200_000)
 def _synonyms(word: str) -> frozenset[str]:
-    wn = load_wordnet()
-    names = {lemma.name() for synset in wn.synsets(word) for lemma in synset.lemmas()}
-    return frozenset(n for n in names if "_" not in n) | {word}
+    return frozenset(n for n in lemma_names(word) if "_" not in n) | {word}
 
 
 def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: bool = False):
@@ -71,7 +69,7 @@ def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: boo
     return (matches, [p for i, p in enumerate(hyp) if i not in used_h], [p for j, p in enumerate(ref) if j not in used_r])
 
 
-def meteor(reference: list[str], hypothesis: list[str]) -> float:
+def meteor(reference, hypothesis) -> float:
     """METEOR of one hypothesis against one reference (tokens, any case)."""
     hyp = list(enumerate(w.lower() for w in hypothesis))
     ref = list(enumerate(w.lower() for w in reference))
@@ -93,9 +91,19 @@ def meteor(reference: list[str], hypothesis: list[str]) -> float:
     return (1 - penalty) * fmean
 
 
-reference_metric(
-    "meteor", "meteor", ("meteor_score",),
-    "Word alignment with the ground truth (exact, stem, WordNet synonym), penalising fragmentation.",
-    lambda row: {"meteor_score": meteor(word_tokenize(row["ground_truth"]), word_tokenize(row["response"]))},
-    params=(("alpha", ALPHA), ("beta", BETA), ("gamma", GAMMA), ("wordnet", "3.0"), ("tok", "treebank")),
-)
+def _compute(tok: str):
+    def compute(row):
+        out = {"meteor_score": meteor(word_tokenize(row["ground_truth"], tok), word_tokenize(row["response"], tok))}
+        out.update(lost_words_note(row, tok, rouge=False, option="meteor_unicode"))
+        return out
+    return compute
+
+
+for _name, _tok, _about in (("meteor", "sdk", "the Azure AI Evaluation SDK's tokens"),
+                            ("meteor_unicode", "unicode", "Unicode word tokens, for text that is not English")):
+    reference_metric(
+        _name, "meteor", ("meteor_score",),
+        f"Word alignment with the ground truth (exact, stem, WordNet synonym), penalising fragmentation ({_about}).",
+        _compute(_tok),
+        params=(("alpha", ALPHA), ("beta", BETA), ("gamma", GAMMA), ("wordnet", "3.0"), ("tok", _tok)),
+    )

@@ -1,7 +1,8 @@
 """ROUGE-N (1-5) and ROUGE-L: precision, recall and F1 against the ground truth.
 
-On ASCII text equal to Google's ``rouge-score`` (``RougeScorer([type]).score(ground_truth,
-response)``, no stemmer). LCS uses a bit-parallel algorithm (Hyyrö 2004): one
+Equal to Google's ``rouge-score`` (``RougeScorer([type]).score(ground_truth, response)``,
+no stemmer), which the Azure AI Evaluation SDK vendors unchanged; ``rouge_unicode`` keeps
+words of any script instead. LCS uses a bit-parallel algorithm (Hyyrö 2004): one
 big-integer step per response token instead of a full dynamic-programming table.
 """
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ._classic import reference_metric
-from ._text import rouge_tokenize
+from ._text import lost_words_note, rouge_tokenize
 
 OUTPUTS = ("rouge_f1_score", "rouge_precision", "rouge_recall")
 
@@ -52,18 +53,25 @@ def rouge_n(target: list[str], prediction: list[str], n: int) -> dict[str, float
     return _prf(overlap, sum(p.values()), sum(t.values()))
 
 
-def _make(name: str, variant: str, description: str) -> None:
+def _make(name: str, variant: str, description: str, tok: str = "sdk") -> None:
     if variant == "L":
         score = rouge_l
     else:
         n = int(variant)
         score = lambda t, p: rouge_n(t, p, n)  # noqa: E731
-    reference_metric(name, "rouge", OUTPUTS, description,
-                     lambda row: score(rouge_tokenize(row["ground_truth"]), rouge_tokenize(row["response"])),
-                     params=(("type", f"rouge{variant}"), ("stem", False)))
+
+    def compute(row):
+        out = score(rouge_tokenize(row["ground_truth"], tok), rouge_tokenize(row["response"], tok))
+        out.update(lost_words_note(row, tok, rouge=True, option="rouge_unicode"))
+        return out
+
+    reference_metric(name, "rouge", OUTPUTS, description, compute,
+                     params=(("type", f"rouge{variant}"), ("stem", False), ("tok", tok)))
 
 
 _make("rouge", "L", "ROUGE-L: longest common subsequence with the ground truth (precision, recall, F1).")
 _make("rougeL", "L", "ROUGE-L (same as 'rouge').")
 for _n in range(1, 6):
     _make(f"rouge{_n}", str(_n), f"ROUGE-{_n}: {_n}-gram overlap with the ground truth (precision, recall, F1).")
+_make("rouge_unicode", "L", "ROUGE-L on Unicode words (letters and digits of any script), for text that is not English.",
+      tok="unicode")
