@@ -204,3 +204,17 @@ def test_sigkilled_worker_resumed_from_the_dashboard_equals_an_uninterrupted_run
                                                                    ref[k].reason, ref[k].raw), k
     with home_store.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+
+
+def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_page(home_store):
+    rows = [{"response": "東京は日本の首都です。", "ground_truth": "東京は首都です。"},
+            {"response": "Paris is the capital of France.", "ground_truth": "The capital of France is Paris."}]
+    res = evaluate(rows, ["rouge"], store=home_store)
+    out = res.rows
+    note = out["outputs.rouge.rouge_note"]
+    assert "rouge_unicode" in note[0] and note.isna()[1]  # only the Japanese row, pointing to the option
+    assert res.metrics["rouge.noted_rows"] == 1
+    at = app("pages/results.py", run=res.run_id, row="0")
+    flagged = [w.value for w in at.warning]
+    assert any(w.startswith("1 row(s) flagged") and "rouge_unicode" in w for w in flagged)
+    assert any("rouge_unicode" in w and "flagged" not in w for w in flagged)  # the row's own note

@@ -139,6 +139,9 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
         right.markdown(f"**Pass rate:** {sm['pass_rate']:.1%} (95% CI {plo:.1%}–{phi:.1%})")
     right.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
                   + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
+    if sm.get("noted_rows"):
+        first = next(c.note for c in res.cells[spec.name] if c and c.note)
+        right.warning(f"{sm['noted_rows']} row(s) flagged. First: {first}")
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
@@ -227,6 +230,8 @@ def detail(res: RunResults, i: int) -> None:
                 continue
             if cell.error:
                 st.error(literal(cell.error))  # may quote the judge's reply
+            if cell.note:
+                st.warning(cell.note)  # ours: which field the tokenizer could not compare, and the option
             if cell.reason:
                 st.markdown("**Judge's reasoning:**")
                 st.text(cell.reason)  # what a model wrote: text, never Markdown

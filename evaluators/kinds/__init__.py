@@ -46,6 +46,9 @@ class MetricCell:
     turns: list["Result"]
     # The turn that decided the row (the worst one for severities), None when turns are averaged.
     decisive_turn: int | None = None
+    # A warning a metric attached to its value (e.g. the SDK tokenizer dropped every word: use
+    # the metric's unicode variant); the value itself stands.
+    note: str | None = None
 
     @property
     def value(self) -> float | None:
@@ -57,6 +60,14 @@ def _reason_of(results: list["Result"]) -> str | None:
     if len(results) == 1:
         return results[0].reason
     return " | ".join(f"Turn {r.turn + 1}: {r.reason}" for r in results if r.reason) or None
+
+
+def _note_of(results: list["Result"]) -> str | None:
+    notes = dict.fromkeys(r.outputs.get(NOTE) for r in results if r.outputs and r.outputs.get(NOTE))
+    return "; ".join(notes) or None
+
+
+NOTE = "_note"  # the output key under which a metric's compute function leaves a warning
 
 
 class Kind:
@@ -90,7 +101,7 @@ class Kind:
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
         """Scores: the mean of the scored turns (a conversation's score), reasons joined by turn."""
         outputs = {k: math.fsum(float(r.outputs[k]) for r in ok) / len(ok) for k in spec.outputs}
-        return MetricCell("ok", outputs, _reason_of(ok), None, results)
+        return MetricCell("ok", outputs, _reason_of(ok), None, results, note=_note_of(ok))
 
     def passed(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float) -> bool | None:
         if cell is None or cell.status != "ok" or cell.value is None:
@@ -170,6 +181,8 @@ class Kind:
         out.update(self.sdk_keys(spec, cell.outputs.get(spec.primary) if cell and cell.status == "ok" else None, p,
                                  cell.status if cell else None, cell.reason if cell else None, threshold, props))
         out.update(self.error_keys(spec, cell))
+        if cell is not None and cell.note:
+            out[f"{spec.prefix}_note"] = cell.note
         if cell is not None and cell.status != "ok":
             if cell.status == "skipped":
                 out[f"{spec.prefix}_reason"] = f"Not applicable: {cell.error}"
@@ -217,6 +230,7 @@ class Kind:
         """
         ok = [c for c in cells if c and c.status == "ok"]
         out = self.counts(cells, threshold)
+        out["noted_rows"] = sum(1 for c in ok if c.note)
         low, high = spec.score_range
         for k in spec.outputs:
             m, lo, hi = mean_ci([float(c.outputs[k]) for c in ok])
@@ -250,6 +264,8 @@ class Kind:
         flat[f"{n}.{p}_threshold"] = sm["threshold"]
         for k in ("scored_rows", "errored_rows", "skipped_rows", "pending_rows"):
             flat[f"{n}.{k}"] = sm[k]
+        if sm.get("noted_rows"):  # rows whose value came with a warning (see MetricCell.note)
+            flat[f"{n}.noted_rows"] = sm["noted_rows"]
         return flat
 
 
