@@ -14,15 +14,14 @@ its query for retrieval), never on the prompt's wording, so both sides get the s
 they judge the same thing; every prompt is also checked for which input fields it carries.
 
 It reports every SDK key (rows and metrics) missing on our side and every value that differs,
-sorted into: classic values (BLEU, GLEU, METEOR, ROUGE tokenization: another piece of work),
-differences we chose and document (a conversation's verdict from the mean of its turns; what
+sorted into: differences we chose and document (a conversation's verdict from the mean of its turns; what
 ``<metric>_properties`` holds for judge usage), and anything else (unexpected; exit code 1).
 
 NLTK data: the SDK downloads punkt, punkt_tab, perluniprops and wordnet at run time, which this
-machine cannot. The SDK process (only) is patched not to download: with ``--nltk-data DIR`` (or
-``NLTK_DATA``) holding those packages it runs as published; otherwise WordNet is assembled from
-the Debian ``wordnet-base`` files and NLTK's tokenizer is replaced by a whitespace split, so the
-BLEU, GLEU and METEOR keys are checked but their values are not compared (said in the report).
+machine cannot. The SDK process (only) is patched not to download; punkt_tab and perluniprops are
+written from the packages our own tokenizers use (``tests/sdk_reference.py``), or taken from
+``--nltk-data DIR`` / ``NLTK_DATA``, and WordNet is assembled from the Debian ``wordnet-base``
+files, so the SDK runs its published code on NLTK's own data.
 """
 from __future__ import annotations
 
@@ -42,7 +41,6 @@ JUDGE_METRICS = ["coherence", "fluency", "groundedness", "relevance", "retrieval
 CLASSIC_METRICS = ["f1_score", "bleu", "gleu", "meteor", "rouge"]
 CONVERSATION_METRICS = ["coherence", "fluency", "groundedness", "relevance", "retrieval"]
 TOKENIZED = {"bleu", "gleu", "meteor"}  # values need NLTK's punkt/perluniprops on the SDK side
-CLASSIC_PENDING = {"bleu", "gleu", "meteor", "rouge"}  # tokenizer parity is the `classic` work
 JUDGE_MODEL = "bench-judge"
 
 # Single-turn rows the bundled sample lacks: non-ASCII characters (the SDK's NIST tokenizer
@@ -330,10 +328,8 @@ def classify(file: str, key: str, what: str, nltk_real: bool) -> str:
     parts = key.split(".")
     metric = parts[1] if key.startswith("outputs.") else parts[0]
     leaf = key.rsplit(".", 1)[-1].split("[")[0]
-    if metric in CLASSIC_PENDING and what != "missing":
-        if metric in TOKENIZED and not nltk_real:
-            return "classic value not compared (SDK tokenizer stubbed: NLTK data unavailable offline)"
-        return "classic value (tokenizer parity: the `classic` work)"
+    if metric in TOKENIZED and what != "missing" and not nltk_real:
+        return "classic value not compared (SDK tokenizer stubbed: NLTK data unavailable offline)"
     if "_properties" in key and any(key.endswith(u) or f".{u}" in key for u in USAGE_KEYS):
         return ("inside a judge's <metric>_properties: finish_reason, sample_input not written; "
                 "token counts are our prompts'")
@@ -354,6 +350,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.judge_server import JudgeServer
 
+    if not args.nltk_data:  # NLTK's own data, written from the packages our tokenizers use
+        from tests.sdk_reference import nltk_data_root
+
+        args.nltk_data = nltk_data_root()
     started = time.perf_counter()
     py = ensure_sdk(Path(args.sdk_venv))
     with tempfile.TemporaryDirectory() as tmpdir:
