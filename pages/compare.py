@@ -39,8 +39,9 @@ with w.guard():
     shown = changes[changes["changed"]] if only else changes
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
     event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
-    if event.selection.rows:
-        state.write("row", int(shown.iloc[event.selection.rows[0]]["row"]))
+    k = state.selected(event, len(shown))
+    if k is not None:
+        state.write("row", int(shown.iloc[k]["row"]))
     row = state.read("row", None, int)
     if row is not None and row < len(changes):
         cols = st.columns(1 + len(others))

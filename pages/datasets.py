@@ -62,8 +62,9 @@ with w.guard():
     table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
               "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
     event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="datasets.table")
-    if event.selection.rows:
-        state.write("dataset", saved[event.selection.rows[0]]["id"])
+    k = state.selected(event, len(saved))
+    if k is not None:
+        state.write("dataset", saved[k]["id"])
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)

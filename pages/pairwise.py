@@ -20,8 +20,9 @@ with w.guard():
     shown = pairs[pairs["flipped"] == True] if only_flips else pairs  # noqa: E712 — None is not a flip
     st.caption(f"{len(shown)} of {len(pairs)} pairs")
     event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="pairs")
-    if event and event.selection and event.selection.rows:
-        state.write("row", int(shown.index[event.selection.rows[0]]))
+    k = state.selected(event, len(shown))
+    if k is not None:
+        state.write("row", int(shown.index[k]))
     row = state.read("row", None, int)
     if row is None or not 0 <= row < len(res.dataset):
         st.caption("Select a pair to read it.")

@@ -1,7 +1,7 @@
 """Runs: every evaluation in the store, newest first; pick one to read it."""
 import streamlit as st
 
-from ui import loaders, widgets as w
+from ui import loaders, state, widgets as w
 
 st.title("Runs")
 with w.guard():
@@ -18,5 +18,6 @@ with w.guard():
               "by": r.get("created_by") or "–"} for r in runs]
     event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="runs.table",
                          column_config={"progress": st.column_config.ProgressColumn(min_value=0, max_value=1)})
-    if event.selection.rows:
-        st.switch_page("pages/results.py", query_params={"run": runs[event.selection.rows[0]]["id"]})
+    k = state.selected(event, len(runs))
+    if k is not None:
+        st.switch_page("pages/results.py", query_params={"run": runs[k]["id"]})

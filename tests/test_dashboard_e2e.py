@@ -186,3 +186,25 @@ def test_bad_upload_lists_every_problem_and_saves_nothing(app, browser, tmp_path
     assert "Traceback" not in text and page.get_by_role("button", name="Save dataset").count() == 0
     assert len(store.list_datasets()) == before
     shot(page, "6-bad-upload")
+
+
+def test_compare_keeps_working_when_a_filter_empties_the_selected_table(app, browser):
+    url, store = app
+    from evaluators import evaluate
+
+    base = evaluate(str(SINGLE), ["f1_score"], store=store).run_id
+    other = evaluate(str(SINGLE), ["f1_score"], store=store).run_id  # same rows, same values: nothing differs
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
+    page.goto(f"{url}/compare?base={base}&runs={other}")
+    settle(page, "rows changed verdict")
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
+    page.wait_for_url("**row=2**", timeout=30_000)
+    settle(page)
+    page.get_by_text("Show only differences").click()
+    page.wait_for_url("**diff=true**", timeout=30_000)
+    settle(page)
+    shot(page, "compare-only-differences")
+    assert page.get_by_text("Something went wrong").count() == 0
+    assert page.get_by_text("0 of 31 rows changed verdict").count() == 1

@@ -52,3 +52,14 @@ def pick_many(label: str, param: str, options: list[str], **kwargs: Any) -> list
     value = st.multiselect(label, options, default=chosen, **kwargs)
     write(param, ",".join(value) or None)
     return value
+
+
+def selected(event, n_rows: int) -> int | None:
+    """The position a table's single-row selection points at, if it is still inside the table.
+
+    A selection outlives the table it was made in: filter the table and Streamlit hands back the
+    old position, which may now be past the end (or name another row, so views keep the row's id
+    in the URL, not its position).
+    """
+    rows = event.selection.rows if event is not None and event.selection else []
+    return rows[0] if rows and 0 <= rows[0] < n_rows else None

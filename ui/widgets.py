@@ -180,9 +180,9 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
     event = st.dataframe(df, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
                          column_config={"query": st.column_config.TextColumn(width="medium"),
                                         "response": st.column_config.TextColumn(width="large")})
-    picked = event.selection.rows if event and event.selection else []
-    if picked:
-        state.write("row", int(df.index[picked[0]]))
+    k = state.selected(event, len(df))
+    if k is not None:
+        state.write("row", int(df.index[k]))
     return state.read("row", None, int)
 
 
