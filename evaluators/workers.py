@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from sqlalchemy import update
@@ -141,6 +142,8 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     except OSError as e:
         store.update_run(run_id, status="failed", error=f"the worker could not start: {e}", finished_at=utcnow())
         raise EvalError(f"the worker could not start: {e}") from None
+    # Reap it when it ends, so a finished worker does not linger as a zombie of the dashboard.
+    threading.Thread(target=proc.wait, name=f"reap-{run_id}", daemon=True).start()
     pid_file = _pid_file(run_id)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{proc.pid} {socket.gethostname()}\n")

@@ -144,3 +144,19 @@ def test_retry_errors_flag_clears_only_once_the_worker_holds_the_run(tmp_path, j
                           env=env_for_subprocess(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert _errors(store, rid) == 0 and len(judge_server.calls) == calls + 1  # only the errored row again
+
+
+def test_a_finished_worker_is_reaped_not_left_a_zombie(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    rid = prepare_run(store, SINGLE, ["f1_score"])
+    pid = spawn_worker(store, rid)
+    assert wait_for_run(store, rid)["status"] == "completed"
+    deadline = time.time() + 10
+    state = None
+    while time.time() < deadline:
+        try:  # the third field of /proc/PID/stat is the state; Z is a zombie nobody waited for
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return  # gone: reaped
+        time.sleep(0.1)
+    raise AssertionError(f"worker {pid} still in /proc with state {state}")

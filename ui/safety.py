@@ -72,7 +72,9 @@ def levels_chart(levels: list[dict]) -> None:
         part = frame[frame["level"] == name]
         fig.add_bar(x=part["rows"], y=part["metric"], name=name, orientation="h", marker_color=LEVEL_COLOURS[name])
     fig.update_layout(barmode="stack", height=120 + 40 * frame["metric"].nunique(),
-                      margin=dict(l=10, r=10, t=10, b=10), xaxis_title="rows", legend_orientation="h")
+                      margin=dict(l=10, r=10, t=40, b=10), xaxis_title="rows",
+                      # above the plot: below it, the legend covered the x-axis ticks
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     st.plotly_chart(fig, key="safety.levels", config={"displayModeBar": False})
     st.dataframe(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]])
 
