@@ -8,6 +8,7 @@ only calls in flight; running again continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import json
 import threading
@@ -18,6 +19,7 @@ from typing import Any, Callable, Iterator
 from .data import Dataset
 from .errors import EvalError, UsageError
 from .judge import JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from .ratelimit import RateLimiter
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import Result, Store, utcnow
 from .templates import ReplyError, Template, load_template, load_user_template_text, parse_template
@@ -286,6 +288,7 @@ class Runner:
         self._pending: list[Result] = []  # finished judge results not yet written
         self._pending_cache: list[dict] = []
         self._phase: asyncio.Task | None = None  # planning and judging, cancelled on a cancel request
+        self._limiter: RateLimiter | None = None  # paces the judge's calls by its rate limits
         self._client: JudgeClient | None = None  # made (and the judge checked) at the first call to make
         self._templates: dict[str, dict[str, Template]] = {}  # metric -> mode -> template, resolved once
 
@@ -424,7 +427,9 @@ class Runner:
         todo = self._from_cache(judged)
         if todo and self._client is None:
             # one call first: a wrong URL, key or model stops here, not after a run of timeouts
-            self._client = JudgeClient(self.spec.judge, self.api_key)
+            judge = self.spec.judge
+            self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
+            self._client = JudgeClient(judge, self.api_key, limiter=self._limiter)
             try:
                 self.progress.judge_calls += await self._client.probe()
             except JudgeUnavailable as e:
@@ -471,7 +476,13 @@ class Runner:
         p = self.progress
         self.store.update_run(self.run_id, tasks_done=p.done, tasks_errored=p.errored, judge_calls=p.judge_calls,
                               cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
-                              completion_tokens=p.completion_tokens, heartbeat_at=utcnow(), **extra)
+                              completion_tokens=p.completion_tokens, heartbeat_at=utcnow(),
+                              rate_limited_until=self._rate_limited_until(), **extra)
+
+    def _rate_limited_until(self) -> dt.datetime | None:
+        """When new judge calls may leave again, while the provider has asked us to wait."""
+        wait = self._limiter.waiting_for() if self._limiter is not None else 0.0
+        return utcnow() + dt.timedelta(seconds=wait) if wait > 0.05 else None
 
     def _flush_results(self) -> None:
         results, cache = self._pending, self._pending_cache

@@ -68,6 +68,8 @@ class RunRow(Base):
     started_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    # the judge asked us to wait (429 / rate-limit headers) until then; None when not waiting
+    rate_limited_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     tasks_total: Mapped[int] = mapped_column(Integer, default=0)
     tasks_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -165,7 +167,17 @@ class Store:
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
         Base.metadata.create_all(self.engine)
+        self._add_missing_columns()
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _add_missing_columns(self) -> None:
+        """Columns added since a database was created (create_all adds tables, not columns)."""
+        from sqlalchemy import inspect, text
+
+        have = {c["name"] for c in inspect(self.engine).get_columns("runs")}
+        with self.engine.begin() as conn:
+            if "rate_limited_until" not in have:
+                conn.execute(text("ALTER TABLE runs ADD COLUMN rate_limited_until DATETIME"))
 
     def session(self) -> Session:
         return self._session()
