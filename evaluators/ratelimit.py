@@ -4,12 +4,14 @@ A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :m
 
 - calls in flight start at 16 (or the concurrency, if lower) and double each round trip (slow
   start) up to the configured concurrency;
-- a 429 pauses new calls until its ``Retry-After`` (or a short backoff) and cuts the calls in
-  flight (to one while the provider's rate is unknown, else by half; at most once per pause);
-  successes raise it back (doubling up to half the old level, then by one a round trip);
+- a 429 pauses new calls until its ``Retry-After`` (or a short backoff); while the provider's rate
+  is unknown it also cuts the calls in flight to one (at most once per pause: the calls 429'd
+  together would otherwise retry together), and successes raise them back (doubling up to half the
+  old level, then by one a round trip);
 - after a 429 the provider's bucket is empty, so the successes that follow measure its refill
   rate: calls are then paced at just under that rate, creeping up a few percent a second until the
-  next 429 says where the limit is;
+  next 429 says where the limit is (never below half the best rate measured, so 429s that come
+  whatever the pace, from a flaky server, cannot pace a run down to nothing);
 - ``x-ratelimit-remaining-requests`` / ``-tokens`` with ``x-ratelimit-reset-requests`` / ``-tokens``
   (OpenAI, Azure), where given, pause new calls before a 429 when what is left would be taken by the
   calls already in flight;
@@ -29,6 +31,7 @@ RATE_WINDOW = 0.5  # seconds of successes after a 429 before they are trusted as
 PACE_FACTOR = 0.97  # paced just under the measured rate
 PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 comes
 INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
+PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
 DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
 
 
@@ -106,6 +109,7 @@ class RateLimiter:
         self._limited_at: float | None = None  # first 429 of the current measurement
         self._oks: deque[float] = deque()  # times of successes since then
         self._decreased_at = -1e9
+        self._best = 0.0  # the best refill rate measured
         self.rpm = TokenBucket(rpm / 60, max(1.0, rpm / 60), clock) if rpm else None
         self.tpm = TokenBucket(tpm / 60, max(1.0, tpm / 60), clock) if tpm else None
         self.calls = self.limited = 0
@@ -169,17 +173,21 @@ class RateLimiter:
         if self._limited_at is not None and now - self._limited_at >= RATE_WINDOW and len(self._oks) >= 5:
             # the bucket has been empty since the first 429: what got through since is its refill rate
             measured = len(self._oks) / (now - self._limited_at)
+            self._best = max(self._best, measured)
             pace = PACE_FACTOR * measured
             self.rate = pace if self.rate is None else min(pace, self.rate * PACE_FACTOR)
+            # 429s that come whatever the pace (a flaky server, not a limit) must not pace a run down to
+            # nothing: never below half the best rate measured
+            self.rate = max(self.rate, PACE_FLOOR * self._best)
             self._rate_set_at = now
             self._next_send = max(self._next_send, self.paused_until)
         if self._limited_at is None or now - self._limited_at >= RATE_WINDOW:
             self._limited_at, self._oks = now, deque()
-        if now - self._decreased_at >= max(0.05, self.paused_until - now):  # once per pause
+        if self.rate is None and now - self._decreased_at >= max(0.05, self.paused_until - now):  # once per pause
             self._threshold = max(1.0, self.limit / 2)
             # while the provider's rate is unknown, start again from one call (the calls 429'd together
             # would otherwise all retry together when the pause ends, and be 429'd together again)
-            self.limit = 1.0 if self.rate is None else self._threshold
+            self.limit = 1.0
             self._decreased_at = now
 
     def _on_ok(self, now: float) -> None:
