@@ -137,3 +137,30 @@ def test_a_run_says_until_when_it_is_rate_limited(tmp_path):
     left = (seen.replace(tzinfo=dt.timezone.utc) if seen.tzinfo is None else seen) - at
     assert dt.timedelta(seconds=0) < left <= dt.timedelta(seconds=3), left
     assert store.get_run(rid)["rate_limited_until"] is None  # not waiting any more
+
+
+def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
+    """A running run whose judge asked it to wait 20 s: its progress line says so (not a frozen count)."""
+    import datetime as dt
+
+    from streamlit.testing import v1 as st_testing
+
+    from evaluators.store import utcnow
+    from tests.conftest import ROOT, SINGLE
+
+    store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")  # the dashboard's (EVAL_HOME per test)
+    cfg = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
+    rid = prepare_run(store, str(SINGLE), ["fluency"], judge=cfg)
+    now = utcnow()
+    store.update_run(rid, status="running", started_at=now, heartbeat_at=now, tasks_total=31, tasks_done=4,
+                     rate_limited_until=now + dt.timedelta(seconds=20))
+    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/results.py")
+    at.query_params.update(run=rid)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = [str(p.proto.text) for p in at.get("progress")]
+    assert any("4/31 scored" in t and "rate limited, waiting" in t for t in texts), texts
+    wait = int(next(t for t in texts if "waiting" in t).split("waiting ")[1].split(" s")[0])
+    assert 15 <= wait <= 20, texts
