@@ -66,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int)
     r.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call before retrying")
     r.add_argument("--retries", type=int, default=5, help="retries per judge call")
-    r.add_argument("--concurrency", type=int, default=8, help="judge calls in flight")
+    r.add_argument("--concurrency", type=int, default=8, help="judge calls in flight (at most; fewer while the "
+                   "judge answers 429 or its rate-limit headers say to slow down)")
+    r.add_argument("--rpm", type=float, default=None, help="judge requests a minute never to exceed (your quota)")
+    r.add_argument("--tpm", type=float, default=None, help="judge tokens a minute never to exceed (prompt estimate "
+                   "plus 120 for the verdict)")
     r.add_argument("--threshold", action="append", metavar="NAME=VALUE")
     r.add_argument("--map", action="append", metavar="FIELD=COLUMN", help="e.g. --map query=question")
     r.add_argument("--template", action="append", metavar="METRIC=PATH", help="your own judge template file")
@@ -102,12 +106,13 @@ def _judge_from_args(a) -> "JudgeConfig":
         if given:
             raise UsageError(f"--judge {a.judge} sets the judge's URL, model and key; drop {', '.join(given)}")
         return JudgeConfig(judge_name=a.judge, temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
-                           timeout=a.timeout, max_retries=a.retries, concurrency=a.concurrency).resolved()
+                           timeout=a.timeout, max_retries=a.retries, concurrency=a.concurrency, rpm=a.rpm,
+                           tpm=a.tpm).resolved()
     provider = a.judge_provider or ("compatible" if a.judge_base_url else
                                     "azure" if os.environ.get("AZURE_OPENAI_ENDPOINT") else "openai")
     return JudgeConfig(model=a.judge_model or "gpt-4o-mini", provider=provider, base_url=a.judge_base_url,
                        temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout,
-                       max_retries=a.retries, concurrency=a.concurrency)
+                       max_retries=a.retries, concurrency=a.concurrency, rpm=a.rpm, tpm=a.tpm)
 
 
 def _api_key_from_args(a) -> str | None:

@@ -50,6 +50,8 @@ class JudgeConfig:
         timeout: seconds one call may take before it is retried.
         max_retries: retries after the first attempt.
         concurrency: calls in flight at once.
+        rpm, tpm: optional budgets, requests and tokens a minute, that calls never exceed (the
+            provider's own limits are followed from its 429s and headers either way).
         judge_name: a judge the server's operator configured (:func:`named_judges`); when set, the
             provider, model, URL and key come from that entry at run time, and a different
             ``base_url`` or ``azure_endpoint`` is refused.
@@ -69,12 +71,19 @@ class JudgeConfig:
     backoff_max: float = 30.0
     concurrency: int = 8
     judge_name: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
 
     def __post_init__(self):
         if self.provider not in PROVIDERS:
             raise UsageError(f"judge provider must be one of {', '.join(PROVIDERS)}, got '{self.provider}'")
         if self.concurrency < 1:
             raise UsageError("concurrency must be at least 1")
+        for name in ("rpm", "tpm"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise UsageError(f"{name} must be a positive number of {'requests' if name == 'rpm' else 'tokens'} "
+                                 f"a minute, got {v!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -350,8 +359,10 @@ class JudgeClient:
         api_key: a key given for this judge (see :func:`resolve_api_key` for where keys may go).
     """
 
-    def __init__(self, config: JudgeConfig, api_key: str | None = None):
+    def __init__(self, config: JudgeConfig, api_key: str | None = None, limiter: Any = None):
         import openai
+
+        self.limiter = limiter  # a ratelimit.RateLimiter every attempt goes through, or None
 
         key = resolve_api_key(config, api_key)
         config = config.resolved()
@@ -405,12 +416,33 @@ class JudgeClient:
             params["seed"] = cfg.seed
         if self._extra_headers:
             params["extra_headers"] = self._extra_headers
+        limiter = self.limiter
+        tokens = sum(len(str(m.get("content", ""))) for m in messages) / 4 + 120  # for a tpm budget
         attempt = 0
         while True:
             attempt += 1
+            if limiter is not None:
+                await limiter.acquire(tokens)
             start = time.perf_counter()
             try:
-                resp = await self._client.chat.completions.create(**params)
+                if limiter is not None:
+                    try:
+                        raw = await self._client.chat.completions.with_raw_response.create(**params)
+                    except asyncio.CancelledError:
+                        limiter.release(None)
+                        raise
+                    except Exception as exc:
+                        response = getattr(exc, "response", None)
+                        status = getattr(exc, "status_code", None)
+                        hinted = _retry_after(exc)
+                        if hinted is None and status == 429:
+                            hinted = self._delay(attempt - 1, exc)
+                        limiter.release(status, getattr(response, "headers", None), hinted)
+                        raise
+                    limiter.release(raw.status_code, raw.headers)
+                    resp = raw.parse()
+                else:
+                    resp = await self._client.chat.completions.create(**params)
                 latency = (time.perf_counter() - start) * 1000
                 choice = resp.choices[0] if resp.choices else None
                 text = choice.message.content if choice and choice.message else None
@@ -423,7 +455,9 @@ class JudgeClient:
                     raise JudgeError(f"unreadable reply from the judge: {_describe(exc)}", attempt,
                                      answered=True) from None
                 if attempt <= cfg.max_retries and self._retryable(exc, _probing, attempt):
-                    await asyncio.sleep(self._delay(attempt - 1, exc))
+                    if limiter is None or getattr(exc, "status_code", None) != 429:
+                        await asyncio.sleep(self._delay(attempt - 1, exc))
+                    # a 429 under a limiter: it pauses every call until Retry-After, this one included
                     continue
                 status = getattr(exc, "status_code", None)
                 answered = isinstance(exc, self._openai.APIResponseValidationError)

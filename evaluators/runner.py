@@ -8,21 +8,25 @@ only calls in flight; running again continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .data import Dataset
 from .errors import EvalError, UsageError
 from .judge import JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from .ratelimit import RateLimiter
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import Result, Store, utcnow
 from .templates import ReplyError, Template, load_template, load_user_template_text, parse_template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
+CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
+PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
 
 
@@ -197,34 +201,53 @@ def default_row_tasks(ds: Dataset, i: int, mspec: MetricSpec) -> list[RowTask]:
     return out
 
 
-def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None) -> tuple[list[_Task], list[Result]]:
-    """Tasks still to do, and skipped results to record (conversation turns lacking a field).
+def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None,
+               keep: Callable[[tuple[int, str, int]], bool] | None = None) -> Iterator[_Task | Result]:
+    """Walk the run's tasks lazily, metric by metric and row by row: a :class:`_Task` to do, or a
+    skipped :class:`Result` to record (a conversation turn lacking a field). Nothing is rendered here.
 
     Args:
         ds: the dataset.
         spec: what to compute.
         done: (row, metric, turn) keys already settled.
         rows: restrict to these row indexes.
+        keep: a further filter on (row, metric, turn) keys.
     """
-    tasks, skipped = [], []
     for mspec in spec.specs():
         planner = mspec.row_tasks or default_row_tasks
         for i in range(len(ds)):
             if rows is not None and i not in rows:
                 continue
             for rt in planner(ds, i, mspec):
-                if (i, mspec.name, rt.turn) in done:
+                key = (i, mspec.name, rt.turn)
+                if key in done or (keep is not None and not keep(key)):
                     continue
                 if rt.skip:
-                    skipped.append(Result(i, mspec.name, rt.turn, "skipped", error=rt.skip))
+                    yield Result(i, mspec.name, rt.turn, "skipped", error=rt.skip)
                 else:
-                    tasks.append(_Task(i, mspec, rt.turn, rt.values, rt.mode, rt.facts))
+                    yield _Task(i, mspec, rt.turn, rt.values, rt.mode, rt.facts)
+
+
+def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None) -> tuple[list[_Task], list[Result]]:
+    """Tasks still to do, and skipped results to record (all of :func:`iter_tasks`, as lists)."""
+    tasks, skipped = [], []
+    for x in iter_tasks(ds, spec, done, rows):
+        (skipped if isinstance(x, Result) else tasks).append(x)
     return tasks, skipped
 
 
-def render_judge_tasks(tasks: list[_Task], spec: RunSpec) -> list[tuple[_Task, Template, list[dict], str]]:
-    """(task, template, chat messages, cache key) for each judge task."""
-    templates = {s.name: resolve_templates(s, spec.templates, spec.template_texts) for s in {t.spec for t in tasks}}
+def render_judge_tasks(tasks: list[_Task], spec: RunSpec,
+                       templates: dict[str, dict[str, Template]] | None = None) -> list[tuple[_Task, Template, list[dict], str]]:
+    """(task, template, chat messages, cache key) for each judge task.
+
+    Args:
+        templates: metric -> mode -> template already resolved (filled in as needed), so a run
+            rendering chunk after chunk parses each template once.
+    """
+    templates = {} if templates is None else templates
+    for s in {t.spec for t in tasks}:
+        if s.name not in templates:
+            templates[s.name] = resolve_templates(s, spec.templates, spec.template_texts)
     out = []
     for t in tasks:
         template = templates[t.spec.name][t.mode]
@@ -264,25 +287,32 @@ class Runner:
         self._cancelled = False
         self._pending: list[Result] = []  # finished judge results not yet written
         self._pending_cache: list[dict] = []
-        self._inflight: list[asyncio.Task] = []  # judge calls, cancelled on a cancel request
+        self._phase: asyncio.Task | None = None  # planning and judging, cancelled on a cancel request
+        self._limiter: RateLimiter | None = None  # paces the judge's calls by its rate limits
+        self._client: JudgeClient | None = None  # made (and the judge checked) at the first call to make
+        self._templates: dict[str, dict[str, Template]] = {}  # metric -> mode -> template, resolved once
 
-    def plan(self) -> tuple[list[_Task], list[Result]]:
-        """Tasks to run: everything not settled, or with ``rows``, those rows' and any never run.
+    def _walk(self, done: set, stored: set | None) -> Iterator[_Task | Result]:
+        """This run's tasks (lazily): everything not settled, or with ``rows``, those rows' and any never run.
 
         A retry of failed rows on a run that was interrupted also finishes what never ran, so the run
         can end "completed" honestly rather than with rows still pending.
         """
-        done = self.store.done_keys(self.run_id)
         if self.rows is None:
-            return plan_tasks(self.dataset, self.spec, done)
-        stored = self.store.result_keys(self.run_id)
-        tasks, skipped = plan_tasks(self.dataset, self.spec, done)
+            return iter_tasks(self.dataset, self.spec, done)
+        rows = self.rows
+        return iter_tasks(self.dataset, self.spec, done, keep=lambda k: k[0] in rows or k not in stored)
 
-        def keep(key: tuple[int, str, int]) -> bool:
-            return key[0] in self.rows or key not in stored
+    def _snapshot(self) -> tuple[set, set | None]:
+        done = self.store.done_keys(self.run_id)
+        return done, (self.store.result_keys(self.run_id) if self.rows is not None else None)
 
-        return ([t for t in tasks if keep((t.row, t.spec.name, t.turn))],
-                [r for r in skipped if keep((r.row_idx, r.metric, r.turn))])
+    def plan(self) -> tuple[list[_Task], list[Result]]:
+        """Tasks to run and skipped results to record, as lists (see :meth:`_walk`)."""
+        tasks, skipped = [], []
+        for x in self._walk(*self._snapshot()):
+            (skipped if isinstance(x, Result) else tasks).append(x)
+        return tasks, skipped
 
     # ---------------------------------------------------------------- execution
     def run(self) -> str:
@@ -307,42 +337,46 @@ class Runner:
         return box["status"]
 
     async def arun(self) -> str:
+        """Plan lazily, feed a bounded queue chunk by chunk, judge with a fixed set of workers.
+
+        Memory is flat in the rows: only one chunk of tasks (rendered) and the queue are held at a
+        time; results go to the store in batches as they come.
+        """
         store, rid = self.store, self.run_id
         if not store.claim_run(rid, force=self.take_over):
             raise EvalError(f"run {rid} is being executed by another worker (it reported in the last 30 s)")
-        client: JudgeClient | None = None
         try:
             if self.spec.judge is not None:
                 # a named judge's URL and model are read now, from the server's configuration
                 self.spec.judge = self.spec.judge.resolved()
-            tasks, skipped = self.plan()
+            done, stored = self._snapshot()
+            total, skipped = 0, []
+            for x in self._walk(done, stored):  # counts without rendering, records skipped turns
+                if isinstance(x, Result):
+                    skipped.append(x)
+                    if len(skipped) >= CHUNK:
+                        store.write_results(rid, skipped)
+                        skipped = []
+                else:
+                    total += 1
             store.write_results(rid, skipped)
-            planned = {(t.row, t.spec.name, t.turn) for t in tasks}
-            classic = [t for t in tasks if not t.spec.is_judge]
-            judged = [t for t in tasks if t.spec.is_judge]
-            self.progress.total = len(tasks)
-            store.update_run(rid, tasks_total=len(tasks), tasks_done=0, tasks_errored=0)
+            self.progress.total = total
+            store.update_run(rid, tasks_total=total, tasks_done=0, tasks_errored=0)
             watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
-                todo = self._from_cache(judged) if judged else []
-                if todo:
-                    # one call first: a wrong URL, key or model stops here, not after a run of timeouts
-                    client = JudgeClient(self.spec.judge, self.api_key)
-                    try:
-                        self.progress.judge_calls += await client.probe()
-                    except JudgeUnavailable as e:
-                        self.progress.judge_calls += e.attempts
+                self._phase = asyncio.create_task(self._execute(done, stored))
+                try:
+                    await self._phase
+                except asyncio.CancelledError:
+                    if not self._cancelled or asyncio.current_task().cancelling():
                         raise
-                await self._run_classic(classic)
-                if todo and not self._cancelled:
-                    await self._run_judged(todo, client)
             finally:
                 watcher.cancel()
                 self._flush_results()
             if self._cancelled:
                 status, error = "cancelled", None
             else:
-                status, error = self._outcome(planned)
+                status, error = self._outcome(done, stored)
             self._flush_progress(status=status, error=error, finished_at=utcnow())
             return status
         except (KeyboardInterrupt, asyncio.CancelledError):  # results so far were flushed in the finally above
@@ -353,14 +387,77 @@ class Runner:
             self._flush_progress(status="failed", error=msg[:2000], finished_at=utcnow())
             raise
         finally:
-            if client is not None:
-                await client.aclose()
+            if self._client is not None:
+                await self._client.aclose()
 
-    def _outcome(self, planned: set[tuple[int, str, int]]) -> tuple[str, str | None]:
+    async def _execute(self, done: set, stored: set | None) -> None:
+        judged = self.spec.judge is not None and any(s.is_judge for s in self.spec.specs())
+        n = self.spec.judge.concurrency if judged else 0
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(2 * n, 64))
+        workers = [asyncio.create_task(self._worker(queue)) for _ in range(n)]
+        try:
+            chunk: list[_Task] = []
+            for x in self._walk(done, stored):
+                if isinstance(x, Result):
+                    continue  # recorded before the run started
+                chunk.append(x)
+                if len(chunk) >= CHUNK:
+                    await self._feed(chunk, queue)
+                    chunk = []
+                    if self._cancelled:
+                        return
+            if chunk:
+                await self._feed(chunk, queue)
+            for _ in workers:
+                await queue.put(None)
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _feed(self, chunk: list[_Task], queue: asyncio.Queue) -> None:
+        """Compute a chunk's classic tasks, settle its judged tasks the cache answers, queue the rest."""
+        classic = [t for t in chunk if not t.spec.is_judge]
+        judged = [t for t in chunk if t.spec.is_judge]
+        if classic:
+            await self._run_classic(classic)
+        if not judged or self._cancelled:
+            return
+        todo = self._from_cache(judged)
+        if todo and self._client is None:
+            # one call first: a wrong URL, key or model stops here, not after a run of timeouts
+            judge = self.spec.judge
+            self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
+            self._client = JudgeClient(judge, self.api_key, limiter=self._limiter)
+            try:
+                self.progress.judge_calls += await self._client.probe()
+            except JudgeUnavailable as e:
+                self.progress.judge_calls += e.attempts
+                raise
+        for item in todo:
+            if self._cancelled:
+                return
+            await queue.put(item)
+
+    async def _worker(self, queue: asyncio.Queue) -> None:
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            if self._cancelled:
+                continue  # left pending: the run ends "cancelled"
+            await self._judge_one(*item)
+            if len(self._pending) >= PENDING_MAX:
+                self._flush_results()
+
+    def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
         """The final status: never "completed" while a planned task has no stored result, and
         "failed" (with the first error and the judge's URL) when no judged row succeeded."""
         stored = self.store.result_keys(self.run_id)
-        lost = sorted(planned - stored)
+        lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before)
+                if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
+        del stored
         if lost:  # every path records a result; this is the last guard should one ever not
             self.store.write_results(self.run_id, [Result(r, m, t, "error", error="no result was recorded for this task")
                                                    for r, m, t in lost])
@@ -379,11 +476,19 @@ class Runner:
         p = self.progress
         self.store.update_run(self.run_id, tasks_done=p.done, tasks_errored=p.errored, judge_calls=p.judge_calls,
                               cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
-                              completion_tokens=p.completion_tokens, heartbeat_at=utcnow(), **extra)
+                              completion_tokens=p.completion_tokens, heartbeat_at=utcnow(),
+                              rate_limited_until=self._rate_limited_until(), **extra)
+
+    def _rate_limited_until(self) -> dt.datetime | None:
+        """When new judge calls may leave again, while the provider has asked us to wait."""
+        wait = self._limiter.waiting_for() if self._limiter is not None else 0.0
+        return utcnow() + dt.timedelta(seconds=wait) if wait > 0.05 else None
 
     def _flush_results(self) -> None:
         results, cache = self._pending, self._pending_cache
         self._pending, self._pending_cache = [], []
+        if not results and not cache:
+            return
         self.store.write_results(self.run_id, results, cache)
         for r in results:
             self._tick(r)
@@ -400,8 +505,8 @@ class Runner:
             self._flush_progress(status="running")  # also after a dashboard marked the held run "queued"
             if self.store.cancel_requested(self.run_id):
                 self._cancelled = True
-                for t in self._inflight:
-                    t.cancel()
+                if self._phase is not None:
+                    self._phase.cancel()
 
     def _tick(self, result: Result) -> None:
         if result.status == "error":
@@ -431,7 +536,7 @@ class Runner:
 
     def _from_cache(self, tasks: list[_Task]) -> list[tuple[_Task, Template, list[dict], str]]:
         """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""
-        prepared = render_judge_tasks(tasks, self.spec)
+        prepared = render_judge_tasks(tasks, self.spec, self._templates)
         hits = self.store.cache_get_many([p[3] for p in prepared])
         todo = []
         for t, template, messages, key in prepared:
@@ -459,43 +564,34 @@ class Runner:
         return Result(t.row, t.spec.name, t.turn, "error", error=f"{type(exc).__name__}: {exc}"[:2000], raw=raw,
                       meta=meta)
 
-    async def _run_judged(self, todo: list[tuple[_Task, Template, list[dict], str]], client: JudgeClient) -> None:
-        judge = self.spec.judge
-        sem = asyncio.Semaphore(judge.concurrency)
-
-        async def one(t, template, messages, key) -> None:
-            reply = None
+    async def _judge_one(self, t: _Task, template: Template, messages: list[dict], key: str) -> None:
+        judge, client = self.spec.judge, self._client
+        reply = None
+        try:
             try:
-                async with sem:
-                    if self._cancelled:
-                        return  # left pending: the run ends "cancelled"
-                    try:
-                        reply = await client.complete(messages)
-                    except JudgeError as e:
-                        self.progress.judge_calls += e.attempts
-                        self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
-                                                    meta=self._meta(t, template)))
-                        return
-                p = self.progress
-                p.judge_calls += reply.attempts
-                p.prompt_tokens += reply.prompt_tokens or 0
-                p.completion_tokens += reply.completion_tokens or 0
-                r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                                  reply.latency_ms)
-            except asyncio.CancelledError:
-                raise  # a cancel request: this call's row stays pending and the run says cancelled
-            except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason
-                self._pending.append(self._failed(t, template, e, reply.text if reply else None))
+                reply = await client.complete(messages)
+            except JudgeError as e:
+                self.progress.judge_calls += e.attempts
+                self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
+                                            meta=self._meta(t, template)))
                 return
-            self._pending.append(r)
-            if r.status == "ok":  # only replies we could use are cached, so a retry asks again
-                self._pending_cache.append(dict(key=key, model=judge.model, reply=reply.text,
-                                                prompt_tokens=reply.prompt_tokens,
-                                                completion_tokens=reply.completion_tokens,
-                                                latency_ms=reply.latency_ms))
-
-        self._inflight = [asyncio.create_task(one(*x)) for x in todo]
-        await asyncio.gather(*self._inflight, return_exceptions=True)
+            p = self.progress
+            p.judge_calls += reply.attempts
+            p.prompt_tokens += reply.prompt_tokens or 0
+            p.completion_tokens += reply.completion_tokens or 0
+            r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
+                              reply.latency_ms)
+        except asyncio.CancelledError:
+            raise  # a cancel request: this call's row stays pending and the run says cancelled
+        except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason
+            self._pending.append(self._failed(t, template, e, reply.text if reply else None))
+            return
+        self._pending.append(r)
+        if r.status == "ok":  # only replies we could use are cached, so a retry asks again
+            self._pending_cache.append(dict(key=key, model=judge.model, reply=reply.text,
+                                            prompt_tokens=reply.prompt_tokens,
+                                            completion_tokens=reply.completion_tokens,
+                                            latency_ms=reply.latency_ms))
 
     def _meta(self, t: _Task, template: Template) -> dict[str, Any]:
         judge = self.spec.judge

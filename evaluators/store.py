@@ -69,6 +69,8 @@ class RunRow(Base):
     started_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    # the judge asked us to wait (429 / rate-limit headers) until then; None when not waiting
+    rate_limited_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     tasks_total: Mapped[int] = mapped_column(Integer, default=0)
     tasks_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -382,8 +384,8 @@ class Store:
 
 
 def _add_missing_columns(engine) -> None:
-    """Columns added since a store was first created (``created_by``), added in place: nullable, so
-    existing rows simply have none."""
+    """Columns added since a store was first created (``created_by``, ``rate_limited_until``), added
+    in place: nullable, so existing rows simply have none."""
     from sqlalchemy import inspect, text
 
     insp = inspect(engine)

@@ -297,10 +297,12 @@ class JudgeServerProcess:
     Args:
         latency: seconds per call.
         faults: :class:`Faults` to inject.
+        rate_limit: (calls per second, burst) as for :class:`JudgeServer`.
     """
 
-    def __init__(self, latency: float = 0.0, faults: Faults | None = None):
-        self.latency, self.faults = latency, faults
+    def __init__(self, latency: float = 0.0, faults: Faults | None = None,
+                 rate_limit: tuple[float, float] | None = None):
+        self.latency, self.faults, self.rate_limit = latency, faults, rate_limit
         self.url = ""
 
     def __enter__(self) -> "JudgeServerProcess":
@@ -313,7 +315,8 @@ class JudgeServerProcess:
         root = Path(__file__).resolve().parent.parent
         env = dict(os.environ, PYTHONPATH=str(root))
         faults = json.dumps(asdict(self.faults)) if self.faults else "null"
-        self._proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(self.latency), faults],
+        self._proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(self.latency), faults,
+                                       json.dumps(self.rate_limit)],
                                       stdout=subprocess.PIPE, text=True, env=env, cwd=root)
         self.url = self._proc.stdout.readline().strip()
         if not self.url:
@@ -342,11 +345,13 @@ class JudgeServerProcess:
         self._proc.wait(10)
 
 
-if __name__ == "__main__":  # `python tests/judge_server.py [latency] [faults JSON]`: a judge in its own process
+if __name__ == "__main__":  # `python tests/judge_server.py [latency] [faults JSON] [[rate, burst] JSON]`
     import sys
 
     faults_arg = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    rate_arg = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     with JudgeServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0,
-                     faults=Faults(**faults_arg) if faults_arg else None) as s:
+                     faults=Faults(**faults_arg) if faults_arg else None,
+                     rate_limit=tuple(rate_arg) if rate_arg else None) as s:
         print(s.url, flush=True)
         threading.Event().wait()

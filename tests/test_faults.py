@@ -67,8 +67,13 @@ def test_a_runner_that_loses_a_task_cannot_say_completed(judge_server, store):
     would end failed, and the lost task is recorded as an error, not left pending."""
 
     class Leaky(Runner):
-        async def _run_judged(self, todo, client):
-            await super()._run_judged(todo[1:], client)  # drops one task on the floor
+        dropped = False
+
+        async def _judge_one(self, *item):
+            if not self.dropped:  # drops one task on the floor
+                self.dropped = True
+                return
+            await super()._judge_one(*item)
 
     cfg = JudgeConfig(model="m", provider="compatible", base_url=judge_server.url, **FAST)
     rid = prepare_run(store, SINGLE, ["coherence"], judge=cfg)

@@ -92,6 +92,9 @@ def _live(run_id: str) -> None:
     finished = done + errored
     eta = eta_seconds(finished, total, (utcnow() - run["started_at"]).total_seconds()) if run["started_at"] else None
     left = f" · about {eta:.0f} s left" if eta is not None else ""
+    limited = run.get("rate_limited_until")  # the judge asked the run to wait (429, rate-limit headers)
+    wait = (limited - utcnow()).total_seconds() if limited else 0.0
+    left += f" · rate limited, waiting {max(1, round(wait))} s" if wait > 0 else ""
     text = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored{left}"
     st.progress(finished / total if total else 0.0, text=text)
     if st.button("Cancel run", key="cancel"):

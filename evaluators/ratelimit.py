@@ -1,0 +1,221 @@
+"""Adaptive concurrency for judge calls: use what a provider allows, without drowning in 429s.
+
+A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :meth:`release`):
+
+- calls in flight start at 16 (or the concurrency, if lower) and double each round trip (slow
+  start) up to the configured concurrency;
+- a 429 pauses new calls until its ``Retry-After`` (or a short backoff); while the provider's rate
+  is unknown it also cuts the calls in flight to one (at most once per pause: the calls 429'd
+  together would otherwise retry together), and successes raise them back (doubling up to half the
+  old level, then by one a round trip);
+- after a 429 the provider's bucket is empty, so the successes that follow measure its refill
+  rate: calls are then paced at just under that rate, creeping up a few percent a second until the
+  next 429 says where the limit is (never below half the best rate measured, so 429s that come
+  whatever the pace, from a flaky server, cannot pace a run down to nothing);
+- ``x-ratelimit-remaining-requests`` / ``-tokens`` with ``x-ratelimit-reset-requests`` / ``-tokens``
+  (OpenAI, Azure), where given, pause new calls before a 429 when what is left would be taken by the
+  calls already in flight;
+- optional ``rpm`` / ``tpm`` budgets are enforced with token buckets.
+
+Nothing here imports the HTTP client; the judge client reports each attempt's status and headers.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import deque
+from typing import Callable, Mapping
+
+RATE_WINDOW = 0.5  # seconds of successes after a 429 before they are trusted as the provider's rate
+PACE_FACTOR = 0.97  # paced just under the measured rate
+PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 comes
+INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
+PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
+DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
+
+
+class TokenBucket:
+    """``rate`` tokens a second, at most ``capacity`` saved up; :meth:`wait` says how long until ``n``."""
+
+    def __init__(self, rate: float, capacity: float, clock: Callable[[], float] = time.monotonic):
+        self.rate, self.capacity, self.clock = rate, capacity, clock
+        self.tokens, self.last = capacity, clock()
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+
+    def wait(self, n: float) -> float:
+        self._refill()
+        n = min(n, self.capacity)  # a call bigger than the bucket waits for a full bucket, never forever
+        return 0.0 if self.tokens >= n else (n - self.tokens) / self.rate
+
+    def take(self, n: float) -> None:
+        self._refill()
+        self.tokens -= min(n, self.capacity)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_reset(value: str | None) -> float | None:
+    """Seconds from a reset header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"0.5"``; None when unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        v = float(value)
+        return v if v >= 0 else None
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if not parts or "".join(a + u for a, u in parts) != value:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(a) * scale[u] for a, u in parts)
+
+
+def _int_header(headers: Mapping[str, str], name: str) -> int | None:
+    v = headers.get(name)
+    try:
+        return int(float(v)) if v is not None else None
+    except ValueError:
+        return None
+
+
+class RateLimiter:
+    """How many judge calls may be in flight, and when the next may leave.
+
+    Args:
+        concurrency: the most calls in flight (the configured concurrency).
+        rpm: requests a minute not to exceed (None: no budget).
+        tpm: tokens a minute not to exceed (None: no budget); a call counts its prompt's estimate.
+        clock: monotonic seconds (tests may pass their own).
+    """
+
+    def __init__(self, concurrency: int, rpm: float | None = None, tpm: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max = concurrency
+        self.limit = float(min(concurrency, INITIAL_WINDOW))
+        self._threshold = float("inf")  # below it, each success adds a call (slow start); above, 1/limit
+        self.inflight = 0
+        self.clock = clock
+        self.paused_until = 0.0
+        self.rate: float | None = None  # learned pacing (calls/s) once the provider has said 429
+        self._next_send = 0.0
+        self._rate_set_at = 0.0
+        self._limited_at: float | None = None  # first 429 of the current measurement
+        self._oks: deque[float] = deque()  # times of successes since then
+        self._decreased_at = -1e9
+        self._best = 0.0  # the best refill rate measured
+        self.rpm = TokenBucket(rpm / 60, max(1.0, rpm / 60), clock) if rpm else None
+        self.tpm = TokenBucket(tpm / 60, max(1.0, tpm / 60), clock) if tpm else None
+        self.calls = self.limited = 0
+        self._freed = asyncio.Event()
+
+    # ------------------------------------------------------------ before a call
+    def _wait(self, tokens: float) -> float | None:
+        """0 when a call may leave now; seconds to wait; None to wait for a call to finish."""
+        now = self.clock()
+        if self.paused_until > now:
+            return self.paused_until - now
+        if self.inflight >= max(1, int(self.limit)):
+            return None
+        if self.rate is not None and self._next_send > now:
+            return self._next_send - now
+        waits = [b.wait(n) for b, n in ((self.rpm, 1), (self.tpm, tokens)) if b is not None]
+        return max(waits, default=0.0)
+
+    async def acquire(self, tokens: float = 0.0) -> None:
+        """Wait until a call may leave, and count it in flight.
+
+        Args:
+            tokens: the call's estimated tokens (for a ``tpm`` budget).
+        """
+        while True:
+            wait = self._wait(tokens)
+            if wait == 0.0:
+                break
+            if wait is None:
+                self._freed.clear()
+                await self._freed.wait()
+            else:
+                await asyncio.sleep(wait)
+        now = self.clock()
+        self.inflight += 1
+        self.calls += 1
+        if self.rate is not None:
+            self._grow(now)
+            self._next_send = max(now, self._next_send) + 1.0 / self.rate
+        for b, n in ((self.rpm, 1), (self.tpm, tokens)):
+            if b is not None:
+                b.take(n)
+
+    # ------------------------------------------------------------ after a call
+    def release(self, status: int | None, headers: Mapping[str, str] | None = None,
+                retry_after: float | None = None) -> None:
+        """Report an attempt's outcome: its HTTP status (None: no answer), headers and Retry-After."""
+        self.inflight -= 1
+        self._freed.set()
+        now = self.clock()
+        if status == 429:
+            self._on_limited(now, retry_after)
+        elif status is not None and status < 400:
+            self._on_ok(now)
+        if headers:
+            self._read_headers(now, headers)
+
+    def _on_limited(self, now: float, retry_after: float | None) -> None:
+        self.limited += 1
+        self.paused_until = max(self.paused_until, now + (retry_after if retry_after is not None else DEFAULT_PAUSE))
+        if self._limited_at is not None and now - self._limited_at >= RATE_WINDOW and len(self._oks) >= 5:
+            # the bucket has been empty since the first 429: what got through since is its refill rate
+            measured = len(self._oks) / (now - self._limited_at)
+            self._best = max(self._best, measured)
+            pace = PACE_FACTOR * measured
+            self.rate = pace if self.rate is None else min(pace, self.rate * PACE_FACTOR)
+            # 429s that come whatever the pace (a flaky server, not a limit) must not pace a run down to
+            # nothing: never below half the best rate measured
+            self.rate = max(self.rate, PACE_FLOOR * self._best)
+            self._rate_set_at = now
+            self._next_send = max(self._next_send, self.paused_until)
+        if self._limited_at is None or now - self._limited_at >= RATE_WINDOW:
+            self._limited_at, self._oks = now, deque()
+        if self.rate is None and now - self._decreased_at >= max(0.05, self.paused_until - now):  # once per pause
+            self._threshold = max(1.0, self.limit / 2)
+            # while the provider's rate is unknown, start again from one call (the calls 429'd together
+            # would otherwise all retry together when the pause ends, and be 429'd together again)
+            self.limit = 1.0
+            self._decreased_at = now
+
+    def _on_ok(self, now: float) -> None:
+        if self._limited_at is not None:
+            self._oks.append(now)
+        step = 1.0 if self.limit < self._threshold else 1.0 / max(1.0, self.limit)  # slow start, then additive
+        self.limit = min(float(self.max), self.limit + step)
+
+    def _grow(self, now: float) -> None:
+        if self.rate is not None:
+            dt = now - self._rate_set_at
+            if dt > 0:
+                self.rate *= (1 + PACE_GROWTH) ** dt
+                self._rate_set_at = now
+
+    def _read_headers(self, now: float, headers: Mapping[str, str]) -> None:
+        h = {k.lower(): v for k, v in headers.items()}
+        for kind in ("requests", "tokens"):
+            left = _int_header(h, f"x-ratelimit-remaining-{kind}")
+            reset = parse_reset(h.get(f"x-ratelimit-reset-{kind}"))
+            if left is None or reset is None:
+                continue
+            if kind == "requests" and left <= self.inflight:
+                self.paused_until = max(self.paused_until, now + reset)  # the calls out will take what is left
+            elif kind == "tokens" and left <= 0:
+                self.paused_until = max(self.paused_until, now + reset)
+
+    # ------------------------------------------------------------ for progress
+    def waiting_for(self) -> float:
+        """Seconds until new calls may leave because the provider asked us to wait (0: not waiting)."""
+        return max(0.0, self.paused_until - self.clock())
