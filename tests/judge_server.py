@@ -233,8 +233,11 @@ class JudgeServer:
                     spec = json.loads(self.rfile.read(length) or b"null")
                     owner.faults = Faults(**spec) if spec else None
                     return self._send(200, b"{}")
+                body = self.rfile.read(length)
+                if not body or len(body) < length:  # the client went away mid-request (a cancel): no call
+                    return self._send(400, b'{"error": {"message": "incomplete request"}}')
                 try:
-                    req = json.loads(self.rfile.read(length) or b"{}")
+                    req = json.loads(body)
                 except ValueError:
                     return self._send(400, b'{"error": {"message": "bad json"}}')
                 path = self.path.split("?", 1)[0]

@@ -143,10 +143,14 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
     """A running run whose judge asked it to wait 20 s: its progress line says so (not a frozen count)."""
     import datetime as dt
 
+    import streamlit as st
     from streamlit.testing import v1 as st_testing
 
     from evaluators.store import utcnow
     from tests.conftest import ROOT, SINGLE
+
+    st.cache_resource.clear()  # the dashboard's store is cached per process: not an earlier test's
+    st.cache_data.clear()
 
     store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")  # the dashboard's (EVAL_HOME per test)
     cfg = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
