@@ -67,3 +67,15 @@ def env_for_subprocess(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     env.update(extra)
     return env
+
+
+@pytest.fixture
+def browser():
+    """Debian's headless Chromium through Playwright (never a downloaded browser)."""
+    from tests.browser import ARGS, CHROMIUM
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()

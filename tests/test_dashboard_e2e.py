@@ -6,70 +6,25 @@ sleeps. Screenshots of each page go to artifacts/screenshots/ (kept out of git).
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from evaluators import Store
 from evaluators.api import open_results
-from tests.conftest import ROOT, SINGLE, env_for_subprocess
+from tests.browser import needs_chromium, settle, start_dashboard, stop
+from tests.conftest import ROOT, SINGLE
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = ROOT / "artifacts" / "screenshots"
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytestmark = needs_chromium
 
 
 @pytest.fixture
 def app(tmp_path):
-    port = free_port()
     home = tmp_path / "evalhome"
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, env=env_for_subprocess(EVAL_HOME=str(home)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the dashboard did not start")
+    proc, url = start_dashboard(home)
     yield url, Store(f"sqlite:///{home / 'evals.db'}")
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-def settle(page, text: str | None = None, timeout: float = 60_000) -> None:
-    """Wait until ``text`` shows and the script run has finished."""
-    if text:
-        page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    stop(proc)
 
 
 def shot(page, name: str) -> None:

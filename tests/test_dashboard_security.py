@@ -361,9 +361,7 @@ def test_created_by_column_is_added_to_an_existing_store(tmp_path):
 
 # ---------------------------------------------------------------- in the browser
 
-from tests.test_dashboard_e2e import ARGS, CHROMIUM, free_port, settle  # noqa: E402
-
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
+from tests.browser import free_port, needs_chromium, settle  # noqa: E402
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 
@@ -434,13 +432,6 @@ class Dashboard:
             self.proc.wait(10)
 
 
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -7,11 +7,8 @@ over-limit upload are generated into tmp_path, never committed.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from evaluators import cli
 from evaluators.data import inspect_file, load_dataset, upload_name
 from evaluators.errors import DataValidationError
 from evaluators.store import Store
+from tests.browser import ARGS, CHROMIUM, settle, start_dashboard, stop
 from tests.conftest import ROOT, env_for_subprocess
 
 CORPUS = ROOT / "tests" / "hostile"
@@ -274,44 +272,17 @@ def test_csv_context_column_is_mapped_and_numbers_shown_as_text(datasets_page):
 
 # ------------------------------------------------------------------ a real browser upload
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture
 def served_app(tmp_path):
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium is not installed (scripts/setup.sh --dev)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     home = tmp_path / "evalhome"
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, env=env_for_subprocess(EVAL_HOME=str(home)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the dashboard did not start")
+    proc, url = start_dashboard(home, stderr=subprocess.PIPE)
     yield url, Store(f"sqlite:///{home / 'evals.db'}"), proc
-    proc.terminate()
-    proc.wait(10)
-
-
-def settle(page, text: str | None = None, timeout: float = 60_000) -> None:
-    if text:
-        page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    stop(proc)
 
 
 def test_browser_upload_of_hostile_files(served_app, tmp_path):

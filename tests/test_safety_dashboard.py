@@ -12,7 +12,8 @@ import pytest
 from evaluators import Store, evaluate
 from tests.judge_server import Action, JudgeServer
 from tests.safety_judge import safety_responder
-from tests.test_dashboard_e2e import CHROMIUM, browser, expect_metric, settle, shot  # noqa: F401  (fixtures)
+from tests.browser import CHROMIUM, settle
+from tests.test_dashboard_e2e import expect_metric, shot
 from tests.test_dashboard_e2e import app as served_app  # noqa: F401
 from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
 

@@ -12,7 +12,8 @@ import pytest
 
 from evaluators import Store, evaluate
 from evaluators.wildbench import import_files
-from tests.test_dashboard_e2e import ARGS, CHROMIUM, app as live_app, browser, free_port, settle, shot  # noqa: F401
+from tests.browser import ARGS, CHROMIUM, free_port, settle  # noqa: F401
+from tests.test_dashboard_e2e import app as live_app, shot  # noqa: F401
 from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
 from tests.test_wildbench_import import _pairwise_file
 
