@@ -84,6 +84,71 @@ class RunResults:
             flat.update(s.kind_impl.flat(s, self.summary(s)))
         return flat
 
+    # ------------------------------------------------------------------ what the dashboard reads
+    # The dashboard reads a run only through these methods (and ``row``, ``summary``, ``metrics``),
+    # so that they can be served from columns or the database on big runs without the pages changing.
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def cell(self, name: str, i: int) -> MetricCell | None:
+        """Row ``i``'s outcome for metric ``name`` (turns combined), None while pending."""
+        return self.cells[name][i]
+
+    def values(self, name: str):
+        """The primary value of metric ``name`` per row as a float array, NaN where there is none."""
+        import numpy as np
+
+        return np.array([c.value if c is not None and c.status == "ok" and c.value is not None else np.nan
+                         for c in self.cells[name]], dtype=float)
+
+    def errored_rows(self) -> int:
+        """Rows where at least one metric errored."""
+        return sum(1 for i in range(len(self.dataset))
+                   if any(self.cells[s.name][i] is not None and self.cells[s.name][i].status == "error"
+                          for s in self.specs))
+
+    def errors(self, limit: int | None = None) -> list[tuple[int, str, str]]:
+        """(row index, metric, error) of errored cells, in row order within each metric."""
+        out = [(i, s.name, c.error) for s in self.specs for i, c in enumerate(self.cells[s.name])
+               if c is not None and c.status == "error"]
+        return out if limit is None else out[:limit]
+
+    def first_note(self, name: str) -> str | None:
+        """The first warning a metric left on a row (see ``MetricCell.note``), None when none did."""
+        return next((c.note for c in self.cells[name] if c and c.note), None)
+
+    def threshold_curve(self, name: str, thresholds=None):
+        """Pass rate of metric ``name`` over scored rows at each threshold ("what if").
+
+        Args:
+            thresholds: the thresholds to try; default every whole value of an integer scale,
+                else 51 even steps across the scale, plus the threshold in force.
+        Returns:
+            DataFrame with columns ``threshold``, ``passed``, ``scored`` and ``pass_rate``.
+        """
+        import numpy as np
+        import pandas as pd
+
+        spec = next(s for s in self.specs if s.name == name)
+        low, high = map(float, spec.score_range)
+        if thresholds is None:
+            grid = np.arange(low, high + 1) if spec.integer else np.linspace(low, high, 51)
+            thresholds = sorted(set(float(t) for t in grid) | {self.thresholds[name]})
+        ok = [c for c in self.cells[name] if c is not None and c.status == "ok"]
+        recs = []
+        for t in thresholds:
+            passed = sum(1 for c in ok if spec.kind_impl.passed(spec, c, float(t)))
+            recs.append({"threshold": float(t), "passed": passed, "scored": len(ok),
+                         "pass_rate": passed / len(ok) if ok else None})
+        return pd.DataFrame(recs, columns=["threshold", "passed", "scored", "pass_rate"])
+
+    def query(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
+              high: float | None = None, search: str = "", sort: str = "row", descending: bool = False,
+              offset: int = 0, limit: int | None = None):
+        """One page of :meth:`table`: ``(rows matching in all, DataFrame of rows offset..offset+limit)``."""
+        df = self.table(metric, verdict, low, high, search, sort, descending)
+        return len(df), (df.iloc[offset:] if limit is None else df.iloc[offset:offset + limit])
+
     # ------------------------------------------------------------------ the per-row table
     def table(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
               high: float | None = None, search: str = "", sort: str = "row", descending: bool = False):

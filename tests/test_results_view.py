@@ -1,0 +1,49 @@
+"""The read API the dashboard uses (values, errors, threshold curve, paged query), against hand counts."""
+import math
+
+import pytest
+
+from evaluators import load_dataset
+from evaluators.registry import get_metric
+from evaluators.results import RunResults
+from evaluators.store import Result
+
+
+@pytest.fixture
+def res():
+    ds = load_dataset([{"query": f"q{i}", "response": f"answer {i}"} for i in range(6)])
+    coh, f1 = get_metric("coherence"), get_metric("f1_score")
+    scores = [5, 4, 3, 2, None, 1]  # row 4 errors
+    results = [Result(i, "coherence", 0, "ok", value=float(v), outputs={coh.primary: float(v)})
+               if v is not None else Result(i, "coherence", 0, "error", error="judge said nothing")
+               for i, v in enumerate(scores)]
+    results += [Result(i, "f1_score", 0, "ok", value=v, outputs={f1.primary: v})
+                for i, v in enumerate([1.0, 0.5, 0.25, 0.0, 0.75])]  # row 5 pending
+    return RunResults(ds, results, [coh, f1])
+
+
+def test_values_and_errors(res):
+    v = res.values("coherence")
+    assert list(v[:4]) == [5, 4, 3, 2] and math.isnan(v[4]) and v[5] == 1
+    assert math.isnan(res.values("f1_score")[5])
+    assert res.errored_rows() == 1
+    assert res.errors() == [(4, "coherence", "judge said nothing")]
+    assert len(res) == 6 and res.cell("f1_score", 5) is None
+
+
+def test_threshold_curve_counts_by_hand(res):
+    curve = res.threshold_curve("coherence")
+    # scored values 5, 4, 3, 2, 1: at threshold t, pass = values >= t
+    assert list(curve["threshold"]) == [1, 2, 3, 4, 5]
+    assert list(curve["passed"]) == [5, 4, 3, 2, 1]
+    assert list(curve["pass_rate"]) == [1.0, 0.8, 0.6, 0.4, 0.2]
+    f1 = res.threshold_curve("f1_score", [0.3, 0.5])
+    assert list(f1["passed"]) == [3, 3] and list(f1["scored"]) == [5, 5]  # 1.0, 0.5, 0.75 pass at both (0.25, 0.0 fail)
+
+
+def test_query_pages_and_counts(res):
+    total, page = res.query(sort="coherence", descending=True, offset=1, limit=2)
+    assert total == 6
+    assert list(page.index) == [1, 2]  # coherence 5, 4, 3, ...: the 2nd and 3rd
+    total, page = res.query(metric="coherence", verdict="fail")  # default threshold 3: 2 and 1 fail
+    assert total == 2 and list(page.index) == [3, 5]
