@@ -120,8 +120,8 @@ def distribution(spec: MetricSpec, values, threshold: float):
     fig = go.Figure()
     if spec.integer and np.all(np.mod(v, 1) == 0):
         xs = np.arange(lo, hi + 1)
-        counts = np.array([(v == x).sum() for x in xs])
-        fig.add_bar(x=xs, y=counts, marker_color=[PASS if spec.passes(x, threshold) else FAIL for x in xs],
+        counts = [int((v == x).sum()) for x in xs]
+        fig.add_bar(x=xs.tolist(), y=counts, marker_color=[PASS if spec.passes(x, threshold) else FAIL for x in xs],
                     hovertemplate="%{x}: %{y} rows<extra></extra>")
         fig.update_xaxes(dtick=1, range=[lo - 0.6, hi + 0.6])
     else:
@@ -129,7 +129,7 @@ def distribution(spec: MetricSpec, values, threshold: float):
         ok = np.array([spec.passes(x, threshold) for x in v], dtype=bool) if len(v) else np.zeros(0, bool)
         for mask, colour, name in ((ok, PASS, "pass"), (~ok, FAIL, "fail")):
             counts, _ = np.histogram(v[mask], bins=edges)
-            fig.add_bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=(hi - lo) / 20, marker_color=colour,
+            fig.add_bar(x=((edges[:-1] + edges[1:]) / 2).tolist(), y=counts.tolist(), width=(hi - lo) / 20, marker_color=colour,
                         name=name, hovertemplate=f"%{{x}}: %{{y}} rows ({name})<extra></extra>")
         fig.update_layout(barmode="stack")
         fig.update_xaxes(range=[lo, hi])
