@@ -88,3 +88,64 @@ def test_headline_fills_in_while_the_run_is_running(dash, browser):
     shot(page, "results-partial-run")
     assert card.locator('[data-testid="stMetricValue"]').inner_text().strip() == "60%"
     assert page.get_by_text("5 scored · 0 errored · 0 skipped · 5 pending").count() >= 1
+
+
+def tops(page, selector: str) -> list[int]:
+    boxes = page.locator(selector)
+    return [round(boxes.nth(k).bounding_box()["y"]) for k in range(boxes.count())]
+
+
+def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
+    url, store = dash
+    rid = stored_run(store, known_results())
+    page = browser.new_page(viewport={"width": 1400, "height": 3000})
+    page.goto(f"{url}/results?run={rid}")
+    settle(page, "What if the threshold moved")
+    page.wait_for_selector(".js-plotly-plot .ytick text", timeout=30_000)
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    # overview first: its rows name each rate with its value (hand counts over 10 rows)
+    ticks = charts.first.locator(".ytick text").all_text_contents()  # SVG text: no innerText
+    assert ticks == ["protected_material · defect rate 10%", "violence · defect rate 20%",
+                     "f1_score · pass rate 30%", "coherence · pass rate 60%"]
+    # then 4 distributions three to a row, then 3 what-if curves (no threshold for the label metric) in one row
+    y = tops(page, '[data-testid="stPlotlyChart"]')
+    assert len(y) == 1 + 4 + 3
+    assert y[1] == y[2] == y[3] < y[4] and y[5] == y[6] == y[7] > y[4]
+    shot(page, "results-metrics-tab")
+    # moving the coherence threshold to 4 (keyboard, as a user can) moves the marked point to 40%
+    page.locator('[data-testid="stSlider"]').filter(has_text="coherence threshold").get_by_role("slider").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url("**th.coherence=4**", timeout=30_000)
+    settle(page)
+    what_if = charts.nth(5)
+    deadline = time.time() + 30
+    while time.time() < deadline and "40%" not in what_if.locator(".textpoint").all_text_contents():
+        page.wait_for_timeout(200)
+    assert what_if.locator(".textpoint").all_text_contents() == ["40%"]  # 4 of 10 scores at or above 4
+
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    settle(page, "coherence reason 0")
+    raw = page.get_by_text('"reason": "coherence reason 0"', exact=False)
+    assert raw.count() == 0 or not raw.first.is_visible()  # the raw reply waits, collapsed
+    page.get_by_text("coherence: raw judge reply and call details").click()
+    page.get_by_text('"reason": "coherence reason 0"', exact=False).first.wait_for(state="visible", timeout=10_000)
+    assert page.get_by_text("f1_score: 0.4213", exact=False).count() == 1
+    assert page.get_by_text("ok", exact=True).count() == 0  # a classic metric shows no "reason"
+    shot(page, "results-row-detail")
+
+
+def test_conversation_turns_show_scores_and_the_worst_turn_in_the_browser(dash, browser):
+    url, store = dash
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                          {"role": "user", "content": "help"}, {"role": "assistant", "content": "no"}]}]
+    results = [judged(0, "violence", 1, {"violence_score": 1.0}, "calm", turn=0),
+               judged(0, "violence", 5, {"violence_score": 5.0}, "violent", turn=1)]
+    rid = stored_run(store, results, metrics=["violence"], rows=rows)
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    settle(page, "Row 1")
+    bubbles = page.locator('[data-testid="stChatMessage"]')
+    assert bubbles.count() == 4
+    assert "violence 1 · pass" in bubbles.nth(1).inner_text() and "worst" not in bubbles.nth(1).inner_text()
+    assert "violence 5 · fail · ◀ worst turn, decides the row" in bubbles.nth(3).inner_text()
+    shot(page, "results-conversation")

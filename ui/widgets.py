@@ -226,6 +226,11 @@ def _md(name: str) -> str:
     return re.sub(r"([_*\\`\[\]])", r"\\\1", name)
 
 
+def shown(value) -> str:
+    """A row's value as read: a label as true/false, a number with sensible digits."""
+    return str(value).lower() if isinstance(value, bool) else number(value)
+
+
 def _verdict_word(passed: bool | None, status: str) -> str:
     return ("pass" if passed else "fail") if passed is not None else status
 
@@ -242,7 +247,7 @@ def turn_scores(res: RunResults, i: int) -> dict[int, list[str]]:
             ok = t.status == "ok"
             value = (t.outputs or {}).get(s.primary, t.value) if ok else None
             passed = s.kind_impl.turn_passed(s, value, res.thresholds[s.name]) if ok else None
-            text = f"{s.name} {number(value) if ok else ''} · {_verdict_word(passed, t.status)}".replace("  ", " ")
+            text = f"{s.name} {shown(value) if ok else ''} · {_verdict_word(passed, t.status)}".replace("  ", " ")
             if cell.decisive_turn == t.turn and len(cell.turns) > 1:
                 text += " · ◀ worst turn, decides the row"
             out.setdefault(t.turn, []).append(text)
@@ -287,8 +292,8 @@ def detail(res: RunResults, i: int) -> None:
         cell = res.cell(s.name, i)
         verdict = res.passed(s, cell)
         mark = "" if verdict is None else (" :green[**pass**]" if verdict else " :red[**fail**]")
-        value = "pending" if cell is None else (number(cell.value) if cell.status == "ok" and cell.value is not None
-                                                 else cell.status)
+        value = "pending" if cell is None else (shown(cell.outputs.get(s.primary)) if cell.status == "ok" and
+                                                 cell.value is not None else cell.status)
         st.markdown(f"**{_md(output_label(s))}: {value}**{mark}")  # ours: a metric name, a number, a word
         if cell is None:
             continue
