@@ -29,12 +29,12 @@ with w.guard():
     with tab_metrics:
         with top:
             st.markdown("#### Overview")
-            overview.run_overview(res, overview.target_control())
+            rates = overview.run_overview(res, overview.target_control())
         with grid:
             st.markdown("#### Score distributions")
             overview.distributions(res)
         with bar:
-            overview.what_if(res)
+            overview.what_if(res, rates)
     with tab_rows:
         filters = w.row_filters(res)
         table, pane = st.columns([3, 2])

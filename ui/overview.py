@@ -40,16 +40,21 @@ def distributions(res: RunResults) -> None:
             metric_panel(res, spec)
 
 
-def what_if(res: RunResults) -> None:
-    """Per metric whose threshold matters, its pass (or defect) rate at every threshold, the current one marked."""
+def what_if(res: RunResults, rates: list[charts.Rate]) -> None:
+    """Per metric whose threshold matters, its pass (or defect) rate at every threshold, the current one marked.
+
+    Args:
+        rates: what :func:`run_overview` drew, one per ``res.specs`` (says which metrics read as defect rates).
+    """
+    defects = {s.name: r.measure == "defect rate" for s, r in zip(res.specs, rates)}
     specs = [s for s in res.specs if uses_threshold(s)]
     if not specs:
         return
     st.markdown("#### What if the threshold moved")
     st.caption("Each curve is recomputed from the stored scores; move a threshold above to mark another point.")
     for col, spec in grid(specs, 3):
-        defect = "defect_rate" in res.summary(spec)
-        col.plotly_chart(charts.what_if(spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect),
+        col.plotly_chart(charts.what_if(spec, res.threshold_curve(spec.name), res.thresholds[spec.name],
+                                        defects[spec.name]),
                          key=f"whatif.{spec.name}", config=CONFIG)
 
 
