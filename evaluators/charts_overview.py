@@ -80,7 +80,6 @@ COLOUR = {"meets": PASS, "misses": FAIL, "unsure": UNSURE, "no data": "#9e9e9e"}
 
 def overview(rates: list[Rate]):
     """Every metric's rate with its 95% interval and target (left), its row counts (right), one row each."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     # the value in the label, not on the bar: a short bar has no room for it beside its interval
