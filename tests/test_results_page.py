@@ -188,6 +188,17 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     assert counts["errored"] == [0, 0, 0, 1] and counts["scored"] == [6, 6, 6, 5]  # bottom-up: coherence last
 
 
+def test_the_figures_are_drawn_only_while_the_metrics_tab_is_open(home_store):
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid, view="Rows", row="0", **{"th.coherence": "4"})
+    assert len(at.get("plotly_chart")) == 0
+    assert cards(at)["coherence pass rate"] == "40%"  # the thresholds still hold on the other tabs
+    assert at.slider(key="th.coherence").value == 4
+    at = app("pages/results.py", run=rid, view="Metrics")
+    assert len(at.get("plotly_chart")) == 1 + 4 + 3
+
+
 # ------------------------------------------------------------------ thresholds
 def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold(home_store):
     app()
