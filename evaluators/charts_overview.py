@@ -132,7 +132,7 @@ def distribution(spec: MetricSpec, values, threshold: float):
                         name=name, hovertemplate=f"%{{x}}: %{{y}} rows ({name})<extra></extra>")
         fig.update_layout(barmode="stack")
         fig.update_xaxes(range=[lo, hi])
-    fig.add_vline(x=threshold, line_dash="dash", line_color="#555")
+    fig.add_vline(x=threshold, line_dash="dash", line_color="#555", layer="above")  # over the bars, not hidden
     fig.update_layout(height=220, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
                       xaxis_title=output_label(spec), yaxis_title="rows")
     return fig

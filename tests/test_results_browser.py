@@ -153,4 +153,5 @@ def test_conversation_turns_show_scores_and_the_worst_turn_in_the_browser(dash, 
     assert bubbles.count() == 4
     assert "violence 1 · pass" in bubbles.nth(1).inner_text() and "worst" not in bubbles.nth(1).inner_text()
     assert "violence 5 · fail · ◀ worst turn, decides the row" in bubbles.nth(3).inner_text()
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)  # a complete page for the screenshot
     shot(page, "results-conversation")
