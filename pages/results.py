@@ -26,7 +26,7 @@ with w.guard():
     res = loaders.results(run, thresholds)
     with head:
         w.headline(res)
-    with tab_metrics:
+    if tab_metrics.open is not False:  # the figures cost passes over the run: drawn only while their tab is open
         with top:
             st.markdown("#### Overview")
             rates = overview.run_overview(res, overview.target_control())
