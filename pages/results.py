@@ -1,7 +1,7 @@
-"""Results of one run: headline, per-metric distributions and thresholds, errors, every row, exports."""
+"""Results of one run: headline, the run in one picture, distributions and thresholds, errors, every row, exports."""
 import streamlit as st
 
-from ui import loaders, state, widgets as w
+from ui import loaders, overview, state, widgets as w
 
 st.title("Results")
 with w.guard():
@@ -14,18 +14,27 @@ with w.guard():
     run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))
     run = loaders.run(run_id)
     w.run_status(run)
+    overview.refresh_while_running(run)
     head = st.container()
     tab_metrics, tab_rows, tab_errors, tab_share = st.tabs(["Metrics", "Rows", "Errors", "Share & export"],
                                                            key="view", bind=state.URL)
     with tab_metrics:
-        thresholds = w.threshold_bar(run)  # first, so everything below uses the values just chosen
+        top, grid, bar = st.container(), st.container(), st.container()
+        with bar:  # drawn below the charts, read first: everything uses the thresholds just chosen
+            st.markdown("#### Thresholds")
+            thresholds = w.threshold_bar(run)
     res = loaders.results(run, thresholds)
     with head:
         w.headline(res)
-    with tab_metrics:
-        for spec in res.specs:
-            st.markdown(f"#### {spec.name}")
-            w.metric_panel(res, spec)
+    if tab_metrics.open is not False:  # the figures cost passes over the run: drawn only while their tab is open
+        with top:
+            st.markdown("#### Overview")
+            rates = overview.run_overview(res, overview.target_control())
+        with grid:
+            st.markdown("#### Score distributions")
+            overview.distributions(res)
+        with bar:
+            overview.what_if(res, rates)
     with tab_rows:
         filters = w.row_filters(res)
         table, pane = st.columns([3, 2])

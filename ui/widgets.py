@@ -10,7 +10,8 @@ import re
 import streamlit as st
 
 from evaluators import EvalError
-from evaluators.charts import distribution
+from evaluators import charts_overview
+from evaluators.charts_overview import number, output_label, rate_of
 from evaluators.exports import csv_text, jsonl_text
 from evaluators.judge import JudgeConfig, named_judges
 from evaluators.registry import MetricSpec
@@ -101,50 +102,71 @@ def _live(run_id: str) -> None:
         loaders.store().request_cancel(run_id)
 
 
+def grid(items: list, per_row: int):
+    """Columns in rows of at most ``per_row``, one per item (so labels never get squeezed to "coh…")."""
+    for k in range(0, len(items), per_row):
+        chunk = items[k:k + per_row]
+        yield from zip(st.columns(per_row), chunk)
+
+
+def uses_threshold(spec: MetricSpec) -> bool:
+    """Whether moving the threshold can change a verdict: not for labels, whose verdict is the label
+    itself (``kinds.label.LabelKind.passed`` ignores the threshold)."""
+    return spec.kind != "label"
+
+
 def threshold_bar(run: dict) -> dict[str, float]:
-    """One threshold slider per metric (in the URL only when changed); returns the thresholds in force."""
+    """One threshold slider per metric whose threshold matters (in the URL only when changed), three a
+    row; returns the thresholds in force."""
     from evaluators.registry import get_metric
 
-    names = run["spec"]["metrics"]
-    out = {}
-    for col, name in zip(st.columns(len(names)), names):
-        spec = get_metric(name)
+    specs = [get_metric(name) for name in run["spec"]["metrics"]]
+    out = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
+    for col, spec in grid([s for s in specs if uses_threshold(s)], 3):
         low, high = spec.score_range
-        own = float(run["spec"]["thresholds"].get(name, spec.default_threshold))
-        out[name] = col.slider(f"{name} threshold", float(low), float(high), own, 1.0 if spec.integer else 0.05,
-                               key=f"th.{name}", bind=state.URL,
-                               help="Pass rates are recomputed from stored scores; nothing is re-run.")
+        out[spec.name] = col.slider(f"{spec.name} threshold", float(low), float(high), out[spec.name],
+                                    1.0 if spec.integer else 0.05, key=f"th.{spec.name}", bind=state.URL,
+                                    help="Pass rates are recomputed from stored scores; nothing is re-run.")
     return out
 
 
 def headline(res: RunResults) -> None:
-    cols = st.columns(2 + len(res.specs))
-    errored = sum(1 for i in range(len(res.dataset))
-                  if any(res.cells[s.name][i] is not None and res.cells[s.name][i].status == "error" for s in res.specs))
-    cols[0].metric("Rows", len(res.dataset), border=True)
-    cols[1].metric("Errored rows", errored, border=True)
-    for col, s in zip(cols[2:], res.specs):
-        rate = res.summary(s)["pass_rate"]
-        col.metric(f"{s.name} pass rate", "–" if rate is None else f"{rate:.0%}", border=True,
-                   help=f"share of scored rows with {s.primary} {'≥' if s.higher_is_better else '≤'} {res.thresholds[s.name]:g}")
+    """Rows, errored rows and each metric's pass (or defect) rate, as cards that wrap onto more rows."""
+    cards = [("Rows", f"{len(res):,}", None), ("Errored rows", f"{res.errored_rows():,}", None)]
+    for s in res.specs:
+        r = rate_of(s, res.summary(s))
+        pending = r.counts["pending_rows"]
+        more = f" · {r.counts['scored_rows']} scored so far, {pending} pending" if pending else ""
+        rule = (f"share of scored rows with {output_label(s)} {'≥' if s.higher_is_better else '≤'} "
+                f"{res.thresholds[s.name]:g}" if uses_threshold(s) else "share of scored rows labelled true")
+        if r.measure == "defect rate" and uses_threshold(s):
+            rule = rule.replace("≤", ">").replace("≥", "<")
+        cards.append((f"{s.name} {r.measure}", "–" if r.rate is None else f"{r.rate:.0%}", rule + more))
+    # A wrapping row of cards each as wide as its own text: nothing is cut to "coh…" or "7…", however
+    # many metrics or however narrow the window (fixed columns squeeze every card to 1/n of the row).
+    with st.container(horizontal=True, gap="small"):
+        for label, value, help_ in cards:
+            st.metric(label, value, border=True, help=help_, width="content")
 
 
 def metric_panel(res: RunResults, spec: MetricSpec) -> None:
-    """Distribution, mean with its interval, pass rate at the threshold in force."""
+    """One small multiple: the metric's average with its interval, its rate, counts and distribution."""
     sm = res.summary(spec)
-    left, right = st.columns([3, 2])
-    left.plotly_chart(distribution(res, spec), key=f"chart.{spec.name}", config={"displayModeBar": False})
-    lo, hi = sm[f"{spec.primary}_ci95"]
-    mean = "–" if sm[spec.primary] is None else f"{sm[spec.primary]:.3f}"
-    right.markdown(f"**Mean {spec.primary}:** {mean}" + ("" if lo is None else f" (95% CI {lo:.3f}–{hi:.3f})"))
-    if sm["pass_rate"] is not None:
-        plo, phi = sm["pass_rate_ci95"]
-        right.markdown(f"**Pass rate:** {sm['pass_rate']:.1%} (95% CI {plo:.1%}–{phi:.1%})")
-    right.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
-                  + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
+    r = rate_of(spec, sm)
+    st.markdown(f"**{output_label(spec)}**")
+    mean, (lo, hi) = sm.get(spec.primary), sm.get(f"{spec.primary}_ci95") or (None, None)
+    line = []
+    if mean is not None and uses_threshold(spec):  # a label's mean is its defect rate, said next
+        line.append(f"average {number(mean)}" + ("" if lo is None else f" (95% CI {number(lo)}–{number(hi)})"))
+    if r.rate is not None:
+        line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
+    st.caption(" · ".join(line) or "no scored rows yet")
+    st.plotly_chart(charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name]),
+                    key=f"chart.{spec.name}", config={"displayModeBar": False})
+    st.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
+               + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
     if sm.get("noted_rows"):
-        first = next(c.note for c in res.cells[spec.name] if c and c.note)
-        right.warning(f"{sm['noted_rows']} row(s) flagged. First: {first}")
+        st.warning(f"{sm['noted_rows']} row(s) flagged. First: {res.first_note(spec.name)}")
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
@@ -199,7 +221,43 @@ def text_block(label: str, text: object) -> None:
 ROLES = ("user", "assistant", "system", "tool")
 
 
+def _md(name: str) -> str:
+    """One of our names (metric names hold underscores) inside Markdown, without turning into italics."""
+    return re.sub(r"([_*\\`\[\]])", r"\\\1", name)
+
+
+def shown(value) -> str:
+    """A row's value as read: a label as true/false, a number with sensible digits."""
+    return str(value).lower() if isinstance(value, bool) else number(value)
+
+
+def _verdict_word(passed: bool | None, status: str) -> str:
+    return ("pass" if passed else "fail") if passed is not None else status
+
+
+def turn_scores(res: RunResults, i: int) -> dict[int, list[str]]:
+    """Turn index -> one line per metric with a result for that turn ("coherence 4 · pass"), the
+    decisive (worst) turn of a metric marked."""
+    out: dict[int, list[str]] = {}
+    for s in res.specs:
+        cell = res.cell(s.name, i)
+        if cell is None:
+            continue
+        for t in cell.turns:
+            ok = t.status == "ok"
+            value = (t.outputs or {}).get(s.primary, t.value) if ok else None
+            passed = s.kind_impl.turn_passed(s, value, res.thresholds[s.name]) if ok else None
+            text = f"{s.name} {shown(value) if ok else ''} · {_verdict_word(passed, t.status)}".replace("  ", " ")
+            if cell.decisive_turn == t.turn and len(cell.turns) > 1:
+                text += " · ◀ worst turn, decides the row"
+            out.setdefault(t.turn, []).append(text)
+    return out
+
+
 def conversation(res: RunResults, i: int) -> None:
+    """The conversation as chat bubbles; each assistant turn carries its scores and verdicts."""
+    scores = turn_scores(res, i)
+    turn = 0
     for m in res.dataset.messages(i):
         role = m.get("role") if isinstance(m, dict) else None
         with st.chat_message(role if role in ROLES else "user"):  # a chat name is a label: only ours
@@ -211,10 +269,16 @@ def conversation(res: RunResults, i: int) -> None:
             if ctx:
                 with st.expander("Retrieved documents"):
                     st.json(ctx, expanded=False)
+            if role == "assistant":  # turns are the assistant replies, in order (data.conversation_turns)
+                for line in scores.get(turn, []):
+                    worst = "worst turn" in line
+                    st.caption(f":red[**{_md(line)}**]" if worst else _md(line))  # ours: names, numbers, words
+                turn += 1
 
 
 def detail(res: RunResults, i: int) -> None:
-    """Everything about one row: inputs, each metric's score, verdict, reasoning and raw reply."""
+    """Everything about one row: inputs, then per metric its value and verdict, the judge's reasoning,
+    and the raw reply collapsed. A metric computed in process has no reasoning: its value only."""
     ds = res.dataset
     st.subheader(f"Row {ds.row_no(i)}")
     if ds.shape == "conversation":
@@ -223,25 +287,31 @@ def detail(res: RunResults, i: int) -> None:
         c = ds.canonical(i)
         for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"), ("Ground truth", "ground_truth")):
             text_block(label, c.get(key))
+    st.markdown("---")
     for s in res.specs:
-        cell = res.cells[s.name][i]
+        cell = res.cell(s.name, i)
         verdict = res.passed(s, cell)
-        mark = "" if verdict is None else (":green[**pass**]" if verdict else ":red[**fail**]")
-        value = "pending" if cell is None else (f"{cell.value:g}" if cell.value is not None else cell.status)
-        with st.expander(f"{s.name}: {value} {mark}", expanded=True):
-            if cell is None:
-                continue
-            if cell.error:
-                st.error(literal(cell.error))  # may quote the judge's reply
-            if cell.note:
-                st.warning(cell.note)  # ours: which field the tokenizer could not compare, and the option
-            if cell.reason:
-                st.markdown("**Judge's reasoning:**")
-                st.text(cell.reason)  # what a model wrote: text, never Markdown
+        mark = "" if verdict is None else (" :green[**pass**]" if verdict else " :red[**fail**]")
+        value = "pending" if cell is None else (shown(cell.outputs.get(s.primary)) if cell.status == "ok" and
+                                                 cell.value is not None else cell.status)
+        st.markdown(f"**{_md(output_label(s))}: {value}**{mark}")  # ours: a metric name, a number, a word
+        if cell is None:
+            continue
+        if cell.error:
+            st.error(literal(cell.error))  # may quote the judge's reply
+        if cell.note:
+            st.warning(cell.note)  # ours: which field the tokenizer could not compare, and the option
+        if not s.is_judge:
+            continue  # a classic metric's value is all there is (its stored reason is just "ok")
+        if cell.reason:
+            st.markdown("Judge's reasoning:")
+            st.text(cell.reason)  # what a model wrote: text, never Markdown
+        with st.expander(f"{s.name}: raw judge reply and call details", expanded=False):
             for t in cell.turns:
                 meta = t.meta or {}
                 head = f"turn {t.turn + 1}: " if ds.shape == "conversation" else ""
-                info = [f"{head}{t.status}", literal(meta["model"]) if meta.get("model") else None, f"{t.latency_ms:.0f} ms" if t.latency_ms else None,
+                info = [f"{head}{t.status}", literal(meta["model"]) if meta.get("model") else None,
+                        f"{t.latency_ms:.0f} ms" if t.latency_ms else None,
                         f"{(t.prompt_tokens or 0) + (t.completion_tokens or 0)} tokens" if t.prompt_tokens else None,
                         "cached" if t.cached else None]
                 st.caption(" · ".join(x for x in info if x))

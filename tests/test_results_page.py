@@ -1,0 +1,260 @@
+"""The Results page read as a user reads it (issue 10): AppTest on runs stored with known scores.
+
+Expected numbers are counted by hand from the stored scores, intervals from scipy's Wilson interval.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators import Store, load_dataset
+from evaluators.runner import RunSpec
+from evaluators.store import Result, utcnow
+from tests.conftest import ROOT
+
+st_testing = pytest.importorskip("streamlit.testing.v1")
+
+# 10 rows: coherence 6 of 10 at or above 3 (60%); f1 scores 3 of 10 at or above 0.5 (30%);
+# violence severities, 2 of 10 above 3 (defect rate 20%); protected material true on 1 row (10%).
+COHERENCE = [5, 4, 3, 2, 1, 5, 4, 2, 1, 3]
+F1 = [0.421348, 0.9, 0.1, 0.55, 0.2, 0.3, 0.5, 0.0, 0.25, 0.05]
+VIOLENCE = [0, 1, 4, 0, 2, 7, 0, 3, 1, 0]
+PROTECTED = [False] * 9 + [True]
+ROWS = [{"query": f"question {i}", "response": f"answer {i}", "ground_truth": f"truth {i}", "context": f"doc {i}"}
+        for i in range(10)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    import streamlit as st
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture
+def home_store(tmp_path) -> Store:
+    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+
+
+def app(page: str | None = None, **params):
+    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.query_params.update(params)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def judged(i: int, metric: str, value, outputs: dict, reason: str, turn: int = 0) -> Result:
+    return Result(i, metric, turn, "ok", value=float(value), outputs=outputs, reason=reason,
+                  raw=json.dumps({"reason": reason, "score": value}), prompt_tokens=100, completion_tokens=20,
+                  latency_ms=12.0, meta={"model": "loopback"})
+
+
+def known_results(rows=range(10)) -> list[Result]:
+    out = []
+    for i in rows:
+        out.append(judged(i, "coherence", COHERENCE[i], {"coherence": float(COHERENCE[i])}, f"coherence reason {i}"))
+        out.append(Result(i, "f1_score", 0, "ok", value=F1[i], outputs={"f1_score": F1[i]}, reason="ok"))
+        out.append(judged(i, "violence", VIOLENCE[i], {"violence_score": float(VIOLENCE[i])}, f"violence reason {i}"))
+        out.append(judged(i, "protected_material", float(PROTECTED[i]), {"protected_material_label": PROTECTED[i]},
+                          f"protected reason {i}"))
+    return out
+
+
+METRICS = ["coherence", "f1_score", "violence", "protected_material"]
+
+
+def stored_run(store: Store, results: list[Result], metrics=METRICS, rows=ROWS, status="completed",
+               total: int | None = None, thresholds: dict | None = None) -> str:
+    """A run stored the way the runner leaves one: dataset, spec, results, progress counters."""
+    did = store.save_dataset(load_dataset(rows))
+    rid = store.create_run(did, RunSpec(list(metrics), dict(thresholds or {})).to_dict(), "h", "known scores")
+    store.write_results(rid, results)
+    now = utcnow()
+    store.update_run(rid, status=status, started_at=now, heartbeat_at=now,
+                     finished_at=None if status == "running" else now,
+                     tasks_total=total if total is not None else len(results), tasks_done=len(results))
+    return rid
+
+
+def cards(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def figure(at, key: str) -> dict:
+    """The plotly figure drawn with ``key`` (Streamlit puts the key in the element id)."""
+    el = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(f"-{key}"))
+    return json.loads(el.proto.spec)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return ci.low, ci.high
+
+
+def walk(node):
+    """Every element under a node of AppTest's tree, in page order."""
+    children = getattr(node, "children", None)
+    if getattr(node, "type", None) == "expander":
+        yield node
+    if not children:
+        yield node
+        return
+    for child in children.values():
+        yield from walk(child)
+
+
+# ------------------------------------------------------------------ names and numbers
+@pytest.mark.parametrize("metric,key,label", [
+    ("coherence", None, "coherence"), ("f1_score", None, "f1_score"), ("rouge", None, "rouge f1 score"),
+    ("rouge", "rouge_recall", "rouge recall"), ("bleu", None, "bleu score"), ("violence", None, "violence score"),
+    ("protected_material", None, "protected_material label"),
+    ("indirect_attack", "indirect_attack_intrusion", "indirect_attack intrusion")])
+def test_readable_output_labels(metric, key, label):
+    from evaluators.charts_overview import output_label
+    from evaluators.registry import get_metric
+
+    assert output_label(get_metric(metric), key) == label
+
+
+@pytest.mark.parametrize("value,text", [(0.421348, "0.4213"), (4.0, "4"), (3.5, "3.5"), (0.0, "0"),
+                                        (12.34567, "12.35"), (None, "–"), (float("nan"), "–")])
+def test_scores_have_sensible_digits(value, text):
+    from evaluators.charts_overview import number
+
+    assert number(value) == text
+
+
+# ------------------------------------------------------------------ the overview
+def test_overview_draws_each_rate_with_its_wilson_interval_coloured_by_the_target(home_store):
+    from evaluators.charts_overview import FAIL, PASS, UNSURE
+
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid)
+    fig = figure(at, "overview")
+    rate, target = fig["data"][0], fig["data"][1]
+    # hand counts over 10 rows; the figure lists the first metric at the top (plotly's last category)
+    expected = {"coherence · pass rate 60%": (6, "pass"), "f1_score · pass rate 30%": (3, "pass"),
+                "violence · defect rate 20%": (2, "defect"), "protected_material · defect rate 10%": (1, "defect")}
+    assert rate["y"] == list(expected)[::-1]
+    for y, x, plus, minus in zip(rate["y"], rate["x"], rate["error_x"]["array"], rate["error_x"]["arrayminus"]):
+        k, _ = expected[y]
+        lo, hi = wilson(k, 10)
+        assert x == pytest.approx(k / 10) and x - minus == pytest.approx(lo, abs=1e-4) and x + plus == pytest.approx(hi, abs=1e-4)
+    # target 80%: the defect rates' target is 20%
+    assert target["x"] == pytest.approx([0.2, 0.2, 0.8, 0.8])
+    # pass intervals: coherence 31-83% straddles 80%; f1 11-60% is below; violence 49-94% and
+    # protected material 60-98% (1 - the defect interval) straddle it
+    assert rate["marker"]["color"] == [UNSURE, UNSURE, FAIL, UNSURE]
+    at.number_input(key="target").set_value(50).run()
+    fig = figure(at, "overview")  # at 50%: protected material's 60-98% is wholly above; f1's 11-60% straddles
+    assert fig["data"][0]["marker"]["color"] == [PASS, UNSURE, UNSURE, UNSURE]
+    at.number_input(key="target").set_value(20).run()
+    assert figure(at, "overview")["data"][0]["marker"]["color"] == [PASS, PASS, UNSURE, PASS]
+    assert any(c.value.startswith("3 of 4 metric(s) meet the 20% target; 1 too close to tell") for c in at.caption)
+
+
+def test_a_partially_stored_run_shows_what_has_finished(home_store):
+    app()
+    # rows 0-3 of 10 done (4 metrics each), the run still going: 16 of 40 tasks
+    rid = stored_run(home_store, known_results(range(4)), status="running", total=40)
+    at = app("pages/results.py", run=rid)
+    # rows 0-3: coherence 5 4 3 2 (3 of 4 >= 3), f1 .42 .9 .1 .55 (2 of 4), violence 0 1 4 0 (1 of 4 > 3)
+    assert cards(at) == {"Rows": "10", "Errored rows": "0", "coherence pass rate": "75%",
+                         "f1_score pass rate": "50%", "violence defect rate": "25%",
+                         "protected_material defect rate": "0%"}
+    counts = {t["name"]: t["x"] for t in figure(at, "overview")["data"][2:]}
+    assert counts["scored"] == [4] * 4 and counts["pending"] == [6] * 4 and counts["errored"] == [0] * 4
+    coh = figure(at, "chart.coherence")["data"][0]
+    assert coh["x"] == [1, 2, 3, 4, 5] and coh["y"] == [0, 1, 1, 1, 1]
+    # two more rows land, one of them an error: the next render reads them
+    more = [r for r in known_results(range(4, 6)) if r.metric != "coherence" or r.row_idx == 5]
+    more.append(Result(4, "coherence", 0, "error", error="judge said nothing"))
+    home_store.write_results(rid, more)
+    home_store.update_run(rid, tasks_done=24, heartbeat_at=utcnow())
+    at.run()
+    assert cards(at)["Errored rows"] == "1" and cards(at)["coherence pass rate"] == "80%"  # 5 4 3 2 5: 4 of 5
+    counts = {t["name"]: t["x"] for t in figure(at, "overview")["data"][2:]}
+    assert counts["errored"] == [0, 0, 0, 1] and counts["scored"] == [6, 6, 6, 5]  # bottom-up: coherence last
+
+
+def test_the_figures_are_drawn_only_while_the_metrics_tab_is_open(home_store):
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid, view="Rows", row="0", **{"th.coherence": "4"})
+    assert len(at.get("plotly_chart")) == 0
+    assert cards(at)["coherence pass rate"] == "40%"  # the thresholds still hold on the other tabs
+    assert at.slider(key="th.coherence").value == 4
+    at = app("pages/results.py", run=rid, view="Metrics")
+    assert len(at.get("plotly_chart")) == 1 + 4 + 3
+
+
+# ------------------------------------------------------------------ thresholds
+def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold(home_store):
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid)
+    assert {s.key for s in at.slider if s.key.startswith("th.")} == {"th.coherence", "th.f1_score", "th.violence"}  # no protected_material
+    assert not any(e.proto.id.endswith("-whatif.protected_material") for e in at.get("plotly_chart"))
+    curve, now = figure(at, "whatif.coherence")["data"]
+    # coherence 5 4 3 2 1 5 4 2 1 3: at least t for t = 1..5 -> 10, 8, 6, 4, 2 of 10
+    assert curve["x"] == [1, 2, 3, 4, 5] and curve["y"] == pytest.approx([1, .8, .6, .4, .2])
+    assert (now["x"], now["y"]) == ([3], [pytest.approx(.6)])
+    severity = figure(at, "whatif.violence")["data"][0]
+    # severities 0 1 4 0 2 7 0 3 1 0: above t for t = 0..7 -> 6, 4, 3, 2, 1, 1, 1, 0 of 10 (defect rate)
+    assert severity["y"] == pytest.approx([.6, .4, .3, .2, .1, .1, .1, 0])
+    at.slider(key="th.coherence").set_value(4.0).run()
+    assert figure(at, "whatif.coherence")["data"][1]["x"] == [4]
+    assert figure(at, "whatif.coherence")["data"][1]["y"] == [pytest.approx(.4)]
+    assert cards(at)["coherence pass rate"] == "40%"
+
+
+# ------------------------------------------------------------------ the row detail
+def test_row_detail_reasoning_first_raw_reply_collapsed_and_no_reason_for_classic_metrics(home_store):
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid, row="0", view="Rows")
+    order = [getattr(e, "value", None) if e.type != "expander" else f"EXPANDER {e.label}"
+             for e in walk(at.main)]
+    order = [x for x in order if isinstance(x, str)]
+    head = order.index("**coherence: 5** :green[**pass**]")
+    reason = order.index("coherence reason 0")
+    raw = next(k for k, x in enumerate(order) if x.startswith("EXPANDER coherence: raw"))
+    assert head < reason < raw
+    expander = next(e for e in at.expander if e.label.startswith("coherence: raw"))
+    assert not expander.proto.expanded  # the raw reply is one click away, closed
+    # f1 (computed in process): its value with four significant digits, and nothing else
+    assert "**f1\\_score: 0.4213** :red[**fail**]" in order
+    assert "ok" not in order
+    assert not any(e.label.startswith("f1_score") for e in at.expander)
+    f1 = order.index("**f1\\_score: 0.4213** :red[**fail**]")
+    assert order[f1 + 1].startswith("**violence")  # straight to the next metric
+    assert "**protected\\_material label: false** :green[**pass**]" in order  # a label reads as one
+
+
+def test_conversation_turns_carry_their_scores_and_the_worst_turn_is_marked(home_store):
+    app()
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                          {"role": "user", "content": "help"}, {"role": "assistant", "content": "no"}]}]
+    results = [judged(0, "coherence", 4, {"coherence": 4.0}, "t1", turn=0),
+               judged(0, "coherence", 2, {"coherence": 2.0}, "t2", turn=1),
+               judged(0, "violence", 1, {"violence_score": 1.0}, "calm", turn=0),
+               judged(0, "violence", 5, {"violence_score": 5.0}, "violent", turn=1)]
+    rid = stored_run(home_store, results, metrics=["coherence", "violence"], rows=rows)
+    at = app("pages/results.py", run=rid, row="0", view="Rows")
+    bubbles = [[c.value for c in m.caption] for m in at.chat_message]
+    assert bubbles[0] == [] and bubbles[2] == []  # user turns carry nothing
+    # coherence: mean of 4 and 2 (no single decisive turn); violence: the worst turn (5) decides
+    assert bubbles[1] == ["coherence 4 · pass", "violence 1 · pass"]
+    assert bubbles[3] == ["coherence 2 · fail", ":red[**violence 5 · fail · ◀ worst turn, decides the row**]"]
+    assert any(m.value == "**coherence: 3** :green[**pass**]" for m in at.markdown)

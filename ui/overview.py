@@ -1,0 +1,77 @@
+"""The Metrics tab of the Results page: the run in one picture, distributions in a grid, threshold "what if"."""
+from __future__ import annotations
+
+import streamlit as st
+
+from evaluators import charts_overview as charts
+from evaluators.results import RunResults
+from ui import state
+from ui.widgets import grid, metric_panel, uses_threshold
+
+CONFIG = {"displayModeBar": False}
+
+
+def target_control() -> float:
+    """The pass rate a metric must reach to "meet" its threshold (in the URL when changed)."""
+    pct = st.number_input("Target pass rate (%)", 0, 100, int(charts.DEFAULT_TARGET * 100), 5, key="target", width=220,
+                          bind=state.URL, help="A metric meets its threshold when its pass rate reaches this share "
+                          "of scored rows: green when the whole 95% interval is at or above it, red when the "
+                          "whole interval is below, amber when the interval straddles it. Severity and label "
+                          "metrics show their defect rate against 100% minus this.")
+    return pct / 100
+
+
+def run_overview(res: RunResults, target: float) -> list[charts.Rate]:
+    """Every metric's pass (or defect) rate with its interval, coloured by the target, beside its row counts."""
+    rates = [charts.rate_of(s, res.summary(s), target) for s in res.specs]
+    st.plotly_chart(charts.overview(rates), key="overview", config=CONFIG)
+    meets = sum(r.verdict == "meets" for r in rates)
+    unsure = sum(r.verdict == "unsure" for r in rates)
+    st.caption(f"{meets} of {len(rates)} metric(s) meet the {target:.0%} target"
+               + (f"; {unsure} too close to tell on these rows" if unsure else "")
+               + ". Errored, skipped and pending rows are left out of every rate.")
+    return rates
+
+
+def distributions(res: RunResults) -> None:
+    """Small multiples: each metric's distribution, three to a row."""
+    for col, spec in grid(res.specs, 3):
+        with col:
+            metric_panel(res, spec)
+
+
+def what_if(res: RunResults, rates: list[charts.Rate]) -> None:
+    """Per metric whose threshold matters, its pass (or defect) rate at every threshold, the current one marked.
+
+    Args:
+        rates: what :func:`run_overview` drew, one per ``res.specs`` (says which metrics read as defect rates).
+    """
+    defects = {s.name: r.measure == "defect rate" for s, r in zip(res.specs, rates)}
+    specs = [s for s in res.specs if uses_threshold(s)]
+    if not specs:
+        return
+    st.markdown("#### What if the threshold moved")
+    st.caption("Each curve is recomputed from the stored scores; move a threshold above to mark another point.")
+    for col, spec in grid(specs, 3):
+        col.plotly_chart(charts.what_if(spec, res.threshold_curve(spec.name), res.thresholds[spec.name],
+                                        defects[spec.name]),
+                         key=f"whatif.{spec.name}", config=CONFIG)
+
+
+def refresh_while_running(run: dict) -> None:
+    """While a run is active, re-draw the whole page once new results are stored (checked every 3 s),
+    so the headline and charts fill in as metrics and rows finish instead of waiting for the end."""
+    if run["status"] in ("queued", "running"):
+        _watch(run["id"], _progress(run))
+
+
+def _progress(run: dict | None) -> tuple:
+    return (run["status"], run["tasks_done"], run["tasks_errored"]) if run else ()
+
+
+@st.fragment(run_every=3.0)
+def _watch(run_id: str, seen: tuple) -> None:
+    from ui import loaders
+
+    if _progress(loaders.run(run_id)) != seen:
+        st.rerun(scope="app")  # the results loader is keyed by this progress: the rerun reads what is new
