@@ -9,6 +9,7 @@ import string
 from functools import lru_cache
 
 from ._nist import international_tokenize
+from ._nltk import import_nltk
 from ._punkt import sent_tokenize
 
 # For each Treebank rule (keyed by its pattern): characters of which a match must
@@ -63,6 +64,7 @@ def _treebank_rules(joined: bool):
     sentences instead of once per sentence (~15 sentences in a typical answer). Tests
     check both against ``NLTKWordTokenizer().tokenize`` sentence by sentence.
     """
+    import_nltk()
     from nltk.tokenize.destructive import NLTKWordTokenizer as T  # lazy: classic metrics only
 
     def compile_(rx):

@@ -11,6 +11,7 @@ from collections import defaultdict
 from functools import lru_cache
 
 from ._classic import reference_metric
+from ._nltk import import_nltk
 from ._text import lost_words_note, word_tokenize
 from .wordnet import lemma_names
 
@@ -19,6 +20,7 @@ ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 
 @lru_cache(maxsize=1)
 def _stemmer():
+    import_nltk()
     from nltk.stem.porter import PorterStemmer
 
     return PorterStemmer()
