@@ -101,6 +101,10 @@ class Kind:
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
         """Scores: the mean of the scored turns (a conversation's score), reasons joined by turn."""
+        if len(ok) == 1:  # a single-turn row (most rows): its own values, reason and note, as below with n=1
+            r = ok[0]
+            return MetricCell("ok", {k: float(r.outputs[k]) for k in spec.outputs}, r.reason, None, results,
+                              note=r.outputs.get(NOTE) or None)
         outputs = {k: math.fsum(float(r.outputs[k]) for r in ok) / len(ok) for k in spec.outputs}
         return MetricCell("ok", outputs, _reason_of(ok), None, results, note=_note_of(ok))
 
