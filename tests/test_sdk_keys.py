@@ -301,3 +301,33 @@ def test_finish_reason_is_read_from_the_results_meta():
     assert kind.properties(spec, old.outputs, [old], 3.0)["finish_reason"] == ""  # the SDK's "not reported"
     skipped = Result(0, "fluency", 0, "skipped", error="turn 1 has no response")
     assert kind.properties(spec, None, [skipped], 3.0)["finish_reason"] is None  # no call was made
+
+
+def test_the_side_by_side_check_accepts_only_the_differences_it_explains():
+    """bench/azure_sdk_keys.py compares what cannot be equal by presence and type, and says why;
+    anything else (a missing sub-key, a wrong type, a field or query that differs) fails it."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("azure_sdk_keys", ROOT / "bench" / "azure_sdk_keys.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def bucket(file, key, sdk_v, ours_v, what="differs"):
+        return bench.classify(file, key, what, sdk_v, ours_v, nltk_real=True)
+
+    tokens = "outputs.coherence.coherence_properties.prompt_tokens"
+    assert bucket("single", tokens, 1642, 287) == bench.WHY_TOKENS
+    assert bucket("single", tokens, 1642, "287") == "UNEXPECTED"
+    assert bucket("single", tokens, 1642, None, what="missing") == "UNEXPECTED"
+    finish = "outputs.fluency.fluency_properties.finish_reason"
+    assert bucket("single", finish, "stop", "") == bench.WHY_FINISH
+    assert bucket("single", finish, "stop", "length") == "UNEXPECTED"
+    si = "outputs.groundedness.evaluation_per_turn.groundedness_properties[1].sample_input"
+    sdk_v = sdk_sample_input(response="R.", context="{'global_context': 'KB'}")
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(response="R.", context="KB")) == bench.WHY_CONTEXT
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(response="other", context="KB")) == "UNEXPECTED"
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(context="KB", response="R.")) == "UNEXPECTED"
+    assert bucket("single", si.replace("evaluation_per_turn.", "").replace("[1]", ""), sdk_v,
+                  sdk_sample_input(response="R.", context="KB")) == "UNEXPECTED"  # single-turn: must be equal
