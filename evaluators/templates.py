@@ -212,13 +212,16 @@ def filled_fields(template: Template, values: dict) -> dict[str, str]:
 
     Order: the SDK's (query, response, context, ground_truth), then any other field by name.
     """
-    used = template.placeholders
-    order = [f for f in SDK_FIELD_ORDER if f in used] + sorted(used - set(SDK_FIELD_ORDER))
-    out = {}
-    for f in order:
-        v = values.get(f)
-        out[f] = str(v) if v not in (None, "") else "(none)"  # as render() fills a {{field}}
-    return out
+    filled: dict[str, str] = {}
+    for m in _PLACEHOLDER.finditer((template.system or "") + "\n" + template.user):
+        key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
+        v = values.get(key)
+        if m.group(2):  # WildBench's {$name}: verbatim, empty stays empty (as render() fills it)
+            filled.setdefault(key, "" if v is None else str(v))
+        else:
+            filled.setdefault(key, str(v) if v not in (None, "") else "(none)")
+    order = [f for f in SDK_FIELD_ORDER if f in filled] + sorted(set(filled) - set(SDK_FIELD_ORDER))
+    return {f: filled[f] for f in order}
 
 
 def sample_input(template: Template, values: dict) -> str:

@@ -331,3 +331,16 @@ def test_the_side_by_side_check_accepts_only_the_differences_it_explains():
     assert bucket("conversations", si, sdk_v, sdk_sample_input(context="KB", response="R.")) == "UNEXPECTED"
     assert bucket("single", si.replace("evaluation_per_turn.", "").replace("[1]", ""), sdk_v,
                   sdk_sample_input(response="R.", context="KB")) == "UNEXPECTED"  # single-turn: must be equal
+
+
+def test_filled_fields_are_what_render_put_in_the_prompt():
+    from evaluators.templates import filled_fields, parse_template
+
+    t = parse_template("[system]\nJudge {{ context }}.\n[user]\nQ: {{query}} R: {{response}} "
+                       "C: {$checklist} U: {$user_query}", "t")
+    got = filled_fields(t, {"query": "Why?", "response": "", "context": "Docs.", "checklist": None})
+    # the SDK's order first; {{x}} missing -> "(none)", WildBench's {$x} missing -> "" (as rendered)
+    assert got == {"query": "Why?", "response": "(none)", "context": "Docs.", "checklist": ""}
+    assert list(got) == ["query", "response", "context", "checklist"]
+    rendered = "".join(m["content"] for m in t.render({"query": "Why?", "response": "", "context": "Docs."}))
+    assert all(v in rendered for v in got.values())
