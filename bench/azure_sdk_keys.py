@@ -14,8 +14,10 @@ its query for retrieval), never on the prompt's wording, so both sides get the s
 they judge the same thing; every prompt is also checked for which input fields it carries.
 
 It reports every SDK key (rows and metrics) missing on our side and every value that differs,
-sorted into: differences we chose and document (a conversation's verdict from the mean of its turns; what
-``<metric>_properties`` holds for judge usage), and anything else (unexpected; exit code 1).
+sorted into: differences we chose and document (a conversation's verdict from the mean of its turns), values
+that cannot be equal and are compared for presence and type instead, each bucket saying why (inside a judge
+metric's ``<metric>_properties``: token counts of our own prompts; ``finish_reason`` until the runner records
+it; a conversation turn's context in ``sample_input``), and anything else (unexpected; exit code 1).
 
 NLTK data: the SDK downloads punkt, punkt_tab, perluniprops and wordnet at run time, which this
 machine cannot. The SDK process (only) is patched not to download; punkt_tab and perluniprops are
@@ -306,35 +308,65 @@ def same(a, b) -> bool:
 
 
 def diff(path: str, sdk, ours, out: list) -> None:
-    """Every key of ``sdk`` missing from ``ours`` and every value that differs, as (path, what)."""
+    """Every key of ``sdk`` missing from ``ours`` and every value that differs, as (path, what, SDK value, ours)."""
     if isinstance(sdk, dict) and isinstance(ours, dict):
         for k, v in sdk.items():
             if k not in ours:
-                out.append((f"{path}.{k}", "missing"))
+                out.append((f"{path}.{k}", "missing", v, None))
             else:
                 diff(f"{path}.{k}", v, ours[k], out)
     elif isinstance(sdk, list) and isinstance(ours, list) and len(sdk) == len(ours):
         for i, (a, b) in enumerate(zip(sdk, ours)):
             diff(f"{path}[{i}]", a, b, out)
     elif not same(sdk, ours):
-        out.append((path, f"SDK {sdk!r:.60} != ours {ours!r:.60}"))
+        out.append((path, f"SDK {sdk!r:.60} != ours {ours!r:.60}", sdk, ours))
 
 
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "finish_reason", "sample_input", "sample_output")
+TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# Why a judge metric's <metric>_properties values cannot all be equal (presence and type are checked instead).
+WHY_TOKENS = ("judge token counts: presence and type (int) compared, not values: they count our own prompts' "
+              "tokens (ours are our words, shorter than the SDK's), and a conversation's row sums its turns")
+WHY_FINISH = ("finish_reason: presence and type (str) compared; ours is '' (not reported) until the runner records "
+              "the reply's finish_reason in Result.meta")
+WHY_CONTEXT = ("sample_input of a conversation turn: same fields in the same order, query and response equal; its "
+               "context is the text our judge was given (the conversation's and the turn's documents), the SDK's "
+               "the Python repr of its context dict")
 
 
-def classify(file: str, key: str, what: str, nltk_real: bool) -> str:
-    """Which bucket a difference belongs to (see the module docstring)."""
+def _sample_fields(text):
+    """sample_input JSON -> its fields dict (None when it is not the SDK's shape)."""
+    try:
+        msgs = json.loads(text)
+        if isinstance(msgs, list) and len(msgs) == 1 and msgs[0].get("role") == "user":
+            fields = json.loads(msgs[0]["content"])
+            return fields if isinstance(fields, dict) else None
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    return None
+
+
+def classify(file: str, key: str, what: str, sdk_v, ours_v, nltk_real: bool) -> str:
+    """Which bucket a difference belongs to (see the module docstring); "UNEXPECTED" fails the check."""
     parts = key.split(".")
     metric = parts[1] if key.startswith("outputs.") else parts[0]
     leaf = key.rsplit(".", 1)[-1].split("[")[0]
     if metric in TOKENIZED and what != "missing" and not nltk_real:
         return "classic value not compared (SDK tokenizer stubbed: NLTK data unavailable offline)"
-    if "_properties" in key and any(key.endswith(u) or f".{u}" in key for u in USAGE_KEYS):
-        return ("inside a judge's <metric>_properties: finish_reason, sample_input not written; "
-                "token counts are our prompts'")
+    if what == "missing":
+        return "UNEXPECTED"
+    if "_properties" in key and metric in JUDGE_METRICS:
+        if leaf in TOKEN_KEYS:
+            ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (sdk_v, ours_v))
+            return WHY_TOKENS if ok else "UNEXPECTED"
+        if leaf == "finish_reason":
+            return WHY_FINISH if isinstance(sdk_v, str) and ours_v == "" else "UNEXPECTED"
+        if leaf == "sample_input" and file == "conversations":
+            a, b = _sample_fields(sdk_v), _sample_fields(ours_v)
+            ok = (a is not None and b is not None and list(a) == list(b) and "context" in a
+                  and all(a[k] == b[k] for k in a if k != "context") and isinstance(b["context"], str))
+            return WHY_CONTEXT if ok else "UNEXPECTED"
     if file == "conversations" and "evaluation_per_turn" not in key and (
-            leaf.endswith(("_passed", "_result", "_reason", "_properties")) or leaf == "binary_aggregate"):
+            leaf.endswith(("_passed", "_result", "_reason")) or leaf == "binary_aggregate"):
         return "conversation verdict from the mean of turns (documented; SDK: last turn / share of turns)"
     return "UNEXPECTED"
 
@@ -343,6 +375,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sdk-venv", default=str(ROOT / "bench" / ".sdk-venv"))
     ap.add_argument("--nltk-data", default=os.environ.get("NLTK_DATA"))
+    ap.add_argument("--dump", metavar="DIR", help="also write both sides' rows and metrics there (sdk.json, ours.json)")
     ap.add_argument("--sdk-side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.sdk_side:
@@ -382,6 +415,10 @@ def main() -> None:
         finally:
             for s in servers.values():
                 s.__exit__(None, None, None)
+    if args.dump:
+        Path(args.dump).mkdir(parents=True, exist_ok=True)
+        (Path(args.dump) / "sdk.json").write_text(json.dumps(sdk, ensure_ascii=False, indent=1))
+        (Path(args.dump) / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1, default=str))
     report(sdk, ours, sdk_prompts, our_prompts, units, time.perf_counter() - started)
 
 
@@ -401,9 +438,9 @@ def report(sdk, ours, sdk_prompts, our_prompts, units, seconds) -> None:
             diff(f"row{i}", a, b, found)
         diff("metrics", s_run["metrics"], o_run["metrics"], found)
         sdk_keys += len(s_run["metrics"])
-        for path, what in found:
+        for path, what, sdk_v, ours_v in found:
             key = path.split(".", 1)[1]
-            buckets.setdefault(classify(file, key, what, nltk_real), []).append((file, path, what))
+            buckets.setdefault(classify(file, key, what, sdk_v, ours_v, nltk_real), []).append((file, path, what))
         rowkeys = sorted({k for r in s_run["rows"] for k in r})
         print(f"  SDK row keys: {len(rowkeys)}; metrics.json keys: {len(s_run['metrics'])}")
     print(f"\nSDK keys checked (rows x keys + metrics): {sdk_keys}")
@@ -426,6 +463,16 @@ def report(sdk, ours, sdk_prompts, our_prompts, units, seconds) -> None:
             parts.append(f"{f} {ns}/{no}")
         print(f"  {m:<13} SDK/ours over {len(common)} texts ({len(sdk_prompts[m])}/{len(our_prompts[m])} calls): "
               + ", ".join(parts))
+    # judge calls recorded in <metric>_properties: how many of the SDK's are equal on our side
+    differing = {(f, p) for b in buckets.values() for f, p, w in b}
+    for leaf in ("sample_input", "sample_output", "finish_reason", "model"):
+        total = equal = 0
+        for file in ("single", "conversations"):
+            for i, row in enumerate(sdk["runs"][file]["rows"]):
+                for path in _leaf_paths(f"row{i}", row, leaf):
+                    total += 1
+                    equal += (file, path) not in differing
+        print(f"{leaf} in judge properties: {equal} of {total} equal to the SDK's")
     unexpected = len(buckets.get("UNEXPECTED", []))
     missing = [(f, p) for b in buckets.values() for f, p, w in b if w == "missing"]
     top = [p for f, p in missing if p.split(".", 1)[1] in top_keys[f]]
@@ -433,6 +480,19 @@ def report(sdk, ours, sdk_prompts, our_prompts, units, seconds) -> None:
           f"keys missing inside a value (<metric>_properties): {len(missing) - len(top)}")
     print(f"unexpected differences: {unexpected}; took {seconds:.0f} s")
     sys.exit(1 if unexpected else 0)
+
+
+def _leaf_paths(path: str, value, leaf: str):
+    """Paths (as :func:`diff` writes them) of every ``leaf`` key inside ``value``."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == leaf:
+                yield f"{path}.{k}"
+            else:
+                yield from _leaf_paths(f"{path}.{k}", v, leaf)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaf_paths(f"{path}[{i}]", v, leaf)
 
 
 def _generic(path: str) -> str:

@@ -82,7 +82,10 @@ def open_results(store: Store, run_id: str, thresholds: Mapping[str, float] | No
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
     merged = {**spec.thresholds, **(thresholds or {})}
-    return RunResults(store.get_dataset(run["dataset_id"]), store.load_results(run_id), spec.specs(), merged)
+    from .templates import JudgeInputs
+
+    ds = store.get_dataset(run["dataset_id"])
+    return RunResults(ds, store.load_results(run_id), spec.specs(), merged, judge_inputs=JudgeInputs(ds, spec))
 
 
 @dataclass

@@ -30,11 +30,14 @@ class RunResults:
         results: stored results.
         specs: the run's metrics.
         thresholds: metric -> threshold (missing ones use the metric's default).
+        judge_inputs: a :class:`evaluators.templates.JudgeInputs` for the run, so that judge rows carry
+            ``K_properties.sample_input``; without it that key is None.
     """
 
     def __init__(self, dataset: Dataset, results: list[Result], specs: list[MetricSpec],
-                 thresholds: dict[str, float] | None = None):
+                 thresholds: dict[str, float] | None = None, judge_inputs: Any = None):
         self.dataset, self.specs = dataset, specs
+        self.judge_inputs = judge_inputs  # templates.JudgeInputs: re-creates K_properties.sample_input
         self.thresholds = {s.name: float((thresholds or {}).get(s.name, s.default_threshold)) for s in specs}
         grouped: dict[tuple[int, str], list[Result]] = defaultdict(list)
         for r in results:
@@ -60,7 +63,8 @@ class RunResults:
         out: dict[str, Any] = {f"inputs.{c}": rec.get(c) for c in self.dataset.columns}
         conversation = self.dataset.shape == "conversation"
         for s in self.specs:
-            keys = s.kind_impl.row_keys(s, self.cells[s.name][i], self.thresholds[s.name], conversation)
+            keys = s.kind_impl.row_keys(s, self.cells[s.name][i], self.thresholds[s.name], conversation,
+                                        inputs=self.judge_inputs)
             out.update({f"outputs.{s.name}.{k}": v for k, v in keys.items()})
         return out
 

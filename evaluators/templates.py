@@ -197,3 +197,72 @@ def parse_score_reply(text: str, low: float, high: float, integer: bool = True) 
         raise ReplyError(f"score {obj['score']!r} is outside {low:g}-{high:g}")
     reason = obj.get("reason", obj.get("explanation", ""))
     return ParsedReply(float(raw), reason if isinstance(reason, str) else json.dumps(reason))
+
+
+# ---------------------------------------------------------------- what a judge call was given
+# The Azure AI Evaluation SDK (1.18) records, in ``<metric>_properties.sample_input``, the inputs of
+# its prompt (not the prompt text): ``json.dumps([{"role": "user", "content": json.dumps(inputs)}])``,
+# ``inputs`` being the prompt's declared fields in the order query, response, context, ground_truth.
+# We write the same thing for the fields our template filled, with the text it filled them with.
+SDK_FIELD_ORDER = ("query", "response", "context", "ground_truth")
+
+
+def filled_fields(template: Template, values: dict) -> dict[str, str]:
+    """Field -> the text ``template.render(values)`` puts in its place, for each field it uses.
+
+    Order: the SDK's (query, response, context, ground_truth), then any other field by name.
+    """
+    filled: dict[str, str] = {}
+    for m in _PLACEHOLDER.finditer((template.system or "") + "\n" + template.user):
+        key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
+        v = values.get(key)
+        if m.group(2):  # WildBench's {$name}: verbatim, empty stays empty (as render() fills it)
+            filled.setdefault(key, "" if v is None else str(v))
+        else:
+            filled.setdefault(key, str(v) if v not in (None, "") else "(none)")
+    order = [f for f in SDK_FIELD_ORDER if f in filled] + sorted(set(filled) - set(SDK_FIELD_ORDER))
+    return {f: filled[f] for f in order}
+
+
+def sample_input(template: Template, values: dict) -> str:
+    """``<metric>_properties.sample_input`` as SDK 1.18 serialises it, for one judge call."""
+    return json.dumps([{"role": "user", "content": json.dumps(filled_fields(template, values))}])
+
+
+class JudgeInputs:
+    """Re-creates at read time what each judge call of a run was given, from the stored run spec
+    (its template texts) and the stored dataset: nothing per row is stored for it.
+
+    Args:
+        dataset: the run's dataset.
+        run_spec: the run's :class:`evaluators.runner.RunSpec`.
+    """
+
+    def __init__(self, dataset, run_spec):
+        self.dataset, self.run_spec = dataset, run_spec
+        self._templates: dict[str, dict[str, Template]] = {}
+
+    def _resolved(self, spec) -> dict[str, Template]:
+        if spec.name not in self._templates:
+            from .runner import resolve_templates  # lazy: the runner imports this module
+
+            self._templates[spec.name] = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)
+        return self._templates[spec.name]
+
+    def sample_input(self, spec, result) -> str | None:
+        """The SDK's ``sample_input`` for one stored judge result, or None when it cannot be re-created
+        exactly (the row or turn is gone, or the template in force is not the one the call used)."""
+        from .runner import default_row_tasks
+
+        try:
+            planner = spec.row_tasks or default_row_tasks
+            task = next((t for t in planner(self.dataset, result.row_idx, spec) if t.turn == result.turn), None)
+            template = self._resolved(spec).get(task.mode) if task is not None else None
+        except (IndexError, KeyError, UsageError):
+            return None
+        if template is None:
+            return None
+        used = (result.meta or {}).get("prompt_sha")
+        if used is not None and used != template.sha:
+            return None
+        return sample_input(template, task.values)

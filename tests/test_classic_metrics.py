@@ -202,3 +202,53 @@ def test_our_wordnet_reader_loads_what_nltk_loads():
     assert ours._exception_map == ref._exception_map
     assert ours._lexnames == ref._lexnames and ours.satellite_offsets == ref.satellite_offsets
     assert ours.map30 is None  # NLTK fills map30 only for custom_lemmas (OMW), which METEOR never calls
+
+
+def test_wordnet_index_cache_holds_what_nltk_parses(tmp_path, monkeypatch):
+    """The parsed index kept between runs (wordnet._index_cache_*) equals NLTK's own parse, is used
+    once written, and a damaged cache is parsed again rather than trusted."""
+    import warnings
+
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    from evaluators.metrics import wordnet as W
+
+    root = load_wordnet().root
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a cache of our own, empty
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = WordNetCorpusReader.__new__(WordNetCorpusReader)  # NLTK's parse, minus its slow OMW map
+        ref.map_wn = lambda version="wordnet": None
+        ref.__init__(root, None)
+        first = W._reader_class()(root, None)
+        second = W._reader_class()(root, None)
+    path = W._index_cache_path(root)
+    assert path.parent == tmp_path / "evaldash" / "nltk_data" and path.is_file()
+    assert first._fresh and not second._fresh  # parsed, then read back
+    for r in (first, second):
+        assert r._lemma_pos_offset_map == ref._lemma_pos_offset_map
+        assert r._exception_map == ref._exception_map and r.satellite_offsets == ref.satellite_offsets
+    assert second._exception_map["s"] is second._exception_map["a"]  # shared, as NLTK shares them
+    assert second.synsets("geese") == ref.synsets("geese")
+    path.write_bytes(b"not marshal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        third = W._reader_class()(root, None)
+    assert third._fresh and third._lemma_pos_offset_map == ref._lemma_pos_offset_map
+
+
+def test_classic_cli_run_imports_no_scipy_pandas_plotly_or_openai(tmp_path):
+    """A run of the classic metrics starts without the heavy modules it never uses (start-up time);
+    NLTK's optional SciPy import is skipped and SciPy still imports afterwards."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['evaluators', 'run', {str(SINGLE)!r}, '--metrics', 'f1_score,bleu,gleu,rouge,meteor',"
+        f" '--out', {str(tmp_path / 'out')!r}, '--db', 'sqlite:///{tmp_path / 'x.db'}', '--quiet']\n"
+        "try:\n    runpy.run_module('evaluators', run_name='__main__')\nexcept SystemExit as e:\n    assert not e.code\n"
+        "print(sorted(m for m in ('scipy', 'pandas', 'plotly', 'openai', 'streamlit') if m in sys.modules))\n"
+        "import scipy.stats; print('nltk' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-2:] == ["[]", "True"]
+    assert (tmp_path / "out" / "rows.jsonl").exists()

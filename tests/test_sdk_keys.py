@@ -24,6 +24,12 @@ def sdk_keys(metric: str, key: str) -> set[str]:
     return {f"outputs.{metric}.{key}{s}" for s in SDK_SUFFIXES}
 
 
+def sdk_sample_input(**fields) -> str:
+    """``<metric>_properties.sample_input`` as SDK 1.18 writes it (``_legacy/prompty/_utils.py``,
+    ``format_llm_response``): one user message whose content is the JSON of the prompt's inputs."""
+    return json.dumps([{"role": "user", "content": json.dumps(fields)}])
+
+
 def test_classic_rows_carry_the_sdk_keys_with_hand_computed_values(store):
     data = [
         # SQuAD F1: "paris is in france" vs "paris is capital of france" -> 3 shared; P 3/4, R 3/5 -> 2/3
@@ -75,9 +81,13 @@ def test_judge_rows_carry_the_sdk_keys_and_errors_count_in_binary_aggregate(judg
         assert r["outputs.coherence.coherence_reason"] == f"scripted verdict {scores[i]}"
         assert r["outputs.coherence.coherence_status"] == "completed"
         reply = json.dumps({"reason": f"scripted verdict {scores[i]}", "score": scores[i]})
-        assert r["outputs.coherence.coherence_properties"] == {
+        props = r["outputs.coherence.coherence_properties"]
+        # finish_reason: the runner's record of it is another change; "" (the SDK's "not reported") until then
+        assert props.pop("finish_reason") in ("stop", "")
+        assert props == {
             "prompt_tokens": len(prompt) // 4, "completion_tokens": len(reply) // 4,
             "total_tokens": len(prompt) // 4 + len(reply) // 4, "model": "test-judge",
+            "sample_input": sdk_sample_input(query=f"Question {i}?", response=f"Answer number {i}."),
             "sample_output": json.dumps([{"role": "assistant", "content": reply}])}
     bad = rows[2]
     assert bad["outputs.coherence.coherence"] is None and bad["outputs.coherence.coherence_passed"] is None
@@ -211,3 +221,126 @@ def test_sdk_conversation_object_stores_numeric_content_as_text():
     ds = load_dataset(rows)
     assert ds.records[0]["conversation"]["messages"][1]["content"] == "42"
     assert rows[0]["conversation"]["messages"][1]["content"] == 42  # the caller's rows are untouched
+
+
+# ---------------------------------------------------------------- <metric>_properties of judge metrics
+PROPS_KEYS = ["prompt_tokens", "completion_tokens", "total_tokens", "finish_reason", "model", "sample_input",
+              "sample_output"]  # SDK 1.18's, in its order (_base_model_eval._get_token_metadata)
+
+
+def test_judge_properties_hold_the_sdk_sample_input_of_each_metric(judge_server, judge_config, store):
+    row = {"query": "Where is Zürich's “main” station?", "response": "At the north end of the Bahnhofstrasse.",
+           "context": "Zürich HB lies at the north end of the Bahnhofstrasse.", "ground_truth": "North end."}
+    # each SDK evaluator's prompty inputs, in its declared order (read off SDK 1.18.10's .prompty files)
+    want = {"fluency": ("response",), "coherence": ("query", "response"), "relevance": ("query", "response"),
+            "retrieval": ("query", "context"), "groundedness": ("response", "context"),
+            "similarity": ("query", "response", "ground_truth")}
+    res = evaluate([row], list(want), judge=judge_config, store=store)
+    r = res.results.rows()[0]
+    for metric, fields in want.items():
+        props = r[f"outputs.{metric}.{metric}_properties"]
+        assert list(props) == PROPS_KEYS, metric
+        assert props["sample_input"] == sdk_sample_input(**{f: row[f] for f in fields}), metric
+        assert isinstance(props["finish_reason"], str)
+
+
+def test_a_users_template_sends_and_records_only_its_own_fields(judge_server, judge_config, store, tmp_path):
+    tpl = tmp_path / "mine.md"
+    tpl.write_text('Rate this: {{response}}\nReply {"reason": "...", "score": 1-5}', encoding="utf-8")
+    data = [{"query": "Q?", "response": "A plain answer."}]
+    res = evaluate(data, ["coherence"], judge=judge_config, store=store, templates={"coherence": str(tpl)})
+    props = res.results.rows()[0]["outputs.coherence.coherence_properties"]
+    assert props["sample_input"] == sdk_sample_input(response="A plain answer.")
+
+
+def test_conversation_properties_per_turn_and_the_rows_from_its_last_turn(judge_server, judge_config, store):
+    conv = {"messages": [
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "Is the T3 waterproof?"},
+        {"role": "assistant", "content": "No, keep it dry."}]}
+    res = evaluate([{"conversation": conv}], ["coherence"], judge=judge_config, store=store)
+    row = res.results.rows()[0]
+    per = row["outputs.coherence.evaluation_per_turn.coherence_properties"]
+    assert [p["sample_input"] for p in per] == [
+        sdk_sample_input(query="Hi there", response="Hello! How can I help?"),
+        sdk_sample_input(query="Is the T3 waterproof?", response="No, keep it dry.")]
+    top = row["outputs.coherence.coherence_properties"]
+    # the SDK's row of a conversation carries its last turn's call; our token counts sum the turns
+    assert (top["sample_input"], top["sample_output"]) == (per[1]["sample_input"], per[1]["sample_output"])
+    assert top["prompt_tokens"] == per[0]["prompt_tokens"] + per[1]["prompt_tokens"]
+
+
+def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(judge_server, judge_config, store):
+    from evaluators.api import open_results
+
+    res = evaluate([{"query": "Q?", "response": "A."}], ["fluency"], judge=judge_config, store=store)
+    assert res.results.rows()[0]["outputs.fluency.fluency_properties"]["sample_input"] == sdk_sample_input(
+        response="A.")
+    with store.session() as s:  # as if the built-in template had changed since the run
+        from evaluators.store import ResultRow
+
+        for rr in s.query(ResultRow).filter_by(run_id=res.run_id):
+            rr.meta = {**rr.meta, "prompt_sha": "0" * 12}
+        s.commit()
+    assert open_results(store, res.run_id).rows()[0]["outputs.fluency.fluency_properties"]["sample_input"] is None
+
+
+def test_finish_reason_is_read_from_the_results_meta():
+    from evaluators.kinds import get_kind
+    from evaluators.registry import get_metric
+    from evaluators.store import Result
+
+    spec, kind = get_metric("fluency"), get_kind("score")
+    cut = Result(0, "fluency", 0, "ok", value=3.0, outputs={"fluency": 3.0}, raw='{"score": 3}',
+                 prompt_tokens=10, completion_tokens=5, meta={"model": "m", "finish_reason": "length"})
+    props = kind.properties(spec, cut.outputs, [cut], 3.0)
+    assert props["finish_reason"] == "length" and props["sample_input"] is None  # no JudgeInputs given
+    assert props["sample_output"] == json.dumps([{"role": "assistant", "content": '{"score": 3}'}])
+    old = Result(0, "fluency", 0, "ok", value=3.0, outputs={"fluency": 3.0}, raw="x", meta={"model": "m"})
+    assert kind.properties(spec, old.outputs, [old], 3.0)["finish_reason"] == ""  # the SDK's "not reported"
+    skipped = Result(0, "fluency", 0, "skipped", error="turn 1 has no response")
+    assert kind.properties(spec, None, [skipped], 3.0)["finish_reason"] is None  # no call was made
+
+
+def test_the_side_by_side_check_accepts_only_the_differences_it_explains():
+    """bench/azure_sdk_keys.py compares what cannot be equal by presence and type, and says why;
+    anything else (a missing sub-key, a wrong type, a field or query that differs) fails it."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("azure_sdk_keys", ROOT / "bench" / "azure_sdk_keys.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def bucket(file, key, sdk_v, ours_v, what="differs"):
+        return bench.classify(file, key, what, sdk_v, ours_v, nltk_real=True)
+
+    tokens = "outputs.coherence.coherence_properties.prompt_tokens"
+    assert bucket("single", tokens, 1642, 287) == bench.WHY_TOKENS
+    assert bucket("single", tokens, 1642, "287") == "UNEXPECTED"
+    assert bucket("single", tokens, 1642, None, what="missing") == "UNEXPECTED"
+    finish = "outputs.fluency.fluency_properties.finish_reason"
+    assert bucket("single", finish, "stop", "") == bench.WHY_FINISH
+    assert bucket("single", finish, "stop", "length") == "UNEXPECTED"
+    si = "outputs.groundedness.evaluation_per_turn.groundedness_properties[1].sample_input"
+    sdk_v = sdk_sample_input(response="R.", context="{'global_context': 'KB'}")
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(response="R.", context="KB")) == bench.WHY_CONTEXT
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(response="other", context="KB")) == "UNEXPECTED"
+    assert bucket("conversations", si, sdk_v, sdk_sample_input(context="KB", response="R.")) == "UNEXPECTED"
+    assert bucket("single", si.replace("evaluation_per_turn.", "").replace("[1]", ""), sdk_v,
+                  sdk_sample_input(response="R.", context="KB")) == "UNEXPECTED"  # single-turn: must be equal
+
+
+def test_filled_fields_are_what_render_put_in_the_prompt():
+    from evaluators.templates import filled_fields, parse_template
+
+    t = parse_template("[system]\nJudge {{ context }}.\n[user]\nQ: {{query}} R: {{response}} "
+                       "C: {$checklist} U: {$user_query}", "t")
+    got = filled_fields(t, {"query": "Why?", "response": "", "context": "Docs.", "checklist": None})
+    # the SDK's order first; {{x}} missing -> "(none)", WildBench's {$x} missing -> "" (as rendered)
+    assert got == {"query": "Why?", "response": "(none)", "context": "Docs.", "checklist": ""}
+    assert list(got) == ["query", "response", "context", "checklist"]
+    rendered = "".join(m["content"] for m in t.render({"query": "Why?", "response": "", "context": "Docs."}))
+    assert all(v in rendered for v in got.values())

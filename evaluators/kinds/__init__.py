@@ -19,6 +19,7 @@ from ..stats import mean_ci, wilson
 if TYPE_CHECKING:
     from ..registry import MetricSpec
     from ..store import Result
+    from ..templates import JudgeInputs
 
 
 @dataclass
@@ -100,6 +101,10 @@ class Kind:
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
         """Scores: the mean of the scored turns (a conversation's score), reasons joined by turn."""
+        if len(ok) == 1:  # a single-turn row (most rows): its own values, reason and note, as below with n=1
+            r = ok[0]
+            return MetricCell("ok", {k: float(r.outputs[k]) for k in spec.outputs}, r.reason, None, results,
+                              note=r.outputs.get(NOTE) or None)
         outputs = {k: math.fsum(float(r.outputs[k]) for r in ok) / len(ok) for k in spec.outputs}
         return MetricCell("ok", outputs, _reason_of(ok), None, results, note=_note_of(ok))
 
@@ -129,9 +134,15 @@ class Kind:
         return None if passed is None else ("pass" if passed else "fail")
 
     def properties(self, spec: "MetricSpec", outputs: dict[str, Any] | None, results: list["Result"],
-                   threshold: float) -> dict[str, Any] | None:
-        """K_properties: judge usage (tokens, model, the reply), or each output of a many-output metric with
-        its own verdict (ROUGE: precision, recall, F1); None for a single-number classic metric.
+                   threshold: float, inputs: "JudgeInputs | None" = None) -> dict[str, Any] | None:
+        """K_properties: judge usage and the call (as SDK 1.18 writes it), or each output of a many-output
+        metric with its own verdict (ROUGE: precision, recall, F1); None for a single-number classic metric.
+
+        A judge metric's: ``prompt_tokens``, ``completion_tokens``, ``total_tokens`` (summed over the
+        results given: a conversation's turns), ``finish_reason``, ``model``, ``sample_input`` (what the
+        call was given, re-created from the run's template and the row by ``inputs``; None without it)
+        and ``sample_output`` (the reply as a chat message, JSON text). The last four are the last
+        result's, as the SDK's row of a conversation carries its last turn's.
 
         Outputs other than the primary one are held to the metric's default threshold, as the SDK
         holds ROUGE's precision and recall to their own defaults when only the F1 threshold is set.
@@ -142,12 +153,17 @@ class Kind:
             pt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
             ct = [r.completion_tokens for r in results if r.completion_tokens is not None]
             model = next((r.meta.get("model") for r in results if r.meta and r.meta.get("model")), None)
-            props = {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
-                     "total_tokens": sum(pt) + sum(ct) if pt or ct else None, "model": model}
-            if len(results) == 1 and results[0].raw is not None:
-                # the judge's reply as the SDK records it: the chat message, as JSON text
-                props["sample_output"] = json.dumps([{"role": "assistant", "content": results[0].raw}])
-            return props
+            last = results[-1]
+            called = last.status != "skipped"  # a skipped turn made no call: nothing to show
+            return {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
+                    "total_tokens": sum(pt) + sum(ct) if pt or ct else None,
+                    # "" when the reply did not say (the SDK's own value then); None when no call was made
+                    "finish_reason": (last.meta or {}).get("finish_reason") or "" if called else None,
+                    "model": model,
+                    "sample_input": inputs.sample_input(spec, last) if inputs is not None and called else None,
+                    # the judge's reply as the SDK records it: the chat message, as JSON text
+                    "sample_output": (json.dumps([{"role": "assistant", "content": last.raw}])
+                                      if last.raw is not None else None)}
         if len(spec.outputs) < 2 or outputs is None:
             return None
         props: dict[str, Any] = {}
@@ -172,12 +188,15 @@ class Kind:
                 f"{k}_threshold": threshold, f"{k}_properties": properties}
 
     def row_keys(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float,
-                 conversation: bool) -> dict[str, Any]:
-        """Keys under ``outputs.<metric>.`` for one row (Azure AI Evaluation SDK 1.18 names)."""
+                 conversation: bool, inputs: "JudgeInputs | None" = None) -> dict[str, Any]:
+        """Keys under ``outputs.<metric>.`` for one row (Azure AI Evaluation SDK 1.18 names).
+
+        ``inputs`` re-creates what each judge call was given (``K_properties.sample_input``).
+        """
         out: dict[str, Any] = {k: (cell.outputs.get(k) if cell else None) for k in spec.outputs}
         p = self.passed(spec, cell, threshold)
         props = self.properties(spec, cell.outputs if cell and cell.status == "ok" else None,
-                                cell.turns if cell else [], threshold)
+                                cell.turns if cell else [], threshold, inputs)
         out.update(self.sdk_keys(spec, cell.outputs.get(spec.primary) if cell and cell.status == "ok" else None, p,
                                  cell.status if cell else None, cell.reason if cell else None, threshold, props))
         out.update(self.error_keys(spec, cell))
@@ -187,10 +206,11 @@ class Kind:
             if cell.status == "skipped":
                 out[f"{spec.prefix}_reason"] = f"Not applicable: {cell.error}"
         if cell and conversation and cell.turns:
-            out.update({f"evaluation_per_turn.{k}": v for k, v in self.per_turn(spec, cell, threshold).items()})
+            out.update({f"evaluation_per_turn.{k}": v for k, v in self.per_turn(spec, cell, threshold, inputs).items()})
         return out
 
-    def per_turn(self, spec: "MetricSpec", cell: MetricCell, threshold: float) -> dict[str, list]:
+    def per_turn(self, spec: "MetricSpec", cell: MetricCell, threshold: float,
+                 inputs: "JudgeInputs | None" = None) -> dict[str, list]:
         """Every row key as a list over the row's turns (the SDK's flattened ``evaluation_per_turn``)."""
         per: dict[str, list] = {}
         for t in cell.turns:
@@ -200,7 +220,7 @@ class Kind:
             keys.update(self.sdk_keys(
                 spec, value, self.turn_passed(spec, value, threshold) if ok else None, t.status,
                 t.reason if ok else (f"Not applicable: {t.error}" if t.status == "skipped" else None),
-                threshold, self.properties(spec, t.outputs if ok else None, [t], threshold)))
+                threshold, self.properties(spec, t.outputs if ok else None, [t], threshold, inputs)))
             for k, v in keys.items():
                 per.setdefault(k, []).append(v)
         return per

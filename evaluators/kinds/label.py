@@ -92,7 +92,7 @@ class LabelKind(Kind):
         return None if value is None else not bool(value)
 
     def row_keys(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float,
-                 conversation: bool) -> dict[str, Any]:
+                 conversation: bool, inputs=None) -> dict[str, Any]:
         ok = cell is not None and cell.status == "ok"
         out: dict[str, Any] = {spec.primary: cell.outputs.get(spec.primary) if ok else None,
                                spec.reason_key: cell.reason if cell else None}

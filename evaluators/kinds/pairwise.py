@@ -70,8 +70,8 @@ class PairwiseKind(Kind):
                 reasons.append(r.reason if len(by_turn) == 1 else f"[{label}] {r.reason}")
         return MetricCell("ok", outputs, "\n\n".join(reasons) or None, None, results)
 
-    def row_keys(self, spec, cell, threshold, conversation) -> dict[str, Any]:
-        out = super().row_keys(spec, cell, threshold, False)
+    def row_keys(self, spec, cell, threshold, conversation, inputs=None) -> dict[str, Any]:
+        out = super().row_keys(spec, cell, threshold, False, inputs)
         p = spec.prefix
         for key in (f"{p}_choice", f"{p}_choice_swapped", f"{p}_flipped", f"{p}_length_adjusted"):
             out[key] = cell.outputs.get(key) if cell else None

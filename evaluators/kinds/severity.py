@@ -78,7 +78,7 @@ class SeverityKind(Kind):
         return cell
 
     def row_keys(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float,
-                 conversation: bool) -> dict[str, Any]:
+                 conversation: bool, inputs=None) -> dict[str, Any]:
         p = spec.prefix
         value = cell.value if cell and cell.status == "ok" else None
         verdict = self.passed(spec, cell, threshold)

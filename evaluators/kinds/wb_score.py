@@ -36,8 +36,8 @@ class WBScoreKind(Kind):
             outputs[key] = first.get(key)
         return MetricCell("ok", outputs, ok[0].reason if len(ok) == 1 else None, None, results)
 
-    def row_keys(self, spec, cell, threshold, conversation) -> dict[str, Any]:
-        out = super().row_keys(spec, cell, threshold, False)
+    def row_keys(self, spec, cell, threshold, conversation, inputs=None) -> dict[str, Any]:
+        out = super().row_keys(spec, cell, threshold, False, inputs)
         for key in (f"{spec.prefix}_strengths", f"{spec.prefix}_weaknesses"):
             out[key] = cell.outputs.get(key) if cell else None
         return out

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ._nltk import import_nltk
+
 
 @lru_cache(maxsize=1)
 def _perluniprops_tables() -> dict[str, str]:
@@ -60,6 +62,7 @@ def _rules():
 
 def international_tokenize(text: str) -> list[str]:
     """``NISTTokenizer().international_tokenize(text)`` with its defaults (no lower-casing)."""
+    import_nltk()
     from nltk.tokenize.util import xml_unescape
 
     text = text.replace("<skipped>", "")       # STRIP_SKIP

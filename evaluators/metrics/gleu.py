@@ -4,34 +4,32 @@ Equal to ``nltk.translate.gleu_score.sentence_gleu([ref], hyp)``.
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from ._classic import reference_metric
-from ._text import lost_words_note, word_tokenize
+from ._ngrams import clipped_matches, pair_matches
+from ._text import lost_words_note
 
 MIN_N, MAX_N = 1, 4
 
 
-def _all_ngrams(tokens: list[str]) -> Counter:
-    counts: Counter = Counter()
-    for n in range(MIN_N, min(MAX_N, len(tokens)) + 1):
-        counts.update(zip(*(tokens[i:] for i in range(n))))
-    return counts
-
-
 def sentence_gleu(reference: list[str], hypothesis: list[str]) -> float:
     """GLEU of one hypothesis against one reference; 0.0 when both are empty."""
-    hyp, ref = _all_ngrams(hypothesis), _all_ngrams(reference)
-    total = max(sum(hyp.values()), sum(ref.values()))
-    if total == 0:
-        return 0.0
-    shared = sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys())
-    return shared / total
+    return gleu_from_matches(clipped_matches(reference, hypothesis), len(hypothesis), len(reference))
+
+
+def _ngram_total(length: int) -> int:
+    """How many 1- to 4-grams a text of ``length`` tokens has."""
+    return sum(length - n + 1 for n in range(MIN_N, min(MAX_N, length) + 1))
+
+
+def gleu_from_matches(matches, hyp_len: int, ref_len: int) -> float:
+    """GLEU from the clipped n-gram matches (n = 1..4): shared n-grams over the larger side's n-gram count."""
+    total = max(_ngram_total(hyp_len), _ngram_total(ref_len))
+    return sum(matches) / total if total else 0.0
 
 
 def _compute(tok: str):
     def compute(row):
-        out = {"gleu_score": sentence_gleu(word_tokenize(row["ground_truth"], tok), word_tokenize(row["response"], tok))}
+        out = {"gleu_score": gleu_from_matches(*pair_matches(row["ground_truth"], row["response"], tok))}
         out.update(lost_words_note(row, tok, rouge=False, option="gleu_unicode"))
         return out
     return compute

@@ -11,6 +11,7 @@ from collections import defaultdict
 from functools import lru_cache
 
 from ._classic import reference_metric
+from ._nltk import import_nltk
 from ._text import lost_words_note, word_tokenize
 from .wordnet import lemma_names
 
@@ -19,6 +20,7 @@ ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 
 @lru_cache(maxsize=1)
 def _stemmer():
+    import_nltk()
     from nltk.stem.porter import PorterStemmer
 
     return PorterStemmer()
@@ -47,11 +49,13 @@ def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: boo
     for j, (_, w) in enumerate(ref):
         positions[w].append(j)
     matches, used_h, used_r = [], set(), set()
+    ref_words = frozenset(positions) if synonyms else None
     for i in range(len(hyp) - 1, -1, -1):
         word = hyp[i][1]
         if synonyms:
             best, best_key = -1, None
-            for syn in _synonyms(word):
+            # only synonyms that are reference words can match (one C-level intersection, not a loop)
+            for syn in _synonyms(word) & ref_words:
                 pos = positions.get(syn)
                 if pos and pos[-1] > best:
                     best, best_key = pos[-1], syn
@@ -69,10 +73,15 @@ def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: boo
     return (matches, [p for i, p in enumerate(hyp) if i not in used_h], [p for j, p in enumerate(ref) if j not in used_r])
 
 
+@lru_cache(maxsize=65_536)
+def _lower(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(w.lower() for w in tokens)
+
+
 def meteor(reference, hypothesis) -> float:
     """METEOR of one hypothesis against one reference (tokens, any case)."""
-    hyp = list(enumerate(w.lower() for w in hypothesis))
-    ref = list(enumerate(w.lower() for w in reference))
+    hyp = list(enumerate(_lower(tuple(hypothesis))))
+    ref = list(enumerate(_lower(tuple(reference))))
     if not hyp or not ref:
         return 0.0
     exact, h, r = _match(hyp, ref)

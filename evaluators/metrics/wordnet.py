@@ -9,7 +9,9 @@ symbolic or hard links that leave its data roots. Nothing is downloaded.
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import marshal
 import os
 import re
 import shutil
@@ -18,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import EvalError
+from ._nltk import import_nltk
 
 _FILES = [f"{kind}.{pos}" for kind in ("data", "index") for pos in ("adj", "adv", "noun", "verb")] + [
     f"{pos}.exc" for pos in ("adj", "adv", "noun", "verb")
@@ -63,6 +66,7 @@ def _debian_dir() -> Path | None:
 
 
 def _reader_class():
+    import_nltk()
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     class EnglishWordNet(WordNetCorpusReader):
@@ -78,6 +82,31 @@ def _reader_class():
         def map_wn(self, version="wordnet"):
             return None
 
+        # NLTK parses the four index files, the exception lists and the adjective data file
+        # into Python structures on every start (~2.5 s, more than all of METEOR's own work on
+        # 10,000 short pairs). We keep what that parse produces in one marshal file beside our
+        # copy of WordNet, keyed by NLTK's version and the source files' sizes and mtimes, and
+        # read it back in ~0.2 s. A missing, stale or unreadable cache is rebuilt by NLTK's code.
+        def _scan_satellites(self):
+            cached = _index_cache_read(self._root)
+            if cached is None:
+                super()._scan_satellites()
+                self._fresh = True
+                return
+            self.satellite_offsets, lemmas, self._exception_map = cached
+            self._lemma_pos_offset_map.update(lemmas)
+            self._fresh = False
+
+        def _load_lemma_pos_offset_map(self):
+            if self._fresh:
+                super()._load_lemma_pos_offset_map()
+
+        def _load_exception_map(self):
+            if self._fresh:
+                super()._load_exception_map()
+                _index_cache_write(self._root, self.satellite_offsets, self._lemma_pos_offset_map,
+                                   self._exception_map)
+
         def open(self, fileid):
             # The index, exception and lexname files are read line by line once, at start-up:
             # through Python's own text file rather than NLTK's seekable stream reader, whose
@@ -90,6 +119,47 @@ def _reader_class():
     return EnglishWordNet
 
 
+def _index_cache_path(root) -> Path | None:
+    """Where the parsed index of the WordNet at ``root`` is kept (None when ``root`` is not a folder)."""
+    nltk = import_nltk()
+
+    folder = Path(getattr(root, "path", root))  # NLTK hands a FileSystemPathPointer
+    if not folder.is_dir():
+        return None
+    stamp = [nltk.__version__, str(folder.resolve())]
+    for name in _FILES + ["lexnames"]:
+        f = folder / name
+        st = f.stat() if f.is_file() else None
+        stamp.append(f"{name}:{st.st_size}:{st.st_mtime_ns}" if st else f"{name}:-")
+    key = hashlib.sha256("|".join(stamp).encode()).hexdigest()[:16]
+    return _cache_root() / f"wordnet-index-{key}.marshal"
+
+
+def _index_cache_read(root):
+    """(satellite offsets, lemma index, exception lists) from the cache, or None."""
+    path = _index_cache_path(root)
+    if path is None or not path.is_file():
+        return None
+    try:
+        sat, lemmas, exc = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return sat, lemmas, exc
+
+
+def _index_cache_write(root, satellites, lemmas, exceptions) -> None:
+    path = _index_cache_path(root)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps((set(satellites), dict(lemmas), dict(exceptions))))
+        tmp.replace(path)  # atomic: a reader never sees half a file
+    except OSError:  # a read-only home: the next process parses again, nothing else changes
+        pass
+
+
 @lru_cache(maxsize=1)
 def load_wordnet():
     """The WordNet reader METEOR uses (loaded once per process, ~5 s).
@@ -97,7 +167,7 @@ def load_wordnet():
     Raises:
         WordNetMissing: with install instructions, when no WordNet is found.
     """
-    import nltk
+    nltk = import_nltk()
 
     try:
         found = nltk.data.find("corpora/wordnet")

@@ -1,0 +1,38 @@
+"""Clipped n-gram matches (1- to 4-grams) of a hypothesis against one reference, shared by BLEU and GLEU.
+
+Both metrics read the same four numbers from a pair's tokens: for each n, how many of the
+hypothesis's n-grams the reference also has (each counted at most as often as the reference has
+it). BLEU divides them by the hypothesis's n-gram counts, GLEU sums them (n-grams of different
+lengths never coincide, so the sum is the overlap of the two "all n-grams" bags). Each pair's are
+computed once per process and kept, so the second metric of a run reads them instead of
+counting again.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from typing import Sequence
+
+from ._text import word_tokenize
+
+MAX_N = 4
+
+
+def clipped_matches(reference: Sequence[str], hypothesis: Sequence[str]) -> tuple[int, ...]:
+    """For n = 1..4, the hypothesis's n-grams found in the reference, clipped by the reference's counts."""
+    out = []
+    for n in range(1, MAX_N + 1):
+        if not out or out[-1]:
+            hyp = Counter(zip(*(hypothesis[i:] for i in range(n))))
+            ref = Counter(zip(*(reference[i:] for i in range(n))))
+            out.append(sum(min(c, ref[g]) for g, c in hyp.items() if g in ref))
+        else:  # no shared (n-1)-gram: no shared n-gram either
+            out.append(0)
+    return tuple(out)
+
+
+@lru_cache(maxsize=65_536)
+def pair_matches(ground_truth: str, response: str, tok: str) -> tuple[tuple[int, ...], int, int]:
+    """(clipped matches, response length, ground-truth length) in tokens of ``tok`` (cached per pair)."""
+    ref, hyp = word_tokenize(ground_truth, tok), word_tokenize(response, tok)
+    return clipped_matches(ref, hyp), len(hyp), len(ref)
