@@ -249,6 +249,7 @@ class JudgeReply:
     completion_tokens: int | None
     latency_ms: float
     attempts: int
+    finish_reason: str | None = None  # why the judge stopped ("stop", "length"...), as the SDK records it
 
 
 class JudgeError(Exception):
@@ -446,6 +447,7 @@ class JudgeClient:
                 latency = (time.perf_counter() - start) * 1000
                 choice = resp.choices[0] if resp.choices else None
                 text = choice.message.content if choice and choice.message else None
+                finish = getattr(choice, "finish_reason", None) if choice else None
                 usage = resp.usage
                 pt, ct = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
             except asyncio.CancelledError:
@@ -465,7 +467,7 @@ class JudgeClient:
             if not text:
                 raise JudgeError("the judge returned an empty reply", attempt, 200, answered=True)
             return JudgeReply(text, pt if isinstance(pt, int) else None, ct if isinstance(ct, int) else None,
-                              latency, attempt)
+                              latency, attempt, finish if isinstance(finish, str) else None)
 
     async def probe(self) -> int:
         """One call that checks the judge before a run: reachable, key accepted, model exists.

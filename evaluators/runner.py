@@ -581,6 +581,8 @@ class Runner:
             p.completion_tokens += reply.completion_tokens or 0
             r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
                               reply.latency_ms)
+            if reply.finish_reason is not None and r.meta is not None:
+                r.meta["finish_reason"] = reply.finish_reason  # the SDK's <K>_properties.finish_reason
         except asyncio.CancelledError:
             raise  # a cancel request: this call's row stays pending and the run says cancelled
         except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason

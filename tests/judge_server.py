@@ -39,6 +39,7 @@ class Action:
     content: reply text for a 200 (malformed verdicts etc.).
     hang: seconds to sleep before answering (longer than the client's timeout = a hang).
     raw_body: bytes to send as the body verbatim (broken JSON).
+    finish_reason: the choice's finish_reason in a 200 reply.
     """
 
     status: int = 200
@@ -46,6 +47,7 @@ class Action:
     content: str | None = None
     hang: float = 0.0
     raw_body: bytes | None = None
+    finish_reason: str = "stop"  # why the model stopped, as a 200 reply says it ("length": cut at max_tokens)
 
 
 @dataclass
@@ -274,7 +276,7 @@ class JudgeServer:
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": req.get("model", "test-judge"),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
+                                 "finish_reason": action.finish_reason if action else "stop"}],
                     "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
                               "total_tokens": len(prompt) // 4 + len(content) // 4},
                 }
