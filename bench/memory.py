@@ -1,6 +1,10 @@
 """Peak memory of a CLI run as rows grow: one judge metric against the loopback judge.
 
-    python bench/memory.py [--rows 10000 100000] [--concurrency 32]
+    python bench/memory.py [--rows 10000 100000 1000000] [--concurrency 32] [--quick]
+
+Targets (issue 11): 100,000 rows under 500 MB, 1,000,000 rows under 1 GB; each size's line says
+PASS/FAIL where a target applies. ``--quick``: 2,000 and 20,000 rows (a minute or two), to check
+that the peak stays flat (MB per 1,000 rows above the first run's).
 
 Each size is one fresh `python -m evaluators run ... --metrics fluency` in its own process, against
 the loopback OpenAI-compatible server (tests/judge_server.py, its own process, zero latency); the
@@ -22,6 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.judge_server import JudgeServerProcess  # noqa: E402
+
+
+TARGETS_MB = {100_000: 500, 1_000_000: 1000}  # issue 11: peak RSS of the CLI process
 
 
 def write_rows(path: Path, n: int) -> None:
@@ -52,7 +59,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--quick", action="store_true", help="2,000 and 20,000 rows")
     args = ap.parse_args()
+    if args.quick:
+        args.rows = [2_000, 20_000]
     print(f"CLI run, one judge metric (fluency), loopback judge in its own process, zero latency, "
           f"concurrency {args.concurrency}")
     print(f"{'rows':>9} {'peak RSS MB':>11} {'seconds':>8} {'rows/s':>7} {'MB / 1k rows over first':>24}")
@@ -62,8 +72,10 @@ def main() -> None:
             mb, secs, code = cli_peak(server.url, n, args.concurrency, Path(tmp))
             slope = "" if first is None else f"{(mb - first[1]) / ((n - first[0]) / 1000):.2f}"
             first = first or (n, mb)
-            print(f"{n:>9} {mb:>11.0f} {secs:>8.1f} {n / secs:>7.0f} {slope:>24}" + (f"  (exit {code})" if code else ""),
-                  flush=True)
+            target = TARGETS_MB.get(n)
+            verdict = f"  target < {target} MB: {'PASS' if mb < target and not code else 'FAIL'}" if target else ""
+            print(f"{n:>9} {mb:>11.0f} {secs:>8.1f} {n / secs:>7.0f} {slope:>24}" + (f"  (exit {code})" if code else "")
+                  + verdict, flush=True)
 
 
 if __name__ == "__main__":
