@@ -226,7 +226,9 @@ class JudgeServer:
                 if self.path != "/_stats":
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with owner._lock:
-                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served)}
+                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served),
+                             # wall-clock time the first request (probe or call) arrived, for start-up benches
+                             "first_at": owner.requests[0]["_at"] if owner.requests else None}
                 self._send(200, json.dumps(stats).encode())
 
             def do_POST(self):
@@ -246,6 +248,7 @@ class JudgeServer:
                 req["_path"] = self.path  # tests check where the client sent the call
                 req["_auth"] = self.headers.get("Authorization")  # ...and with which key
                 req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
+                req["_at"] = time.time()  # when it arrived
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 prompt = prompt_text(req)
