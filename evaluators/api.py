@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .data import Dataset, load_dataset
+from .data import Dataset, load_dataset, load_dataset_streaming
 from .errors import UsageError
 from .judge import JudgeConfig
 from .registry import get_metric
@@ -55,7 +55,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         stored_id = data[3:]
         ds = store.open_dataset(stored_id)  # read as it is walked, not loaded whole
     else:
-        ds = load_dataset(data, column_mapping)
+        ds = load_dataset_streaming(data, column_mapping)  # a JSON-lines file is checked and stored, never held
     if not metrics:
         raise UsageError("choose at least one metric")
     ds.check_metrics(metrics)

@@ -258,3 +258,50 @@ def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(
     ks = KeySet(keys)
     assert ks == keys and set(ks) == keys and len(ks) == 5
     assert (6, "a", 0) not in ks and (7, "a", 1) not in ks and (999_999, "b", 3) not in ks
+
+
+# ---------------------------------------------------------------------------- streamed loading
+def _jsonl_cases(tmp_path):
+    from tests.conftest import CONVERSATIONS, ROOT, SINGLE
+
+    cases = [(SINGLE, None), (CONVERSATIONS, None), (SINGLE, {"ground_truth": "context"})]
+    cases += [(p, None) for p in sorted((ROOT / "tests" / "hostile").glob("*.jsonl"))]
+    made = {  # conversions (a number where text belongs, JSON text in a context), blank lines, a BOM
+        "convert.jsonl": b'\xef\xbb\xbf{"question": 6, "answer": 42, "context": "[\\"a\\", \\"b\\"]"}\n\n'
+                         b'{"question": "q2", "answer": "r2", "extra": 1}\n',
+        "missing.jsonl": b'{"query": "q", "response": ""}\n{"query": "q"}\n',
+        "no_newline_at_end.jsonl": b'{"query": "q", "response": "r"}\n{"query": "q2", "response": "r2"}',
+    }
+    for name, raw in made.items():
+        (tmp_path / name).write_bytes(raw)
+        cases.append((tmp_path / name, None))
+    cases.append((tmp_path / "nowhere.jsonl", None))
+    return cases
+
+
+def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_path):
+    """Streaming (two passes over the file, rows never held) must give the same records, columns,
+    mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
+    every hostile file."""
+    from evaluators.data import FileDataset, load_dataset, load_dataset_streaming
+
+    streamed_ok = 0
+    for path, mapping in _jsonl_cases(tmp_path):
+        try:
+            want = load_dataset(path, mapping)
+        except Exception as e:  # noqa: BLE001
+            try:
+                load_dataset_streaming(path, mapping)
+            except Exception as got:  # noqa: BLE001
+                assert (type(got), str(got)) == (type(e), str(e)), path
+            else:
+                raise AssertionError(f"{path}: streaming accepted what load_dataset refuses: {e}")
+            continue
+        got = load_dataset_streaming(path, mapping)
+        streamed_ok += isinstance(got, FileDataset)
+        assert list(got.records) == want.records and len(got) == len(want), path
+        assert (got.columns, got.mapping, got.shape, got.detected, got.source, got.name) == \
+               (want.columns, want.mapping, want.shape, want.detected, want.source, want.name), path
+        assert list(got.row_numbers) == want.row_numbers and got.content_hash == want.content_hash, path
+        assert got.fields() == want.fields(), path
+    assert streamed_ok >= 5  # the good files really went the streaming way
