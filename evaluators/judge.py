@@ -401,6 +401,23 @@ def _status_error(response: Any) -> APIStatusError:
     return cls(f"Error code: {status} - {body}", response)
 
 
+_TLS: dict[bool, Any] = {}  # this process's TLS contexts, made once (loading the CA bundle takes 50-300 ms)
+
+
+def _tls_context(httpx: Any, verify: bool) -> Any:
+    """A TLS context shared by every client: verifying (the CA bundle loaded), or, for a judge reached
+    over plain HTTP, one that is never used to connect anywhere."""
+    if verify not in _TLS:
+        _TLS[verify] = httpx.create_ssl_context(verify=verify)
+    return _TLS[verify]
+
+
+def _tls_needed(endpoint: str) -> bool:
+    """Whether a call to ``endpoint`` may use TLS: an https URL, or an https proxy from the environment."""
+    proxies = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+    return endpoint.startswith("https") or any(os.environ.get(k, "").lower().startswith("https") for k in proxies)
+
+
 class JudgeClient:
     """Async chat-completion client with retries; one per run.
 
@@ -453,7 +470,7 @@ class JudgeClient:
         # connections on every request, which at 64-256 in flight cost more CPU than the call itself.
         # Each call borrows a free slot of one shard, so no shard's pool ever waits.
         shards = -(-(config.concurrency + 4) // SHARD_CONNECTIONS)
-        verify: Any = httpx.create_ssl_context() if self._endpoint.startswith("https") else True  # built once
+        verify = _tls_context(httpx, _tls_needed(self._endpoint))  # plain HTTP: no certificates loaded
         limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
         self._shards = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(config.timeout), limits=limits,
                                           verify=verify) for _ in range(shards)]
