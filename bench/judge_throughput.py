@@ -67,7 +67,9 @@ def run_cpu(args) -> None:
     print(f"1. judge client CPU per call: {n} calls, 64 in flight, zero-latency loopback server (own process)")
     print(f"{'code':<28} {'CPU ms/call':>11} {'calls/s':>8}")
     with JudgeServerProcess() as server:
-        roots = [("this checkout", ROOT)] + ([(f"baseline {args.baseline}", Path(args.baseline))] if args.baseline else [])
+        roots = [("this checkout", ROOT)]
+        if args.baseline:
+            roots.append((f"baseline {args.baseline}", Path(args.baseline)))
         got = {}
         for label, root in roots:
             m = cpu_per_call(server.url, root, n)
@@ -75,7 +77,8 @@ def run_cpu(args) -> None:
             print(f"{label[:28]:<28} {m['cpu_ms']:>11.2f} {m['calls_s']:>8.0f}", flush=True)
         if args.baseline:
             a, b = got["this checkout"], got[roots[1][0]]
-            print(f"baseline / this: CPU per call {b['cpu_ms'] / a['cpu_ms']:.2f}x, calls/s {a['calls_s'] / b['calls_s']:.2f}x")
+            print(f"baseline / this: CPU per call {b['cpu_ms'] / a['cpu_ms']:.2f}x, "
+                  f"calls/s {a['calls_s'] / b['calls_s']:.2f}x")
 
 
 def run_grid(args) -> None:
@@ -119,8 +122,8 @@ def run_cli(args) -> None:
                 f.write(json.dumps({"query": f"Question {i}: what does the report on item {i} conclude?",
                                     "response": f"Answer {i}: the report concludes that item {i} is fine."}) + "\n")
         env = dict(os.environ, PYTHONPATH=str(ROOT), EVAL_HOME=str(Path(tmp) / "home"))
-        cmd = [sys.executable, "-m", "evaluators", "run", str(data), "--metrics", "fluency", "--out", str(Path(tmp) / "out"),
-               "--judge-base-url", server.url, "--judge-model", "m", "--concurrency", str(conc), "--quiet"]
+        cmd = [sys.executable, "-m", "evaluators", "run", str(data), "--metrics", "fluency",
+               "--out", str(Path(tmp) / "out"), "--judge-base-url", server.url, "--judge-model", "m", "--concurrency", str(conc), "--quiet"]
         t0 = time.time()
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -132,7 +135,8 @@ def run_cli(args) -> None:
         first = None if first_at is None else first_at - t0
     ratio = limit / took
     print(f"CPU time of the CLI process {cpu:.2f} s ({cpu * 1000 / n:.2f} ms a call, start-up included)")
-    print(f"whole process {took:.2f} s; limit / achieved {ratio:.2f} (target >= 0.90: {'PASS' if ratio >= 0.9 else 'FAIL'})")
+    verdict = "PASS" if ratio >= 0.9 else "FAIL"
+    print(f"whole process {took:.2f} s; limit / achieved {ratio:.2f} (target >= 0.90: {verdict})")
     if first is not None:
         print(f"first call reached the server {first:.2f} s after the process started "
               f"(target <= 0.30 s: {'PASS' if first <= 0.3 else 'FAIL'})")
