@@ -100,6 +100,14 @@ def write_run_outputs(store: Store, run_id: str, out_dir: str | Path,
     th = {s.name: float(merged.get(s.name, s.default_threshold)) for s in specs}
     ds = store.open_dataset(run["dataset_id"])
     conversation = ds.shape == "conversation"
+    # what each judge call was given (K_properties.sample_input), re-created from the run's templates
+    # and the rows, where this version of the engine has it (issue 8)
+    try:
+        from .templates import JudgeInputs
+    except ImportError:
+        extra: dict[str, Any] = {}
+    else:
+        extra = {"inputs": JudgeInputs(ds, spec)}
     names = {s.name for s in specs}
     cells: dict[str, list] = {s.name: [] for s in specs}
     slim = _Slim()
@@ -123,7 +131,7 @@ def write_run_outputs(store: Store, run_id: str, out_dir: str | Path,
                 for s in specs:
                     got = mine.get(s.name)
                     cell = s.kind_impl.combine(s, got) if got else None
-                    keys = s.kind_impl.row_keys(s, cell, th[s.name], conversation)
+                    keys = s.kind_impl.row_keys(s, cell, th[s.name], conversation, **extra)
                     row.update({f"outputs.{s.name}.{k}": v for k, v in keys.items()})
                     cells[s.name].append(slim(cell))
                 f.write(jsonl_text([row]))
