@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .data import Dataset, load_dataset
+from .data import Dataset, load_dataset, load_dataset_streaming
 from .errors import UsageError
 from .judge import JudgeConfig
 from .registry import get_metric
@@ -50,10 +50,12 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
     Raises:
         UsageError, DataValidationError: before anything is stored.
     """
+    stored_id = None
     if isinstance(data, str) and data.startswith("ds:"):
-        ds = store.get_dataset(data[3:])
+        stored_id = data[3:]
+        ds = store.open_dataset(stored_id)  # read as it is walked, not loaded whole
     else:
-        ds = load_dataset(data, column_mapping)
+        ds = load_dataset_streaming(data, column_mapping)  # a JSON-lines file is checked and stored, never held
     if not metrics:
         raise UsageError("choose at least one metric")
     ds.check_metrics(metrics)
@@ -66,7 +68,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
     spec.validate()
-    dataset_id = store.save_dataset(ds)
+    dataset_id = stored_id or store.save_dataset(ds)
     fp = spec.fingerprint()
     out = str(Path(out_dir).resolve()) if out_dir else None
     if out and resume:

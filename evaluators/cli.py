@@ -213,8 +213,8 @@ def print_summary(res, out=sys.stdout) -> None:
 
 
 def cmd_run(a) -> int:
-    from .api import open_results, prepare_run
-    from .exports import write_outputs
+    from .api import prepare_run
+    from .run_outputs import write_run_outputs
     from .runner import Runner
     from .store import Store
 
@@ -246,9 +246,8 @@ def cmd_run(a) -> int:
     status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True).run()
     if not a.quiet:
         print(file=sys.stderr)
-    res = open_results(store, rid)
+    res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
     metrics_out = res.metrics()
-    write_outputs(a.out, res.rows(), metrics_out)
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
     print_summary(res)
     if status == "cancelled":

@@ -18,9 +18,12 @@ import codecs
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -78,13 +81,7 @@ class Dataset:
     def content_hash(self) -> str:
         """SHA-256 of ``json.dumps([mapping, records], sort_keys=True, separators=(",", ":"))``,
         fed one record at a time so that no second copy of the data is built."""
-        h = hashlib.sha256()
-        dump = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
-        h.update(b"[" + dump(self.mapping).encode() + b",[")
-        for k, rec in enumerate(self.records):
-            h.update((b"," if k else b"") + dump(rec).encode())
-        h.update(b"]]")
-        return h.hexdigest()
+        return _records_hash(self.mapping, self.records)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -155,6 +152,17 @@ class Dataset:
 
     def row_no(self, i: int) -> int:
         return self.row_numbers[i] if self.row_numbers else i + 1
+
+
+def _records_hash(mapping: dict, records: Iterable[dict]) -> str:
+    """:attr:`Dataset.content_hash` of these records (fed one record at a time)."""
+    h = hashlib.sha256()
+    dump = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+    h.update(b"[" + dump(mapping).encode() + b",[")
+    for k, rec in enumerate(records):
+        h.update((b"," if k else b"") + dump(rec).encode())
+    h.update(b"]]")
+    return h.hexdigest()
 
 
 def _has_value(v: Any) -> bool:
@@ -331,30 +339,57 @@ def _json_lines(data: bytes, problems: ProblemCollector, records: list, numbers:
         end = size if end == -1 else end
         chunk = view[start:end]
         start = end + 1
-        try:
-            line = str(chunk, "utf-8")
-        except UnicodeDecodeError as e:
-            problems.add(n, "", f"not UTF-8: byte 0x{chunk[e.start]:02x} at column {e.start + 1}; save the file as UTF-8")
-            continue
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.add(n, "", f"broken JSON line: {e.msg} at column {e.colno}")
-            continue
-        except RecursionError:
-            problems.add(n, "", f"nested more than {MAX_DEPTH} levels deep")
-            continue
-        except ValueError as e:  # an integer longer than Python converts to int
-            problems.add(n, "", f"broken JSON line: {_value_error(e)}")
-            continue
-        if not isinstance(obj, dict):
-            problems.add(n, "", f"each line must be a JSON object, got {_kind(obj)}")
+        obj = _json_line(chunk, n, problems)
+        if obj is None:
             continue
         _keep(obj, n, records, numbers, problems)
         if problems.full:
             return
+
+
+def _json_line(chunk, n: int, problems: ProblemCollector) -> dict | None:
+    """Line ``n`` (bytes, without its newline) as a JSON object, or None (a blank line, or a problem added)."""
+    try:
+        line = str(chunk, "utf-8")
+    except UnicodeDecodeError as e:
+        problems.add(n, "", f"not UTF-8: byte 0x{chunk[e.start]:02x} at column {e.start + 1}; save the file as UTF-8")
+        return None
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        problems.add(n, "", f"broken JSON line: {e.msg} at column {e.colno}")
+        return None
+    except RecursionError:
+        problems.add(n, "", f"nested more than {MAX_DEPTH} levels deep")
+        return None
+    except ValueError as e:  # an integer longer than Python converts to int
+        problems.add(n, "", f"broken JSON line: {_value_error(e)}")
+        return None
+    if not isinstance(obj, dict):
+        problems.add(n, "", f"each line must be a JSON object, got {_kind(obj)}")
+        return None
+    return obj
+
+
+def _jsonl_file(path: Path, problems: ProblemCollector):
+    """(record, line number) of a JSON-lines file read from disk a line at a time, with the same checks
+    as :func:`read_records` (rows it would leave out are left out, their problems added)."""
+    kept: list = []
+    numbers: list = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            obj = _json_line(raw[:-1] if raw.endswith(b"\n") else raw, n, problems)
+            if obj is None:
+                continue
+            _keep(obj, n, kept, numbers, problems)
+            if kept:
+                yield kept.pop(), numbers.pop()
+            if problems.full:
+                return
 
 
 def _value_error(e: ValueError) -> str:
@@ -558,6 +593,21 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         DataValidationError: wrong types, by row and field.
     """
     columns = list(dict.fromkeys(c for rec in records for c in rec))
+    mapping, schema, shape = _map_columns(columns, source, column_mapping)
+    problems = problems or ProblemCollector(source)
+    out: list[dict] = []
+    for rec, row in zip(records, numbers):
+        out.append(_check_row(rec, row, mapping, problems))
+        if problems.full:
+            break
+    problems.raise_if_any()
+    return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
+                   source=source, detected=schema, row_numbers=list(numbers))
+
+
+def _map_columns(columns: list[str], source: str,
+                 column_mapping: Mapping[str, str] | None) -> tuple[dict[str, str], str, str]:
+    """(field -> column mapping, schema detected, shape) for these columns and the user's overrides."""
     mapping, schema = detect_mapping(columns)
     for fld, col in (column_mapping or {}).items():
         if fld not in FIELDS:
@@ -572,46 +622,43 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         raise UsageError(
             f"{source}: no response column found among {', '.join(columns)}; "
             "map one (CLI: --map response=COLUMN)")
-    problems = problems or ProblemCollector(source)
-    out: list[dict] = []
-    for rec, row in zip(records, numbers):
-        changed: dict[str, Any] = {}
-        for fld, col in mapping.items():
-            v = rec.get(col)
-            if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
-                continue  # the common case: text where text belongs
-            if fld in ("messages", "context", "checklist"):
-                v = _text_or_json(v)
-            elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
-                problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
-                continue
-            if not _has_value(v):
-                if fld in ("response", "messages"):
-                    problems.add(row, col, f"missing {fld}")
-                continue
-            if fld in TEXT_FIELDS:
-                text = _as_text(v)
-                if text is None:
-                    problems.add(row, col, f"{fld} must be text, got {_kind(v)}")
-                v = text
-            elif fld == "context":
-                if _as_text(v) is not None:
-                    v = _as_text(v)
-                _check_context(v, "", problems, row, col)
-            elif fld == "messages" and is_sdk_conversation(v):
-                v = check_conversation(v, problems, row, col)
-            elif fld == "messages":
-                v = _check_messages(v, problems, row, col)
-            elif fld == "checklist" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-                problems.add(row, col, f"checklist must be a list of texts, got {type(v).__name__}")
-            if v is not rec.get(col) and v is not None:
-                changed[col] = v
-        out.append({**rec, **changed} if changed else rec)
-        if problems.full:
-            break
-    problems.raise_if_any()
-    return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
-                   source=source, detected=schema, row_numbers=list(numbers))
+    return mapping, schema, shape
+
+
+def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector) -> dict:
+    """One row checked against the mapping (problems added); a copy where a value needed converting."""
+    changed: dict[str, Any] = {}
+    for fld, col in mapping.items():
+        v = rec.get(col)
+        if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
+            continue  # the common case: text where text belongs
+        if fld in ("messages", "context", "checklist"):
+            v = _text_or_json(v)
+        elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
+            problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
+            continue
+        if not _has_value(v):
+            if fld in ("response", "messages"):
+                problems.add(row, col, f"missing {fld}")
+            continue
+        if fld in TEXT_FIELDS:
+            text = _as_text(v)
+            if text is None:
+                problems.add(row, col, f"{fld} must be text, got {_kind(v)}")
+            v = text
+        elif fld == "context":
+            if _as_text(v) is not None:
+                v = _as_text(v)
+            _check_context(v, "", problems, row, col)
+        elif fld == "messages" and is_sdk_conversation(v):
+            v = check_conversation(v, problems, row, col)
+        elif fld == "messages":
+            v = _check_messages(v, problems, row, col)
+        elif fld == "checklist" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            problems.add(row, col, f"checklist must be a list of texts, got {type(v).__name__}")
+        if v is not rec.get(col) and v is not None:
+            changed[col] = v
+    return {**rec, **changed} if changed else rec
 
 
 def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
@@ -711,6 +758,107 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
             raise UsageError(f"{name or '<data>'}: row {bad[0]} is not a dict")
         return build_dataset(list(data), list(range(1, len(data) + 1)), name or "<data>", name or "<data>", column_mapping)
     raise UsageError(f"cannot load data of type {type(data).__name__}")
+
+
+class FileRecords(Sequence):
+    """A JSON-lines file's records, read from disk, checked and converted as :func:`build_dataset`
+    does each time they are walked: a dataset of any size without its rows in memory."""
+
+    def __init__(self, path: Path, mapping: dict[str, str], n: int):
+        self.path, self.mapping, self.n = path, mapping, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        problems = ProblemCollector(self.path.name)
+        k = 0
+        for rec, row in _jsonl_file(self.path, problems):
+            k += 1
+            yield _check_row(rec, row, self.mapping, problems)
+        if problems.problems or k != self.n:
+            raise UsageError(f"{self.path} changed while it was being read; run again")
+
+    def __getitem__(self, i):  # rare here (a run reads its rows from the store): a walk to row i
+        if isinstance(i, slice):
+            return list(self)[i]
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return next(itertools.islice(iter(self), i, None))
+
+
+@dataclass
+class FileDataset(Dataset):
+    """A :class:`Dataset` over :class:`FileRecords`, with its content hash and fields computed in
+    the one checking pass (each would otherwise be another read of the file)."""
+
+    known_hash: str = ""
+    known_fields: frozenset = frozenset()
+
+    @property
+    def content_hash(self) -> str:
+        return self.known_hash
+
+    def fields(self) -> set[str]:
+        return set(self.known_fields)
+
+
+def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None = None,
+                           name: str | None = None) -> Dataset:
+    """:func:`load_dataset`, reading a JSON-lines file from disk without holding its rows: one pass
+    for the columns, one to check every row (and hash them, and note the fields present); the rows
+    are read again when they are used (e.g. stored). Anything else, or a file with any problem, goes
+    through :func:`load_dataset`, so errors are word for word the same.
+
+    Returns:
+        A :class:`FileDataset` (records on disk) or what :func:`load_dataset` returns.
+    """
+    if not isinstance(data, (str, Path)) or FORMATS.get(Path(data).suffix.lower()) != "jsonl":
+        return load_dataset(data, column_mapping, name)
+    path = Path(data)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return load_dataset(data, column_mapping, name)  # says why it cannot be read
+    problems = ProblemCollector(path.name)
+    if _sniff(head, "jsonl"):
+        return load_dataset(data, column_mapping, name)
+    columns: dict[str, None] = {}
+    n = 0
+    for rec, _ in _jsonl_file(path, problems):
+        n += 1
+        for c in rec:
+            if c not in columns:
+                columns[c] = None
+    if problems.problems or not n:
+        return load_dataset(data, column_mapping, name)
+    cols = list(columns)
+    mapping, schema, shape = _map_columns(cols, path.name, column_mapping)
+    numbers = array("q")
+    fields: set[str] = set()
+    chunk: list[dict] = []
+    probe = Dataset(name="", records=chunk, columns=cols, mapping=mapping, shape=shape)  # fields() of a chunk
+
+    def checked():
+        for rec, row in _jsonl_file(path, problems):
+            out = _check_row(rec, row, mapping, problems)
+            numbers.append(row)
+            chunk.append(out)
+            if len(chunk) >= 1000:
+                fields.update(probe.fields())
+                chunk.clear()
+            yield out
+
+    digest = _records_hash(mapping, checked())
+    fields.update(probe.fields() if chunk else ())
+    if problems.problems or len(numbers) != n:
+        return load_dataset(data, column_mapping, name)
+    return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n), columns=cols,
+                       mapping=mapping, shape=shape, source=path.name, detected=schema, row_numbers=numbers,
+                       known_hash=digest, known_fields=frozenset(fields))
 
 
 @dataclass

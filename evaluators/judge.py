@@ -1,8 +1,8 @@
 """The one client that talks to a judge model.
 
 OpenAI, Azure OpenAI, or any OpenAI-compatible server (vLLM, Ollama, llama.cpp)
-by base URL, through the ``openai`` package. Bounded retries with exponential
-backoff honour ``Retry-After`` on 429, 5xx, timeouts and connection errors.
+by base URL, speaking the chat-completions protocol over ``httpx2`` (httpx). Bounded retries
+with exponential backoff honour ``Retry-After`` on 429, 5xx, timeouts and connection errors.
 
 Keys go only where they belong (:func:`resolve_api_key`): ``OPENAI_API_KEY`` only to
 OpenAI itself, ``AZURE_OPENAI_API_KEY`` only to ``AZURE_OPENAI_ENDPOINT``, and any other
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import os
 import random
@@ -34,6 +35,8 @@ OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_API_VERSION = "2024-10-21"
 # The one call that checks a judge before a run (reachable, key accepted, model exists).
 PROBE_PROMPT = "evaldash judge check: reply with the single word OK."
+# Connections per HTTP client in JudgeClient (see there).
+SHARD_CONNECTIONS = 8
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ class JudgeReply:
     completion_tokens: int | None
     latency_ms: float
     attempts: int
+    finish_reason: str | None = None  # why the judge stopped ("stop", "length"...), as the SDK records it
 
 
 class JudgeError(Exception):
@@ -351,49 +355,136 @@ def _retry_after(exc: Exception) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
+# ---------------------------------------------------------------------------- HTTP failures
+# Named as the openai client names them, so messages ("InternalServerError (HTTP 500): ...") read
+# the same as they always have; raised by JudgeClient's own HTTP path, never by the openai package.
+class APIError(Exception):
+    status_code: int | None = None
+    response: Any = None
+
+
+class APIConnectionError(APIError):
+    pass
+
+
+class APITimeoutError(APIConnectionError):
+    pass
+
+
+class APIStatusError(APIError):
+    def __init__(self, message: str, response: Any):
+        super().__init__(message)
+        self.response, self.status_code = response, response.status_code
+
+
+class BadRequestError(APIStatusError): pass  # noqa: E701
+class AuthenticationError(APIStatusError): pass  # noqa: E701
+class PermissionDeniedError(APIStatusError): pass  # noqa: E701
+class NotFoundError(APIStatusError): pass  # noqa: E701
+class ConflictError(APIStatusError): pass  # noqa: E701
+class UnprocessableEntityError(APIStatusError): pass  # noqa: E701
+class RateLimitError(APIStatusError): pass  # noqa: E701
+class InternalServerError(APIStatusError): pass  # noqa: E701
+
+
+_STATUS_ERRORS = {400: BadRequestError, 401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError,
+                  409: ConflictError, 422: UnprocessableEntityError, 429: RateLimitError}
+
+
+def _status_error(response: Any) -> APIStatusError:
+    status = response.status_code
+    cls = _STATUS_ERRORS.get(status) or (InternalServerError if status >= 500 else APIStatusError)
+    try:
+        body: Any = json.loads(response.content)
+    except ValueError:
+        body = response.content.decode("utf-8", "replace")[:300]
+    return cls(f"Error code: {status} - {body}", response)
+
+
+_TLS: dict[bool, Any] = {}  # this process's TLS contexts, made once (loading the CA bundle takes 50-300 ms)
+
+
+def _tls_context(httpx: Any, verify: bool) -> Any:
+    """A TLS context shared by every client: verifying (the CA bundle loaded), or, for a judge reached
+    over plain HTTP, one that is never used to connect anywhere."""
+    if verify not in _TLS:
+        _TLS[verify] = httpx.create_ssl_context(verify=verify)
+    return _TLS[verify]
+
+
+def _tls_needed(endpoint: str) -> bool:
+    """Whether a call to ``endpoint`` may use TLS: an https URL, or an https proxy from the environment."""
+    proxies = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+    return endpoint.startswith("https") or any(os.environ.get(k, "").lower().startswith("https") for k in proxies)
+
+
 class JudgeClient:
     """Async chat-completion client with retries; one per run.
+
+    Speaks the OpenAI chat-completions protocol over ``httpx2`` (httpx) directly (OpenAI, Azure
+    OpenAI and compatible servers): one JSON body out, one JSON body in, about a fifth of the CPU per call of
+    the ``openai`` client's request and response layers, which a run of thousands of calls on one
+    event loop feels. The ``openai`` package is not imported.
 
     Args:
         config: the judge (a named judge is resolved here, from the server's configuration).
         api_key: a key given for this judge (see :func:`resolve_api_key` for where keys may go).
+        limiter: a ratelimit.RateLimiter every attempt goes through, or None.
     """
 
     def __init__(self, config: JudgeConfig, api_key: str | None = None, limiter: Any = None):
-        import openai
+        import httpx2 as httpx  # the httpx the openai package ships with (pinned in requirements.txt)
 
-        self.limiter = limiter  # a ratelimit.RateLimiter every attempt goes through, or None
-
+        self.limiter = limiter
         key = resolve_api_key(config, api_key)
         config = config.resolved()
         self.config = config
         self.url = judge_url(config)
-        self._openai = openai
-        # With no key, send no Authorization header at all: the client would otherwise fill one in
-        # from OPENAI_API_KEY, which belongs to OpenAI alone.
-        self._extra_headers = {"Authorization": openai.Omit()} if key is None else None
-        common = dict(api_key=key or "no-key", max_retries=0, timeout=config.timeout)  # we retry, honouring Retry-After
+        # With no key, send no key at all (never OPENAI_API_KEY, which belongs to OpenAI alone).
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "evaldash"}
+        params = None
         if config.provider == "azure":
             endpoint = config.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
             if not endpoint and not config.base_url:
                 raise UsageError("Azure judge needs an endpoint: set AZURE_OPENAI_ENDPOINT or --judge-base-url")
-            if config.base_url:
-                self._client = openai.AsyncAzureOpenAI(base_url=config.base_url, api_version=config.api_version, **common)
+            from urllib.parse import quote, urlsplit
+
+            deployment = f"/deployments/{quote(config.model, safe='')}"
+            if config.base_url:  # as the openai client does: the deployment unless the URL names one
+                base = config.base_url.rstrip("/")
+                self._endpoint = base + ("" if "/deployments" in urlsplit(base).path else deployment)
             else:
-                self._client = openai.AsyncAzureOpenAI(azure_endpoint=endpoint, api_version=config.api_version, **common)
+                self._endpoint = f"{endpoint.rstrip('/')}/openai{deployment}"
+            params = {"api-version": config.api_version}
+            if key is not None:
+                headers["api-key"] = key
         else:
-            # explicit URL: the client would otherwise take OPENAI_BASE_URL from the environment
-            self._client = openai.AsyncOpenAI(base_url=config.base_url or OPENAI_URL, **common)
+            # explicit URL: never OPENAI_BASE_URL from the environment
+            self._endpoint = (config.base_url or OPENAI_URL).rstrip("/")
+            if key is not None:
+                headers["Authorization"] = f"Bearer {key}"
+        self._endpoint += "/chat/completions"
+        self._params = params
+        self._httpx = httpx
+        # Connections in shards of a few per HTTP client: a client's pool looks at each of its
+        # connections on every request, which at 64-256 in flight cost more CPU than the call itself.
+        # Each call borrows a free slot of one shard, so no shard's pool ever waits.
+        shards = -(-(config.concurrency + 4) // SHARD_CONNECTIONS)
+        verify = _tls_context(httpx, _tls_needed(self._endpoint))  # plain HTTP: no certificates loaded
+        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
+        self._shards = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(config.timeout), limits=limits,
+                                          verify=verify) for _ in range(shards)]
+        self._free = [k for _ in range(SHARD_CONNECTIONS) for k in range(shards)]  # a slot = a shard's index
+        self._spill = 0  # more calls in flight than slots (a caller past its concurrency): round robin
 
     def _retryable(self, exc: Exception, probing: bool = False, attempt: int = 1) -> bool:
-        o = self._openai
-        if isinstance(exc, o.APITimeoutError):
+        if isinstance(exc, APITimeoutError):
             return not probing or attempt < 2  # the check waits out one slow answer, not a silent URL
-        if isinstance(exc, o.APIConnectionError):
+        if isinstance(exc, APIConnectionError):
             return not probing  # a refused connection at the check is a wrong URL: say so at once
-        if isinstance(exc, (o.RateLimitError, o.InternalServerError)):
+        if isinstance(exc, (RateLimitError, InternalServerError)):
             return True
-        return isinstance(exc, o.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
+        return isinstance(exc, APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         hinted = _retry_after(exc)
@@ -402,20 +493,40 @@ class JudgeClient:
         backoff = min(self.config.backoff_max, self.config.backoff_base * 2 ** attempt)
         return backoff * (0.5 + random.random() / 2)  # jitter spreads retries of concurrent calls
 
+    async def _post(self, body: bytes) -> Any:
+        """One attempt: the HTTP response of a 2xx, else the failure as an :class:`APIError`."""
+        httpx, free = self._httpx, self._free
+        if free:
+            slot = free.pop()
+        else:
+            slot, self._spill = None, self._spill + 1
+        try:
+            client = self._shards[slot if slot is not None else self._spill % len(self._shards)]
+            response = await client.post(self._endpoint, content=body, params=self._params)
+        except httpx.TimeoutException:
+            raise APITimeoutError("Request timed out.") from None
+        except httpx.HTTPError as e:  # refused, reset, DNS, a broken protocol
+            raise APIConnectionError(f"Connection error. ({type(e).__name__}: {e})"[:300]) from None
+        finally:
+            if slot is not None:
+                free.append(slot)
+        if not 200 <= response.status_code < 300:
+            raise _status_error(response)
+        return response
+
     async def complete(self, messages: list[dict[str, str]], _probing: bool = False) -> JudgeReply:
         """One chat completion, retried as configured.
 
         Raises:
             JudgeError: the last failure, once retries are spent or when it cannot be retried;
-                anything unexpected (a reply the client cannot read, a bad header) too, with its reason.
+                a reply that cannot be read (not JSON, no choices) too, with its reason.
         """
         cfg = self.config
         params: dict[str, Any] = dict(model=cfg.model, messages=messages, temperature=cfg.temperature,
                                       max_tokens=cfg.max_tokens)
         if cfg.seed is not None:
             params["seed"] = cfg.seed
-        if self._extra_headers:
-            params["extra_headers"] = self._extra_headers
+        body = json.dumps(params, ensure_ascii=False).encode()
         limiter = self.limiter
         tokens = sum(len(str(m.get("content", ""))) for m in messages) / 4 + 120  # for a tpm budget
         attempt = 0
@@ -425,47 +536,50 @@ class JudgeClient:
                 await limiter.acquire(tokens)
             start = time.perf_counter()
             try:
-                if limiter is not None:
-                    try:
-                        raw = await self._client.chat.completions.with_raw_response.create(**params)
-                    except asyncio.CancelledError:
+                try:
+                    response = await self._post(body)
+                except asyncio.CancelledError:
+                    if limiter is not None:
                         limiter.release(None)
-                        raise
-                    except Exception as exc:
-                        response = getattr(exc, "response", None)
-                        status = getattr(exc, "status_code", None)
+                    raise
+                except APIError as exc:
+                    if limiter is not None:
+                        status = exc.status_code
                         hinted = _retry_after(exc)
                         if hinted is None and status == 429:
                             hinted = self._delay(attempt - 1, exc)
-                        limiter.release(status, getattr(response, "headers", None), hinted)
-                        raise
-                    limiter.release(raw.status_code, raw.headers)
-                    resp = raw.parse()
-                else:
-                    resp = await self._client.chat.completions.create(**params)
+                        limiter.release(status, getattr(exc.response, "headers", None), hinted)
+                    raise
+                if limiter is not None:
+                    limiter.release(response.status_code, response.headers)
                 latency = (time.perf_counter() - start) * 1000
-                choice = resp.choices[0] if resp.choices else None
-                text = choice.message.content if choice and choice.message else None
-                usage = resp.usage
-                pt, ct = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+                try:
+                    data = json.loads(response.content)
+                    choices = data.get("choices")
+                    choice = choices[0] if choices else None
+                    message = choice.get("message") if choice else None
+                    text = message.get("content") if message else None
+                    finish = choice.get("finish_reason") if choice else None
+                    usage = data.get("usage") or {}
+                    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                    if text is not None and not isinstance(text, str):
+                        raise TypeError(f"message content is {type(text).__name__}, not text")
+                except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
+                    raise JudgeError(f"unreadable reply from the judge: {_describe(e)}", attempt,
+                                     answered=True) from None
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # openai raises a family of types; anything else is a reply we cannot read
-                if not isinstance(exc, self._openai.OpenAIError):
-                    raise JudgeError(f"unreadable reply from the judge: {_describe(exc)}", attempt,
-                                     answered=True) from None
+            except APIError as exc:
                 if attempt <= cfg.max_retries and self._retryable(exc, _probing, attempt):
-                    if limiter is None or getattr(exc, "status_code", None) != 429:
+                    if limiter is None or exc.status_code != 429:
                         await asyncio.sleep(self._delay(attempt - 1, exc))
                     # a 429 under a limiter: it pauses every call until Retry-After, this one included
                     continue
-                status = getattr(exc, "status_code", None)
-                answered = isinstance(exc, self._openai.APIResponseValidationError)
-                raise JudgeError(_describe(exc), attempt, status, answered) from None
+                raise JudgeError(_describe(exc), attempt, exc.status_code, False) from None
             if not text:
                 raise JudgeError("the judge returned an empty reply", attempt, 200, answered=True)
-            return JudgeReply(text, pt if isinstance(pt, int) else None, ct if isinstance(ct, int) else None,
-                              latency, attempt)
+            return JudgeReply(text, pt if type(pt) is int else None, ct if type(ct) is int else None,
+                              latency, attempt, finish if isinstance(finish, str) else None)
 
     async def probe(self) -> int:
         """One call that checks the judge before a run: reachable, key accepted, model exists.
@@ -493,7 +607,8 @@ class JudgeClient:
             raise JudgeUnavailable(f"judge check failed: {what}", e.attempts) from None
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._shards:
+            await client.aclose()
 
 
 def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:

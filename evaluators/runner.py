@@ -21,7 +21,7 @@ from .errors import EvalError, UsageError
 from .judge import JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
 from .ratelimit import RateLimiter
 from .registry import MetricSpec, get_metric, spec_fingerprint
-from .store import Result, Store, utcnow
+from .store import KeySet, Result, Store, utcnow
 from .templates import ReplyError, Template, load_template, load_user_template_text, parse_template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
@@ -279,7 +279,8 @@ class Runner:
                  take_over: bool = False):
         self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
-        self.dataset: Dataset = store.get_dataset(run["dataset_id"])
+        # records read from the store a chunk at a time as the run walks them: flat in the rows
+        self.dataset: Dataset = store.open_dataset(run["dataset_id"])
         self.spec = RunSpec.from_dict(run["spec"])
         self.on_progress = on_progress
         self.rows = rows
@@ -303,9 +304,9 @@ class Runner:
         rows = self.rows
         return iter_tasks(self.dataset, self.spec, done, keep=lambda k: k[0] in rows or k not in stored)
 
-    def _snapshot(self) -> tuple[set, set | None]:
-        done = self.store.done_keys(self.run_id)
-        return done, (self.store.result_keys(self.run_id) if self.rows is not None else None)
+    def _snapshot(self) -> tuple[KeySet, KeySet | None]:
+        done = self.store.done_keyset(self.run_id)  # a bit per key: flat in the rows
+        return done, (self.store.result_keyset(self.run_id) if self.rows is not None else None)
 
     def plan(self) -> tuple[list[_Task], list[Result]]:
         """Tasks to run and skipped results to record, as lists (see :meth:`_walk`)."""
@@ -454,7 +455,7 @@ class Runner:
     def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
         """The final status: never "completed" while a planned task has no stored result, and
         "failed" (with the first error and the judge's URL) when no judged row succeeded."""
-        stored = self.store.result_keys(self.run_id)
+        stored = self.store.result_keyset(self.run_id)
         lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before)
                 if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
         del stored
@@ -581,6 +582,8 @@ class Runner:
             p.completion_tokens += reply.completion_tokens or 0
             r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
                               reply.latency_ms)
+            if reply.finish_reason is not None and r.meta is not None:
+                r.meta["finish_reason"] = reply.finish_reason  # the SDK's <K>_properties.finish_reason
         except asyncio.CancelledError:
             raise  # a cancel request: this call's row stays pending and the run says cancelled
         except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason

@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
                         func, select, update)
@@ -23,6 +25,8 @@ from .data import Dataset
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)
+# Dataset records (and results) read or written at a time on the paths that stream.
+RECORD_CHUNK = 2000
 
 
 def utcnow() -> dt.datetime:
@@ -179,6 +183,9 @@ class Store:
     def save_dataset(self, ds: Dataset, created_by: str | None = None) -> str:
         """Store a dataset once per content; returns its id (an existing one if identical).
 
+        Records go in with plain inserts of ``RECORD_CHUNK`` rows at a time (no object per row), all in
+        one transaction: a dataset is stored whole or not at all.
+
         Args:
             created_by: who added it (kept from the first time the content was stored).
         """
@@ -190,13 +197,21 @@ class Store:
             did = new_id()
             s.add(DatasetRow(id=did, name=ds.name, source=ds.source, content_hash=h, shape=ds.shape,
                              detected=ds.detected, n_rows=len(ds), columns=ds.columns, mapping=ds.mapping,
-                             row_numbers=ds.row_numbers, created_by=created_by))
+                             row_numbers=list(ds.row_numbers), created_by=created_by))
             s.flush()
-            s.add_all(RecordRow(dataset_id=did, idx=i, data=r) for i, r in enumerate(ds.records))
+            table, batch = RecordRow.__table__, []
+            for i, r in enumerate(ds.records):
+                batch.append({"dataset_id": did, "idx": i, "data": r})
+                if len(batch) >= RECORD_CHUNK:
+                    s.execute(table.insert(), batch)
+                    batch = []
+            if batch:
+                s.execute(table.insert(), batch)
             s.commit()  # one transaction: a dataset is stored whole or not at all
             return did
 
     def get_dataset(self, dataset_id: str) -> Dataset:
+        """The dataset with every record in memory (small datasets; see :meth:`open_dataset` for big ones)."""
         with self.session() as s:
             d = s.get(DatasetRow, dataset_id)
             if d is None:
@@ -204,6 +219,39 @@ class Store:
             recs = s.scalars(select(RecordRow.data).where(RecordRow.dataset_id == dataset_id).order_by(RecordRow.idx)).all()
         return Dataset(name=d.name, records=list(recs), columns=list(d.columns), mapping=dict(d.mapping),
                        shape=d.shape, source=d.source, detected=d.detected, row_numbers=list(d.row_numbers))
+
+    def open_dataset(self, dataset_id: str) -> Dataset:
+        """The dataset with its records read from the store as they are used, ``RECORD_CHUNK`` at a time
+        (:class:`StoredRecords`): what a run walks, whatever the dataset's size."""
+        with self.session() as s:
+            d = s.get(DatasetRow, dataset_id)
+            if d is None:
+                raise KeyError(f"no dataset {dataset_id}")
+            numbers = d.row_numbers
+            n = len(numbers) if numbers else d.n_rows
+            # consecutive numbers (most files) take no memory; others as a compact array
+            plain = not numbers or all(k == i for i, k in enumerate(numbers, 1))
+            rows = array("q") if plain else array("q", numbers)
+            del numbers
+            return Dataset(name=d.name, records=StoredRecords(self, dataset_id, n), columns=list(d.columns),
+                           mapping=dict(d.mapping), shape=d.shape, source=d.source, detected=d.detected,
+                           row_numbers=rows)
+
+    def iter_records(self, dataset_id: str, start: int = 0, stop: int | None = None,
+                     chunk: int = 0) -> Iterator[dict]:
+        """A dataset's records from ``start`` (to ``stop``) in order, read ``chunk`` at a time."""
+        chunk = chunk or RECORD_CHUNK
+        i = start
+        while stop is None or i < stop:
+            end = i + chunk if stop is None else min(i + chunk, stop)
+            with self.session() as s:
+                recs = s.scalars(select(RecordRow.data).where(
+                    RecordRow.dataset_id == dataset_id, RecordRow.idx >= i, RecordRow.idx < end)
+                    .order_by(RecordRow.idx)).all()
+            yield from recs
+            if len(recs) < end - i:
+                return
+            i = end
 
     def list_datasets(self) -> list[dict]:
         with self.session() as s:
@@ -331,6 +379,23 @@ class Store:
                              .where(ResultRow.run_id == run_id)).all()
         return {tuple(r) for r in rows}
 
+    def done_keyset(self, run_id: str) -> "KeySet":
+        """:meth:`done_keys` as a :class:`KeySet` (a bit per key), read in chunks: flat in the rows."""
+        return self._keyset(run_id, ResultRow.status != "error")
+
+    def result_keyset(self, run_id: str) -> "KeySet":
+        """:meth:`result_keys` as a :class:`KeySet`."""
+        return self._keyset(run_id, True)
+
+    def _keyset(self, run_id: str, cond) -> "KeySet":
+        out = KeySet()
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)
+                             .where(ResultRow.run_id == run_id, cond).execution_options(yield_per=RECORD_CHUNK))
+            for r in rows:
+                out.add((r[0], r[1], r[2]))
+        return out
+
     def status_counts(self, run_id: str, metrics: Iterable[str]) -> dict[str, int]:
         """status -> number of stored results of these metrics."""
         with self.session() as s:
@@ -353,6 +418,25 @@ class Store:
                            outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
                            prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
                            latency_ms=r.latency_ms, cached=r.cached, meta=r.meta) for r in rows]
+
+    def iter_results(self, run_id: str, chunk: int = 0) -> Iterator[Result]:
+        """A run's results in (row, metric, turn) order, read ``chunk`` rows' worth at a time (never all
+        at once; each page is a range of rows on the primary key, no cursor held across pages)."""
+        chunk = chunk or RECORD_CHUNK
+        cols = [ResultRow.row_idx, ResultRow.metric, ResultRow.turn, ResultRow.status, ResultRow.value,
+                ResultRow.outputs, ResultRow.reason, ResultRow.raw, ResultRow.error, ResultRow.prompt_tokens,
+                ResultRow.completion_tokens, ResultRow.latency_ms, ResultRow.cached, ResultRow.meta]
+        with self.session() as s:
+            last = s.scalar(select(func.max(ResultRow.row_idx)).where(ResultRow.run_id == run_id))
+        if last is None:
+            return
+        for start in range(0, last + 1, chunk):
+            with self.session() as s:
+                rows = s.execute(select(*cols).where(ResultRow.run_id == run_id, ResultRow.row_idx >= start,
+                                                     ResultRow.row_idx < start + chunk)
+                                 .order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)).all()
+            for r in rows:
+                yield Result(*r)
 
     def clear_errors(self, run_id: str, row_idx: Iterable[int] | None = None) -> int:
         """Forget errored results (all, or those rows') so that a retry judges them again."""
@@ -381,6 +465,84 @@ class Store:
                     out[row.key] = row
         return out
 
+
+
+class StoredRecords(Sequence):
+    """A stored dataset's records as a read-only sequence, read from the store ``RECORD_CHUNK`` at a
+    time as they are used; the last chunk read is kept, so a walk in row order reads each once."""
+
+    def __init__(self, store: Store, dataset_id: str, n: int, chunk: int = 0):
+        self.store, self.dataset_id, self.n = store, dataset_id, n
+        self.chunk = chunk or RECORD_CHUNK
+        self._cached: tuple[int, list[dict]] = (-1, [])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.n))]
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(f"record {i} out of range (0-{self.n - 1})")
+        start = i - i % self.chunk
+        at, recs = self._cached
+        if at != start:
+            recs = list(self.store.iter_records(self.dataset_id, start, min(start + self.chunk, self.n), self.chunk))
+            self._cached = (start, recs)
+        return recs[i - start]
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.store.iter_records(self.dataset_id, 0, self.n, self.chunk)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (list, Sequence)) and len(other) == self.n and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class KeySet:
+    """A set of (row, metric, turn) keys as one bitmap over the rows per (metric, turn): a million
+    rows take 125 kB per metric, where a set of tuples takes about 150 MB."""
+
+    def __init__(self, keys: Iterable[tuple[int, str, int]] = ()):
+        self._bits: dict[tuple[str, int], bytearray] = {}
+        for k in keys:
+            self.add(k)
+
+    def add(self, key: tuple[int, str, int]) -> None:
+        row, metric, turn = key
+        bits = self._bits.get((metric, turn))
+        if bits is None:
+            bits = self._bits[(metric, turn)] = bytearray()
+        byte = row >> 3
+        if byte >= len(bits):
+            bits.extend(bytes(max(byte + 1 - len(bits), len(bits) // 2)))  # grows geometrically
+        bits[byte] |= 1 << (row & 7)
+
+    def __contains__(self, key) -> bool:
+        row, metric, turn = key
+        bits = self._bits.get((metric, turn))
+        return bits is not None and row >= 0 and (row >> 3) < len(bits) and bool(bits[row >> 3] & (1 << (row & 7)))
+
+    def __iter__(self) -> Iterator[tuple[int, str, int]]:
+        for (metric, turn), bits in self._bits.items():
+            for byte, v in enumerate(bits):
+                if v:
+                    for b in range(8):
+                        if v & (1 << b):
+                            yield (byte * 8 + b, metric, turn)
+
+    def __len__(self) -> int:
+        return sum(bin(v).count("1") for bits in self._bits.values() for v in bits if v)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, KeySet):
+            other = set(other)
+        return isinstance(other, (set, frozenset)) and len(self) == len(other) and all(k in self for k in other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _add_missing_columns(engine) -> None:

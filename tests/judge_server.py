@@ -39,6 +39,7 @@ class Action:
     content: reply text for a 200 (malformed verdicts etc.).
     hang: seconds to sleep before answering (longer than the client's timeout = a hang).
     raw_body: bytes to send as the body verbatim (broken JSON).
+    finish_reason: the choice's finish_reason in a 200 reply.
     """
 
     status: int = 200
@@ -46,6 +47,7 @@ class Action:
     content: str | None = None
     hang: float = 0.0
     raw_body: bytes | None = None
+    finish_reason: str = "stop"  # why the model stopped, as a 200 reply says it ("length": cut at max_tokens)
 
 
 @dataclass
@@ -224,7 +226,9 @@ class JudgeServer:
                 if self.path != "/_stats":
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with owner._lock:
-                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served)}
+                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served),
+                             # wall-clock time the first request (probe or call) arrived, for start-up benches
+                             "first_at": owner.requests[0]["_at"] if owner.requests else None}
                 self._send(200, json.dumps(stats).encode())
 
             def do_POST(self):
@@ -244,6 +248,7 @@ class JudgeServer:
                 req["_path"] = self.path  # tests check where the client sent the call
                 req["_auth"] = self.headers.get("Authorization")  # ...and with which key
                 req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
+                req["_at"] = time.time()  # when it arrived
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 prompt = prompt_text(req)
@@ -274,7 +279,7 @@ class JudgeServer:
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": req.get("model", "test-judge"),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
+                                 "finish_reason": action.finish_reason if action else "stop"}],
                     "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
                               "total_tokens": len(prompt) // 4 + len(content) // 4},
                 }

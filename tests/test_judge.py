@@ -131,3 +131,51 @@ def test_check_of_a_silent_judge_gives_up_after_two_timeouts(judge_server, judge
     with pytest.raises(JudgeUnavailable, match="cannot reach the judge") as e:
         check_judge(judge_config.with_(timeout=0.3, max_retries=5))
     assert e.value.attempts == 2 and time.perf_counter() - t < 3
+
+
+def _openai_request(cfg, key):
+    """Where the openai package's own client sends the same call, and with which key header: the
+    reference for JudgeClient's thin HTTP path (paths, api-version, Bearer vs api-key)."""
+    import openai
+
+    async def go():
+        common = dict(api_key=key, max_retries=0, timeout=5)
+        if cfg.provider == "azure" and cfg.base_url:
+            c = openai.AsyncAzureOpenAI(base_url=cfg.base_url, api_version=cfg.api_version, **common)
+        elif cfg.provider == "azure":
+            c = openai.AsyncAzureOpenAI(azure_endpoint=cfg.azure_endpoint, api_version=cfg.api_version, **common)
+        else:
+            c = openai.AsyncOpenAI(base_url=cfg.base_url, **common)
+        try:
+            await c.chat.completions.create(model=cfg.model, messages=MSGS, temperature=0.0, max_tokens=800)
+        finally:
+            await c.close()
+    asyncio.run(go())
+
+
+def test_requests_go_where_the_openai_client_sends_them_with_the_key_in_the_same_header(judge_server):
+    root = judge_server.root
+    configs = [JudgeConfig(model="m1", provider="compatible", base_url=judge_server.url),
+               JudgeConfig(model="dep-a", provider="azure", azure_endpoint=root, api_version="2024-10-21"),
+               JudgeConfig(model="dep b/c", provider="azure", azure_endpoint=root + "/", api_version="2025-01-01"),
+               JudgeConfig(model="dep-d", provider="azure", base_url=root + "/openai", api_version="2024-10-21"),
+               JudgeConfig(model="dep-e", provider="azure", base_url=root + "/openai/deployments/fixed",
+                           api_version="2024-10-21")]
+    for cfg in configs:
+        cfg = cfg.with_(timeout=5, max_retries=0)
+        judge_server.calls.clear()
+        _openai_request(cfg, "sk-ref")
+        asyncio.run(_complete_with_key(cfg, "sk-ref"))
+        ref, ours = judge_server.calls
+        assert ours["_path"] == ref["_path"], cfg
+        for h in ("api-key", "Authorization"):
+            assert {k.lower(): v for k, v in ours["_headers"].items()}.get(h.lower()) == \
+                   {k.lower(): v for k, v in ref["_headers"].items()}.get(h.lower()), (cfg, h)
+        assert {k: ours[k] for k in ("model", "messages", "temperature", "max_tokens")} == \
+               {k: ref[k] for k in ("model", "messages", "temperature", "max_tokens")}
+
+
+def test_a_compatible_judge_without_a_key_gets_no_authorization_header(judge_server, judge_config, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-belongs-to-openai")
+    complete(judge_config)
+    assert judge_server.calls[0]["_auth"] is None and "api-key" not in {k.lower() for k in judge_server.calls[0]["_headers"]}

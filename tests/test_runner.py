@@ -338,3 +338,14 @@ def test_resume_fingerprint_follows_a_metrics_run_options():
     assert spec().fingerprint() == spec().fingerprint()
     assert spec(both_orders=True).fingerprint() != spec().fingerprint()  # judging both orders is another run
     assert spec(length_penalty=-1).fingerprint() != spec(length_penalty=500).fingerprint()
+
+
+def test_the_judges_finish_reason_is_kept_with_each_verdict(judge_server, judge_config, store):
+    """The SDK records each call's finish_reason in <K>_properties; a reply cut at max_tokens says
+    "length" there. The server says "stop" for every reply but the one scripted to say "length"."""
+    ds = load_dataset(SINGLE)
+    judge_server.on_prompt(ds.records[4]["response"], Action(content='{"reason": "cut", "score": 4}',
+                                                             finish_reason="length"))
+    res = evaluate(SINGLE, ["fluency"], judge=judge_config, store=store)
+    got = {r.row_idx: r.meta.get("finish_reason") for r in store.load_results(res.run_id)}
+    assert got == {i: ("length" if i == 4 else "stop") for i in range(31)}

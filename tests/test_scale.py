@@ -25,28 +25,41 @@ def write_rows(path, n: int) -> str:
 
 
 def traced_peak(tmp_path, server_url: str, n: int) -> int:
-    """Peak memory traced while one judged run of ``n`` rows runs (the dataset, loaded before, excluded)."""
+    """Peak memory traced while a judged run of ``n`` rows is stored, run and written out as the CLI
+    does (dataset saved, run, rows.jsonl and metrics.json); the dataset, parsed before, is excluded."""
+    from evaluators.data import load_dataset
+    from evaluators.run_outputs import write_run_outputs
+
     store = Store(f"sqlite:///{tmp_path}/m{n}.db")
     cfg = JudgeConfig(model="m", provider="compatible", base_url=server_url, concurrency=16, timeout=10)
-    rid = prepare_run(store, write_rows(tmp_path / f"rows{n}.jsonl", n), ["fluency"], judge=cfg)
-    runner = Runner(store, rid)
+    ds = load_dataset(write_rows(tmp_path / f"rows{n}.jsonl", n))
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        assert runner.run() == "completed"
+        rid = prepare_run(store, ds, ["fluency"], judge=cfg)
+        assert Runner(store, rid).run() == "completed"
+        summary = write_run_outputs(store, rid, tmp_path / f"out{n}")
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
     run = store.get_run(rid)
     assert run["tasks_done"] == n and run["tasks_errored"] == 0
+    assert summary.metrics()["fluency.scored_rows"] == n
+    assert sum(1 for _ in open(tmp_path / f"out{n}" / "rows.jsonl", encoding="utf-8")) == n
     return peak
 
 
 def test_a_judged_runs_memory_stays_flat_as_rows_grow(tmp_path, monkeypatch):
     """4x the rows: all tasks planned, rendered and in flight at once grew memory with the rows
     (100,000 rows x 6 metrics peaked at 3.6 GB); workers pulling from a bounded queue fed chunk
-    by chunk keep it flat. Chunks of 100 tasks, so both runs span several (tracing is slow)."""
+    by chunk keep it flat. The whole path the CLI takes after parsing is traced: the dataset is saved
+    in batches, read back from the store a chunk at a time, settled keys are a bitmap, and the
+    outputs are streamed from the store (one shared cell per distinct outcome for the aggregates). Chunks of 100 tasks and 100 records, so both runs span several
+    (tracing is slow)."""
+    from evaluators import store as store_mod
+
     monkeypatch.setattr(runner_mod, "CHUNK", 100, raising=False)
+    monkeypatch.setattr(store_mod, "RECORD_CHUNK", 100)
     with JudgeServerProcess() as server:
         traced_peak(tmp_path, server.url, 20)  # first call's one-off imports and pools, not the rows' cost
         small = traced_peak(tmp_path, server.url, 300)
@@ -168,3 +181,127 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
     assert any("4/31 scored" in t and "rate limited, waiting" in t for t in texts), texts
     wait = int(next(t for t in texts if "waiting" in t).split("waiting ")[1].split(" s")[0])
     assert 15 <= wait <= 20, texts
+
+
+# ---------------------------------------------------------------------------- streamed outputs
+def _reference(store, rid, thresholds=None):
+    """rows.jsonl lines and metrics.json as RunResults (everything in memory) makes them."""
+    from evaluators import open_results
+    from evaluators.exports import jsonl_text
+
+    res = open_results(store, rid, thresholds)
+    rows = [json.loads(line) for line in jsonl_text(res.rows()).splitlines()]
+    return rows, json.loads(json.dumps(res.metrics()))
+
+
+def _streamed(store, rid, out, thresholds=None):
+    from evaluators.run_outputs import write_run_outputs
+
+    summary = write_run_outputs(store, rid, out, thresholds)
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics == json.loads(json.dumps(summary.metrics()))
+    return rows, metrics
+
+
+def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeypatch, judge_server, judge_config):
+    """write_run_outputs reads records and results a chunk at a time (7 rows here, so the 31 rows
+    and 20 conversations span several) and keeps one slim cell per row for the aggregates; its files
+    must equal what RunResults builds from every result in memory: judged and classic metrics,
+    errored rows, skipped turns, pending rows and a threshold override."""
+    from evaluators import evaluate, prepare_run
+    from evaluators import store as store_mod
+    from evaluators.data import load_dataset
+    from tests.conftest import CONVERSATIONS, SINGLE
+    from tests.judge_server import Action
+
+    monkeypatch.setattr(store_mod, "RECORD_CHUNK", 7)
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    ds = load_dataset(SINGLE)
+    judge_server.on_prompt(ds.records[3]["response"], *[Action(status=500)] * 10)  # errors for good
+    judge_server.on_prompt(ds.records[9]["response"], Action(content="no verdict here"))  # unusable reply
+    single = evaluate(SINGLE, ["coherence", "f1_score", "rouge"], judge=judge_config, store=store).run_id
+    conv = evaluate(CONVERSATIONS, ["coherence", "groundedness"], judge=judge_config, store=store).run_id
+    # a run stopped part-way: rows 0-11 stored, the rest pending
+    part = prepare_run(store, SINGLE, ["f1_score", "coherence"], judge=judge_config, name="part")
+    store.write_results(part, [r for r in store.load_results(single)
+                               if r.row_idx < 12 and r.metric in ("f1_score", "coherence")])
+    for rid, thresholds in ((single, None), (single, {"coherence": 5, "rouge": 0.9}), (conv, None), (part, None)):
+        want_rows, want_metrics = _reference(store, rid, thresholds)
+        got_rows, got_metrics = _streamed(store, rid, tmp_path / f"out-{rid}-{bool(thresholds)}", thresholds)
+        assert got_rows == want_rows and got_metrics == want_metrics
+    # the cases above are really there
+    rows, metrics = _streamed(store, single, tmp_path / "again")
+    assert rows[3]["outputs.coherence.coherence_error"] and rows[9]["outputs.coherence.coherence_error"]
+    assert metrics["coherence.errored_rows"] == 2 and metrics["coherence.scored_rows"] == 29
+    assert _streamed(store, part, tmp_path / "part")[1]["coherence.pending_rows"] == 19
+    assert _streamed(store, conv, tmp_path / "conv")[1]["groundedness.scored_rows"] == 20
+
+
+def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch):
+    from evaluators import store as store_mod
+    from evaluators.data import load_dataset
+    from evaluators.store import KeySet
+    from tests.conftest import CONVERSATIONS
+
+    monkeypatch.setattr(store_mod, "RECORD_CHUNK", 6)
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    ds = load_dataset(CONVERSATIONS)
+    did = store.save_dataset(ds)
+    lazy = store.open_dataset(did)
+    assert len(lazy) == len(ds) == 20
+    assert list(lazy.records) == ds.records and lazy.records[19] == ds.records[19] and lazy.records[-1] == ds.records[-1]
+    assert [lazy.turns(i) for i in range(20)] == [ds.turns(i) for i in range(20)]
+    assert lazy.fields() == ds.fields() and lazy.row_no(7) == ds.row_no(7) == 8
+    assert store.get_dataset(did).records == ds.records  # the whole-in-memory read still works
+    keys = {(0, "a", 0), (7, "a", 0), (8, "a", 0), (1_000_000, "b", 3), (5, "b", 3)}
+    ks = KeySet(keys)
+    assert ks == keys and set(ks) == keys and len(ks) == 5
+    assert (6, "a", 0) not in ks and (7, "a", 1) not in ks and (999_999, "b", 3) not in ks
+
+
+# ---------------------------------------------------------------------------- streamed loading
+def _jsonl_cases(tmp_path):
+    from tests.conftest import CONVERSATIONS, ROOT, SINGLE
+
+    cases = [(SINGLE, None), (CONVERSATIONS, None), (SINGLE, {"ground_truth": "context"})]
+    cases += [(p, None) for p in sorted((ROOT / "tests" / "hostile").glob("*.jsonl"))]
+    made = {  # conversions (a number where text belongs, JSON text in a context), blank lines, a BOM
+        "convert.jsonl": b'\xef\xbb\xbf{"question": 6, "answer": 42, "context": "[\\"a\\", \\"b\\"]"}\n\n'
+                         b'{"question": "q2", "answer": "r2", "extra": 1}\n',
+        "missing.jsonl": b'{"query": "q", "response": ""}\n{"query": "q"}\n',
+        "no_newline_at_end.jsonl": b'{"query": "q", "response": "r"}\n{"query": "q2", "response": "r2"}',
+    }
+    for name, raw in made.items():
+        (tmp_path / name).write_bytes(raw)
+        cases.append((tmp_path / name, None))
+    cases.append((tmp_path / "nowhere.jsonl", None))
+    return cases
+
+
+def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_path):
+    """Streaming (two passes over the file, rows never held) must give the same records, columns,
+    mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
+    every hostile file."""
+    from evaluators.data import FileDataset, load_dataset, load_dataset_streaming
+
+    streamed_ok = 0
+    for path, mapping in _jsonl_cases(tmp_path):
+        try:
+            want = load_dataset(path, mapping)
+        except Exception as e:  # noqa: BLE001
+            try:
+                load_dataset_streaming(path, mapping)
+            except Exception as got:  # noqa: BLE001
+                assert (type(got), str(got)) == (type(e), str(e)), path
+            else:
+                raise AssertionError(f"{path}: streaming accepted what load_dataset refuses: {e}")
+            continue
+        got = load_dataset_streaming(path, mapping)
+        streamed_ok += isinstance(got, FileDataset)
+        assert list(got.records) == want.records and len(got) == len(want), path
+        assert (got.columns, got.mapping, got.shape, got.detected, got.source, got.name) == \
+               (want.columns, want.mapping, want.shape, want.detected, want.source, want.name), path
+        assert list(got.row_numbers) == want.row_numbers and got.content_hash == want.content_hash, path
+        assert got.fields() == want.fields(), path
+    assert streamed_ok >= 5  # the good files really went the streaming way
