@@ -21,6 +21,7 @@ from .kinds import MetricCell
 from .registry import MetricSpec
 from .runner import RunSpec
 from .store import Result, Store
+from .templates import JudgeInputs
 
 
 class RunSummary:
@@ -100,14 +101,8 @@ def write_run_outputs(store: Store, run_id: str, out_dir: str | Path,
     th = {s.name: float(merged.get(s.name, s.default_threshold)) for s in specs}
     ds = store.open_dataset(run["dataset_id"])
     conversation = ds.shape == "conversation"
-    # what each judge call was given (K_properties.sample_input), re-created from the run's templates
-    # and the rows, where this version of the engine has it (issue 8)
-    try:
-        from .templates import JudgeInputs
-    except ImportError:
-        extra: dict[str, Any] = {}
-    else:
-        extra = {"inputs": JudgeInputs(ds, spec)}
+    # what each judge call was given (K_properties.sample_input), re-created from the run's templates and the rows
+    extra: dict[str, Any] = {"inputs": JudgeInputs(ds, spec)}
     names = {s.name for s in specs}
     cells: dict[str, list] = {s.name: [] for s in specs}
     slim = _Slim()
