@@ -381,6 +381,120 @@ class Store:
                     out[row.key] = row
         return out
 
+    # ------------------------------------------------------------ read side for big runs (results-scale)
+    # Queries the dashboard's columnar view (evaluators.resultview) uses: a run's state, one metric's
+    # outcomes as plain tuples (no ORM objects, no reasons or raw replies), a few rows' full results,
+    # and a dataset's records by index. Nothing here loads a whole run into Python objects.
+    def results_state(self, run_id: str) -> tuple[int, str]:
+        """(number of stored results, newest write): changes whenever a result is written or cleared."""
+        with self.session() as s:
+            n, last = s.execute(select(func.count(), func.max(ResultRow.created_at))
+                                .where(ResultRow.run_id == run_id)).one()
+        return int(n), str(last)
+
+    def metric_outcomes(self, run_id: str, metric: str, keys: list[str]) -> list[tuple]:
+        """``(row_idx, turn, status, outputs[keys[0]], outputs[keys[1]], ...)`` of one metric, by row and turn.
+
+        On SQLite the outputs are read by ``json_extract`` in the database (true/false come back as 1/0).
+        """
+        if self.engine.dialect.name == "sqlite" and _json_paths(keys) is not None:
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cols = ", json_extract(outputs, ?)" * len(keys)
+                cur.execute(f"SELECT row_idx, turn, status{cols} FROM results WHERE run_id = ? AND metric = ? "
+                            "ORDER BY row_idx, turn", (*_json_paths(keys), run_id, metric))
+                return cur.fetchall()
+            finally:
+                raw.close()
+        with self.session() as s:
+            rows = s.execute(select(ResultRow.row_idx, ResultRow.turn, ResultRow.status, ResultRow.outputs)
+                             .where(ResultRow.run_id == run_id, ResultRow.metric == metric)
+                             .order_by(ResultRow.row_idx, ResultRow.turn)).all()
+        out = []
+        for r in rows:
+            o = r[3] or {}
+            out.append((r[0], r[1], r[2], *[(int(v) if isinstance(v, bool) else v) for v in (o.get(k) for k in keys)]))
+        return out
+
+    def results_of_rows(self, run_id: str, rows: Iterable[int], metric: str | None = None) -> list[Result]:
+        """Full results (reasons, raw replies, tokens) of some rows, optionally of one metric."""
+        rows = sorted(set(int(i) for i in rows))
+        out: list[Result] = []
+        with self.session() as s:
+            for k in range(0, len(rows), 500):
+                q = select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.row_idx.in_(rows[k:k + 500]))
+                if metric is not None:
+                    q = q.where(ResultRow.metric == metric)
+                for r in s.scalars(q.order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)):
+                    out.append(Result(row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status,
+                                      value=r.value, outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                                      prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                                      latency_ms=r.latency_ms, cached=r.cached, meta=r.meta))
+        return out
+
+    def results_of_metric(self, run_id: str, metric: str) -> list[Result]:
+        """Every result of one metric (for kinds whose aggregates need whole cells)."""
+        with self.session() as s:
+            return [Result(row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status, value=r.value,
+                           outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                           prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                           latency_ms=r.latency_ms, cached=r.cached, meta=r.meta)
+                    for r in s.scalars(select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.metric == metric)
+                                       .order_by(ResultRow.row_idx, ResultRow.turn))]
+
+    def dataset_info(self, dataset_id: str) -> dict:
+        """A dataset's description without its records."""
+        with self.session() as s:
+            d = s.get(DatasetRow, dataset_id)
+            if d is None:
+                raise KeyError(f"no dataset {dataset_id}")
+            return dict(name=d.name, source=d.source, shape=d.shape, detected=d.detected, n_rows=d.n_rows,
+                        columns=list(d.columns), mapping=dict(d.mapping), row_numbers=list(d.row_numbers))
+
+    def dataset_records(self, dataset_id: str, idx: Iterable[int]) -> dict[int, dict]:
+        """Records by index (one query per 500)."""
+        idx = sorted(set(int(i) for i in idx))
+        out: dict[int, dict] = {}
+        with self.session() as s:
+            for k in range(0, len(idx), 500):
+                for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(
+                        RecordRow.dataset_id == dataset_id, RecordRow.idx.in_(idx[k:k + 500]))):
+                    out[i] = data
+        return out
+
+    def dataset_texts(self, dataset_id: str, columns: list[str | None]) -> Iterable[tuple]:
+        """``(idx, record[columns[0]], record[columns[1]], ...)`` in index order, streamed (None for a
+        None column). On SQLite the values are read by ``json_extract``, so no record is parsed in Python."""
+        named = [c for c in columns if c is not None]
+        if self.engine.dialect.name == "sqlite" and _json_paths(named) is not None:
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cols = "".join(", NULL" if c is None else ", json_extract(data, ?)" for c in columns)
+                cur.execute(f"SELECT idx{cols} FROM dataset_records WHERE dataset_id = ? ORDER BY idx",
+                            (*_json_paths(named), dataset_id))
+                while True:
+                    chunk = cur.fetchmany(5000)
+                    if not chunk:
+                        break
+                    yield from chunk
+            finally:
+                raw.close()
+            return
+        with self.session() as s:
+            for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(RecordRow.dataset_id == dataset_id)
+                                     .order_by(RecordRow.idx)).yield_per(2000):
+                yield (i, *[None if c is None else data.get(c) for c in columns])
+    # ------------------------------------------------------------ end of the read side for big runs
+
+
+
+def _json_paths(keys: list[str]) -> list[str] | None:
+    """SQLite JSON paths of top-level keys; None when a key cannot be written as one (a quote in it)."""
+    if any('"' in k or "\\" in k for k in keys):
+        return None
+    return [f'$."{k}"' for k in keys]
 
 
 def _add_missing_columns(engine) -> None:
