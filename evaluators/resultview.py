@@ -20,10 +20,15 @@ the same ``summary()`` dicts on runs with errors, skips, pending rows, conversat
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+import os
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -35,7 +40,7 @@ from .kinds.severity import LEVELS, SeverityKind, level_names
 from .registry import MetricSpec
 from .results import RunResults, combine
 from .sdk_compat import conversation_messages
-from .stats import mean_ci, wilson
+from .stats import mean_ci, t95, wilson
 from .store import Result, Store
 
 PENDING, OK, ERROR, SKIPPED = -1, 0, 1, 2
@@ -144,102 +149,167 @@ def _group(results: list[Result]) -> dict[int, list[Result]]:
     return out
 
 
-def build_metric(store: Store, run_id: str, spec: MetricSpec, n: int) -> MetricColumns:
-    """One metric's columns (see the module docstring)."""
-    if not _simple(spec):
-        cells: list[MetricCell | None] = [None] * n
-        for i, rs in _group(store.results_of_metric(run_id, spec.name)).items():
-            if 0 <= i < n:
-                cells[i] = combine(spec, rs)
-        return _from_cells(spec, cells, keep=True)
-    keys = list(spec.outputs)
-    rows = store.metric_outcomes(run_id, spec.name, keys + [NOTE])
-    status = np.full(n, PENDING, dtype=np.int8)
-    note = np.zeros(n, dtype=bool)
-    outputs = {k: np.full(n, np.nan) for k in keys}
-    if rows:
-        idx = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+def _floats(col: list) -> np.ndarray:
+    try:
+        return np.array(col, dtype=float)
+    except (TypeError, ValueError):
+        return np.array([_number(v) for v in col], dtype=float)
+
+
+def _complex_metric(store: Store, run_id: str, spec: MetricSpec, n: int) -> MetricColumns:
+    cells: list[MetricCell | None] = [None] * n
+    for i, rs in _group(store.results_of_metric(run_id, spec.name)).items():
+        if 0 <= i < n:
+            cells[i] = combine(spec, rs)
+    return _from_cells(spec, cells, keep=True)
+
+
+def build_metrics(store: Store, run_id: str, specs: list[MetricSpec], n: int) -> dict[str, MetricColumns]:
+    """Every metric's columns, in one pass over the run's results (see the module docstring)."""
+    out = {s.name: _complex_metric(store, run_id, s, n) for s in specs if not _simple(s)}
+    simple = [s for s in specs if _simple(s)]
+    if not simple:
+        return out
+    # the primary output is the stored value; other outputs (and a note) are read from the JSON
+    keys = list(dict.fromkeys(k for s in simple for k in s.outputs[1:]))
+    code_of = {s.name: j for j, s in enumerate(simple)}
+    parts: list[tuple] = []
+    for rows in store.run_outcomes(run_id, [s.name for s in simple], keys + [NOTE]):
+        m = len(rows)
+        parts.append((np.fromiter((r[0] for r in rows), np.int64, m),
+                      np.fromiter((code_of[r[1]] for r in rows), np.int16, m),
+                      np.fromiter((OK if r[3] == "ok" else ERROR if r[3] == "error" else SKIPPED for r in rows), np.int8, m),
+                      [_floats([r[4 + j] for r in rows]) for j in range(len(keys) + 1)],
+                      np.fromiter((bool(r[5 + len(keys)]) for r in rows), bool, m)))
+    if parts:
+        idx_all = np.concatenate([p[0] for p in parts])
+        code_all = np.concatenate([p[1] for p in parts])
+        st_all = np.concatenate([p[2] for p in parts])
+        vals_all = [np.concatenate([p[3][j] for p in parts]) for j in range(len(keys) + 1)]
+        note_all = np.concatenate([p[4] for p in parts])
+    for j, spec in enumerate(simple):
+        status = np.full(n, PENDING, dtype=np.int8)
+        note = np.zeros(n, dtype=bool)
+        outputs = {k: np.full(n, np.nan) for k in spec.outputs}
+        out[spec.name] = MetricColumns(status, outputs, note)
+        if not parts:
+            continue
+        sel = code_all == j
+        idx = idx_all[sel]
         inside = (idx >= 0) & (idx < n)
         counts = np.bincount(idx[inside], minlength=n)
-        one = inside & (counts[np.clip(idx, 0, n - 1)] == 1)  # the row's only result for this metric
-        st = np.array([r[2] for r in rows], dtype=object)
-        code = np.where(st == "ok", OK, np.where(st == "error", ERROR, SKIPPED)).astype(np.int8)
-        at = idx[one]
-        status[at] = code[one]
+        one = inside & (counts[np.clip(idx, 0, max(n - 1, 0))] == 1)  # the row's only result for this metric
+        code = st_all[sel]
+        status[idx[one]] = code[one]
         ok_one = one & (code == OK)
         at_ok = idx[ok_one]
         label = type(spec.kind_impl) is LabelKind
-        for j, k in enumerate(keys):
-            col = [r[3 + j] for r in rows]
+        for k in spec.outputs:
+            vals = vals_all[0 if k == spec.primary else 1 + keys.index(k)][sel]
             if label:  # a label is true when its output is (any(bool(...)) over one turn)
-                vals = np.array([1.0 if v else 0.0 for v in col])
-            else:
-                vals = np.array([_number(v) for v in col])
+                vals = np.where(np.isnan(vals), 0.0, (vals != 0).astype(float))
             outputs[k][at_ok] = vals[ok_one]
         if type(spec.kind_impl) is Kind:  # only the score kind keeps a metric's note (see Kind.combine_ok)
-            notes = np.array([bool(r[3 + len(keys)]) for r in rows])
-            note[at_ok] = notes[ok_one]
+            note[at_ok] = note_all[sel][ok_one]
         multi = np.nonzero(counts > 1)[0]
         if len(multi):  # conversations: the kind combines each row's turns itself
             for i, rs in _group(store.results_of_rows(run_id, multi.tolist(), spec.name)).items():
                 c = combine(spec, rs)
                 status[i] = OK if c.status == "ok" else ERROR if c.status == "error" else SKIPPED
                 if c.status == "ok":
-                    for k in keys:
+                    for k in spec.outputs:
                         v = c.outputs.get(k)
                         outputs[k][i] = (1.0 if v else 0.0) if label else _number(v)
                     note[i] = bool(c.note)
-    return MetricColumns(status, outputs, note)
+    return out
 
 
 class SearchText:
-    """Each row's query and response, lower-cased, as one Arrow string column (built on first search)."""
+    """Each row's query and response, lower-cased (``str.lower``), as one UTF-8 buffer with row offsets.
 
-    def __init__(self, store: Store, dataset_id: str, dataset: Dataset):
-        self.store, self.dataset_id, self.dataset = store, dataset_id, dataset
-        self._column = None
+    Built once per dataset (datasets are stored by content, so it never goes stale) and kept in a file
+    beside the SQLite store (``views/ds-<id>.search``, memory-mapped), else in memory. A search is
+    ``bytes.find`` over the buffer, jumping to the next row after each hit.
+    """
+
+    SEP = b"\x00"  # between query and response and between rows: a needle never spans two fields
+
+    def __init__(self, store: Store, dataset_id: str, dataset: Dataset, folder: Path | None):
+        self.store, self.dataset_id, self.dataset, self.folder = store, dataset_id, dataset, folder
+        self._buf = None
+        self._offsets: np.ndarray | None = None
         self._lock = threading.Lock()
 
-    def _build(self):
-        import pyarrow as pa
-
-        ds, chunks, buf = self.dataset, [], []
+    def _texts(self):
+        ds = self.dataset
 
         def text(v: Any) -> str:
             return v.lower() if isinstance(v, str) else ""
 
         if ds.shape == "conversation":
-            col = ds.mapping.get("messages")
-            for _, m in self.store.dataset_texts(self.dataset_id, [col]):
+            for _, m in self.store.dataset_texts(self.dataset_id, [ds.mapping.get("messages")]):
                 if isinstance(m, str):
-                    import json
-
                     m = json.loads(m)
                 turns = conversation_turns(conversation_messages(m))
                 q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
-                buf.append(f"[{len(turns)} turns] {text(q)}\x00{text(r)}")
-                if len(buf) >= 10_000:
-                    chunks.append(pa.array(buf, type=pa.large_string()))
-                    buf = []
+                yield f"[{len(turns)} turns] {text(q)}", text(r)
         else:
             for _, q, r in self.store.dataset_texts(self.dataset_id, [ds.mapping.get("query"), ds.mapping.get("response")]):
-                buf.append(f"{text(q)}\x00{text(r)}")
-                if len(buf) >= 10_000:
-                    chunks.append(pa.array(buf, type=pa.large_string()))
-                    buf = []
-        if buf or not chunks:
-            chunks.append(pa.array(buf, type=pa.large_string()))
-        return pa.chunked_array(chunks, type=pa.large_string())
+                yield text(q), text(r)
+
+    def _write(self, out) -> np.ndarray:
+        offsets, pos = [0], 0
+        for q, r in self._texts():
+            piece = q.encode() + self.SEP + r.encode() + self.SEP
+            out.write(piece)
+            pos += len(piece)
+            offsets.append(pos)
+        return np.array(offsets, dtype=np.int64)
+
+    def ensure(self) -> None:
+        """Build (or open) the buffer, once."""
+        import io
+        import mmap
+
+        with self._lock:
+            if self._offsets is not None:
+                return
+            if self.folder is None:
+                out = io.BytesIO()
+                self._offsets = self._write(out)
+                self._buf = out.getvalue()
+                return
+            path = self.folder / f"ds-{self.dataset_id}.search"
+            opath = self.folder / f"ds-{self.dataset_id}.offsets.npy"
+            if not (path.exists() and opath.exists()):
+                self.folder.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+                with open(tmp, "wb") as f:
+                    offsets = self._write(f)
+                np.save(opath.with_suffix(".tmp.npy"), offsets)
+                os.replace(opath.with_suffix(".tmp.npy"), opath)
+                os.replace(tmp, path)  # whole or absent: a reader never sees half a file
+            offsets = np.load(opath)
+            with open(path, "rb") as f:
+                self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if offsets[-1] else b""
+            self._offsets = offsets
 
     def contains(self, needle: str) -> np.ndarray:
         """Rows whose query or response contains ``needle`` (case-insensitive, as ``str.lower``)."""
-        import pyarrow.compute as pc
-
-        with self._lock:
-            if self._column is None:
-                self._column = self._build()
-        hit = pc.match_substring(self._column, needle.lower())
-        return hit.to_numpy(zero_copy_only=False).astype(bool)
+        self.ensure()
+        offsets, buf = self._offsets, self._buf
+        n = len(offsets) - 1
+        hit = np.zeros(n, dtype=bool)
+        pat = needle.lower().encode()
+        if not pat:
+            hit[:] = True
+            return hit
+        pos = buf.find(pat, 0)
+        while pos != -1:
+            row = int(np.searchsorted(offsets, pos, side="right")) - 1
+            hit[row] = True
+            pos = buf.find(pat, int(offsets[row + 1]))
+        return hit
 
 
 @dataclass
@@ -255,10 +325,78 @@ class RunColumns:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def build_columns(store: Store, run_id: str, specs: list[MetricSpec], dataset: Dataset, dataset_id: str) -> RunColumns:
+def views_dir(store: Store) -> Path | None:
+    """Where a file-backed SQLite store keeps the columns of its runs (``views/`` beside the file)."""
+    db = store.engine.url.database
+    if store.engine.dialect.name != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(db).expanduser().resolve().parent / "views"
+
+
+def state_key(store: Store, run: dict, specs: list[MetricSpec]) -> str:
+    """Names a state of a run: its counters, end, stored results (count) and metrics with their parameters."""
+    parts = [run["id"], run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]),
+             store.result_count(run["id"]), [(s.name, s.kind, list(s.outputs), repr(s.params)) for s in specs]]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:20]
+
+
+def _save(path: Path, metrics: dict[str, MetricColumns], specs: list[MetricSpec]) -> None:
+    arrays = {}
+    for j, s in enumerate(specs):
+        m = metrics[s.name]
+        arrays[f"m{j}.status"], arrays[f"m{j}.note"] = m.status, m.note
+        for k, key in enumerate(s.outputs):
+            arrays[f"m{j}.o{k}"] = m.outputs[key]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.{threading.get_ident()}.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)  # whole or absent
+    for old in path.parent.glob(f"{path.name.split('-')[0]}-*.npz"):
+        if old != path:
+            old.unlink(missing_ok=True)  # an earlier state of the same run
+
+
+def _load(path: Path, specs: list[MetricSpec]) -> dict[str, MetricColumns] | None:
+    try:
+        with np.load(path) as z:
+            return {s.name: MetricColumns(z[f"m{j}.status"], {key: z[f"m{j}.o{k}"] for k, key in enumerate(s.outputs)},
+                                          z[f"m{j}.note"]) for j, s in enumerate(specs)}
+    except (OSError, KeyError, ValueError):
+        return None  # unreadable: rebuilt
+
+
+def build_columns(store: Store, run: dict, specs: list[MetricSpec], dataset: Dataset, dataset_id: str) -> RunColumns:
+    """A run's columns: read from ``views/`` when this state of the run was built before, else built
+    (one pass over its results) and, once the run has ended, written there for the next open."""
     n = len(dataset)
-    return RunColumns(n, {s.name: build_metric(store, run_id, s, n) for s in specs},
-                      SearchText(store, dataset_id, dataset))
+    folder = views_dir(store)
+    metrics = None
+    ended = run["status"] not in ("queued", "running")
+    path = None
+    if folder is not None and ended and all(_simple(s) for s in specs):
+        path = folder / f"{run['id']}-{state_key(store, run, specs)}.npz"
+        if path.exists():
+            metrics = _load(path, specs)
+    if metrics is None:
+        metrics = build_metrics(store, run["id"], specs, n)
+        if path is not None:
+            try:
+                _save(path, metrics, specs)
+            except OSError:
+                pass  # a read-only folder: the columns are rebuilt next time
+    return RunColumns(n, metrics, SearchText(store, dataset_id, dataset, folder))
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """:func:`evaluators.stats.mean_ci` over an array, the same operations in the same order (exact
+    sums with ``math.fsum``; the squared deviations elementwise, each rounded as Python rounds it)."""
+    n = len(values)
+    if n < 2:
+        return mean_ci(values.tolist())
+    m = math.fsum(values.tolist()) / n
+    sd = math.sqrt(math.fsum(((values - m) ** 2).tolist()) / (n - 1))
+    half = t95(n - 1) * sd / math.sqrt(n)
+    return m, m - half, m + half
 
 
 class ColumnarResults(RunResults):
@@ -417,7 +555,7 @@ class ColumnarResults(RunResults):
             low, high = spec.score_range
             out: dict[str, Any] = {}
             for k in spec.outputs:
-                mean, lo, hi = mean_ci(m.outputs[k][ok].tolist())
+                mean, lo, hi = _mean_ci(m.outputs[k][ok])
                 out[k] = mean
                 out[f"{k}_ci95"] = [None if lo is None else max(low, lo), None if hi is None else min(high, hi)]
             cache[key] = out
@@ -566,13 +704,21 @@ class ColumnarResults(RunResults):
         return pd.DataFrame(recs, index=pd.Index(rows, dtype="int64"), columns=cols)
 
 
-def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = None) -> ColumnarResults:
-    """A stored run's results as columns (the dashboard's path); ``thresholds`` override the run's own."""
+def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = None,
+              search_in_background: bool = False) -> ColumnarResults:
+    """A stored run's results as columns (the dashboard's path); ``thresholds`` override the run's own.
+
+    Args:
+        search_in_background: prepare the text search of a finished run in a thread now, so that
+            the first search does not wait for it.
+    """
     from .runner import RunSpec
 
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
     specs = spec.specs()
     dataset = lazy_dataset(store, run["dataset_id"])
-    cols = build_columns(store, run_id, specs, dataset, run["dataset_id"])
+    cols = build_columns(store, run, specs, dataset, run["dataset_id"])
+    if search_in_background and run["status"] not in ("queued", "running"):
+        threading.Thread(target=cols.search.ensure, daemon=True, name=f"search-{run_id}").start()
     return ColumnarResults(store, run_id, dataset, specs, {**spec.thresholds, **(thresholds or {})}, cols)

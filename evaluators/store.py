@@ -385,37 +385,45 @@ class Store:
     # Queries the dashboard's columnar view (evaluators.resultview) uses: a run's state, one metric's
     # outcomes as plain tuples (no ORM objects, no reasons or raw replies), a few rows' full results,
     # and a dataset's records by index. Nothing here loads a whole run into Python objects.
-    def results_state(self, run_id: str) -> tuple[int, str]:
-        """(number of stored results, newest write): changes whenever a result is written or cleared."""
-        with self.session() as s:
-            n, last = s.execute(select(func.count(), func.max(ResultRow.created_at))
-                                .where(ResultRow.run_id == run_id)).one()
-        return int(n), str(last)
-
-    def metric_outcomes(self, run_id: str, metric: str, keys: list[str]) -> list[tuple]:
-        """``(row_idx, turn, status, outputs[keys[0]], outputs[keys[1]], ...)`` of one metric, by row and turn.
-
-        On SQLite the outputs are read by ``json_extract`` in the database (true/false come back as 1/0).
-        """
+    def run_outcomes(self, run_id: str, metrics: list[str], keys: list[str], chunk: int = 50_000) -> Iterable[list[tuple]]:
+        """``(row_idx, metric, turn, status, value, outputs[keys[0]], ...)`` of these metrics, in chunks, in one
+        pass over the run (no reasons, raw replies or ORM objects; ``value`` is the primary output as the
+        runner stores it). On SQLite the other outputs are read in the database, and only from rows whose
+        outputs name them (true/false come back as 1/0)."""
         if self.engine.dialect.name == "sqlite" and _json_paths(keys) is not None:
             raw = self.engine.raw_connection()
             try:
                 cur = raw.cursor()
-                cols = ", json_extract(outputs, ?)" * len(keys)
-                cur.execute(f"SELECT row_idx, turn, status{cols} FROM results WHERE run_id = ? AND metric = ? "
-                            "ORDER BY row_idx, turn", (*_json_paths(keys), run_id, metric))
-                return cur.fetchall()
+                cols = ", CASE WHEN instr(outputs, ?) THEN json_extract(outputs, ?) END" * len(keys)
+                marks = ",".join("?" * len(metrics))
+                args = [a for k, path in zip(keys, _json_paths(keys)) for a in (f'"{k}"', path)]
+                cur.execute(f"SELECT row_idx, metric, turn, status, value{cols} FROM results WHERE run_id = ? "
+                            f"AND metric IN ({marks})", (*args, run_id, *metrics))
+                while True:
+                    rows = cur.fetchmany(chunk)
+                    if not rows:
+                        break
+                    yield rows
             finally:
                 raw.close()
+            return
         with self.session() as s:
-            rows = s.execute(select(ResultRow.row_idx, ResultRow.turn, ResultRow.status, ResultRow.outputs)
-                             .where(ResultRow.run_id == run_id, ResultRow.metric == metric)
-                             .order_by(ResultRow.row_idx, ResultRow.turn)).all()
-        out = []
-        for r in rows:
-            o = r[3] or {}
-            out.append((r[0], r[1], r[2], *[(int(v) if isinstance(v, bool) else v) for v in (o.get(k) for k in keys)]))
-        return out
+            q = (select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn, ResultRow.status, ResultRow.value,
+                        ResultRow.outputs).where(ResultRow.run_id == run_id, ResultRow.metric.in_(metrics)))
+            rows = []
+            for r in s.execute(q).yield_per(chunk):
+                o = r[5] or {}
+                rows.append((*r[:5], *[(int(v) if isinstance(v, bool) else v) for v in (o.get(k) for k in keys)]))
+                if len(rows) >= chunk:
+                    yield rows
+                    rows = []
+            if rows:
+                yield rows
+
+    def result_count(self, run_id: str) -> int:
+        """Stored results of a run (from the primary key's index: no row is read)."""
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)))
 
     def results_of_rows(self, run_id: str, rows: Iterable[int], metric: str | None = None) -> list[Result]:
         """Full results (reasons, raw replies, tokens) of some rows, optionally of one metric."""
@@ -492,7 +500,7 @@ class Store:
 
 def _json_paths(keys: list[str]) -> list[str] | None:
     """SQLite JSON paths of top-level keys; None when a key cannot be written as one (a quote in it)."""
-    if any('"' in k or "\\" in k for k in keys):
+    if any('"' in k or "\\" in k or not k.isascii() for k in keys):
         return None
     return [f'$."{k}"' for k in keys]
 
