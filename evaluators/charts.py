@@ -14,7 +14,7 @@ def distribution(res: RunResults, spec: MetricSpec):
     import plotly.graph_objects as go
 
     threshold = res.thresholds[spec.name]
-    values = [c.value for c in res.cells[spec.name] if c and c.status == "ok" and c.value is not None]
+    values = [float(v) for v in res.values(spec.name) if v == v]  # NaN (no value) is not equal to itself
     lo, hi = spec.score_range
     fig = go.Figure()
     if spec.integer and all(float(v).is_integer() for v in values):
@@ -25,11 +25,16 @@ def distribution(res: RunResults, spec: MetricSpec):
                     hovertemplate="score %{x}: %{y} rows<extra></extra>")
         fig.update_xaxes(dtick=1, range=[lo - 0.6, hi + 0.6])
     else:
-        passing = [v for v in values if spec.passes(v, threshold)]
-        failing = [v for v in values if not spec.passes(v, threshold)]
-        bins = dict(start=lo, end=hi + 1e-9, size=(hi - lo) / 20)
-        fig.add_histogram(x=passing, xbins=bins, marker_color=PASS, name="pass")
-        fig.add_histogram(x=failing, xbins=bins, marker_color=FAIL, name="fail")
+        import numpy as np
+
+        # binned here (20 bins across the scale), so a big run sends 40 bars, not every value
+        edges = np.linspace(lo, hi, 21)
+        width = (hi - lo) / 20
+        for name, colour, keep in (("pass", PASS, True), ("fail", FAIL, False)):
+            part = [v for v in values if spec.passes(v, threshold) == keep]
+            counts, _ = np.histogram(part, bins=edges)
+            fig.add_bar(x=edges[:-1] + width / 2, y=counts, width=width, marker_color=colour, name=name,
+                        hovertemplate="%{x:.3g}: %{y} rows<extra></extra>")
         fig.update_layout(barmode="stack")
         fig.update_xaxes(range=[lo, hi])
     fig.add_vline(x=threshold, line_dash="dash", line_color="#555",

@@ -508,6 +508,13 @@ class ColumnarResults(RunResults):
         return int(np.any([m.status == ERROR for m in self._cols.metrics.values()], axis=0).sum())
 
     def errors(self, limit: int | None = None) -> list[tuple[int, str, str]]:
+        key = ("errors", limit)  # thresholds change no error: kept with the columns
+        cache = self._cols.summaries
+        if key not in cache:
+            cache[key] = self._errors(limit)
+        return list(cache[key])
+
+    def _errors(self, limit: int | None) -> list[tuple[int, str, str]]:
         out: list[tuple[int, str, str]] = []
         for s in self.specs:
             left = None if limit is None else limit - len(out)

@@ -39,6 +39,7 @@ with w.guard():
     with tab_errors:
         w.errors_panel(res, run)
     with tab_share:
-        st.caption("This view's link (run, filters, selected row and thresholds are in it):")
+        st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
+                   "thresholds, page and selected row) to anyone who can open the dashboard:")
         w.share_link()
         w.exports(res, run)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -119,9 +120,8 @@ def threshold_bar(run: dict) -> dict[str, float]:
 
 def headline(res: RunResults) -> None:
     cols = st.columns(2 + len(res.specs))
-    errored = sum(1 for i in range(len(res.dataset))
-                  if any(res.cells[s.name][i] is not None and res.cells[s.name][i].status == "error" for s in res.specs))
-    cols[0].metric("Rows", len(res.dataset), border=True)
+    errored = res.errored_rows()
+    cols[0].metric("Rows", len(res), border=True)
     cols[1].metric("Errored rows", errored, border=True)
     for col, s in zip(cols[2:], res.specs):
         rate = res.summary(s)["pass_rate"]
@@ -143,13 +143,12 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
     right.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
                   + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
     if sm.get("noted_rows"):
-        first = next(c.note for c in res.cells[spec.name] if c and c.note)
+        first = res.first_note(spec.name)
         right.warning(f"{sm['noted_rows']} row(s) flagged. First: {first}")
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
-    rows = [(res.dataset.row_no(i), s.name, c.error) for s in res.specs for i, c in enumerate(res.cells[s.name])
-            if c is not None and c.status == "error"]
+    rows = [(res.dataset.row_no(i), name, error) for i, name, error in res.errors()]
     if not rows:
         st.success("No errored rows.")
         return
@@ -176,17 +175,66 @@ def row_filters(res: RunResults) -> dict:
                 low=None if rng[0] == low else rng[0], high=None if rng[1] == high else rng[1])
 
 
+PAGE_ROWS = 100
+PASS_STYLE, FAIL_STYLE = "background-color: #e8f5e9; color: #1b5e20", "background-color: #ffebee; color: #b71c1c"
+
+
+def _styled(df, specs: list[MetricSpec]):
+    """Scores and verdicts first, each coloured by the row's verdict (pass green, fail red); text after."""
+    names = [x for s in specs for x in (s.name, f"{s.name} verdict")]
+    df = df[["#", *names, "query", "response"]]
+
+    def colour(frame):
+        out = frame.copy().astype(object)
+        out[:] = ""
+        for s in specs:
+            v = frame[f"{s.name} verdict"]
+            style = v.map({"pass": PASS_STYLE, "fail": FAIL_STYLE}).fillna("")
+            out[s.name], out[f"{s.name} verdict"] = style, style
+        return out
+
+    return df.style.apply(colour, axis=None)
+
+
 def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
-    """The filtered rows; returns the selected row index (also kept in the URL as ``row``)."""
-    df = res.table(**filters)
-    st.caption(f"{len(df)} of {len(res.dataset)} rows")
-    event = st.dataframe(df, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
-                         column_config={"query": st.column_config.TextColumn(width="medium"),
+    """One page of the filtered, sorted rows; returns the selected row's index.
+
+    The selection is kept by the row's id (``row`` in the URL), not by its position: a change of
+    filter, sort, search, page or thresholds shows a new table, which starts with that row selected
+    if it is on the page, and a click selects the row under it.
+    """
+    sig = repr(sorted(filters.items()))
+    page = max(1, state.read("page", 1, int))
+    if st.session_state.get(f"{key}.sig", sig) != sig:
+        page = 1  # other filters: back to the first page
+    st.session_state[f"{key}.sig"] = sig
+    total, df = res.query(**filters, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    pages = max(1, -(-total // PAGE_ROWS))
+    if page > pages:
+        page = pages
+        total, df = res.query(**filters, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    state.write("page", page if page > 1 else None)
+    first = (page - 1) * PAGE_ROWS
+    left, mid, right = st.columns([4, 1, 1])
+    left.caption(f"rows {first + 1 if total else 0}–{first + len(df)} of {total:,} matching · {len(res):,} in the run"
+                 + (f" · page {page} of {pages}" if pages > 1 else ""))
+    mid.button("‹ Previous", key=f"{key}.prev", disabled=page <= 1, on_click=state.write, args=("page", page - 1))
+    right.button("Next ›", key=f"{key}.next", disabled=page >= pages, on_click=state.write, args=("page", page + 1))
+    ids = [int(i) for i in df.index]
+    chosen = state.read("row", None, int)
+    # a new widget whenever the rows shown change, so that a stale position never names another row
+    view_key = f"{key}.{hashlib.sha1(repr(ids).encode()).hexdigest()[:12]}"
+    default = {"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None
+    event = st.dataframe(_styled(df, res.specs) if len(df) else df, hide_index=True, on_select="rerun",
+                         selection_mode="single-row", key=view_key, selection_default=default,
+                         column_config={"#": st.column_config.NumberColumn("#", help="row number in the file"),
+                                        "query": st.column_config.TextColumn(width="medium"),
                                         "response": st.column_config.TextColumn(width="large")})
     k = state.selected(event, len(df))
-    if k is not None:
-        state.write("row", int(df.index[k]))
-    return state.read("row", None, int)
+    if k is not None and ids[k] != chosen:
+        chosen = ids[k]
+        state.write("row", chosen)
+    return chosen
 
 
 def text_block(label: str, text: object) -> None:
@@ -224,7 +272,7 @@ def detail(res: RunResults, i: int) -> None:
         for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"), ("Ground truth", "ground_truth")):
             text_block(label, c.get(key))
     for s in res.specs:
-        cell = res.cells[s.name][i]
+        cell = res.cell(s.name, i)
         verdict = res.passed(s, cell)
         mark = "" if verdict is None else (":green[**pass**]" if verdict else ":red[**fail**]")
         value = "pending" if cell is None else (f"{cell.value:g}" if cell.value is not None else cell.status)
@@ -258,9 +306,8 @@ def exports(res: RunResults, run: dict) -> None:
 
 
 def share_link() -> None:
-    query = "&".join(f"{k}={v}" for k, v in st.query_params.items())
-    base = str(getattr(st.context, "url", "") or "").split("?")[0]
-    st.code(f"{base}?{query}" if query else base, language=None)
+    """This view's link (URL-encoded; run, tab, filters, thresholds, page and row), with a copy button."""
+    st.code(state.link(), language=None, wrap_lines=True)
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
