@@ -168,3 +168,31 @@ def test_by_hand_counts(tmp_path):
     assert n == 4 and list(page.index) == [1, 0, 2, 3] and list(page["#"]) == [2, 1, 3, 4]
     assert list(page["coherence verdict"]) == ["fail", "pass", "error", "pending"]
     assert fast.errors() == [(2, "coherence", "boom")]
+
+
+def test_columns_are_kept_per_state_of_a_finished_run(conv_run):
+    """A finished run's columns are written beside the store and read back; a new result makes a new state."""
+    store, rid = conv_run
+    store.update_run(rid, status="completed")
+    first = open_view(store, rid)
+    views = list((store_dir(store) / "views").glob(f"{rid}-*.npz"))
+    assert len(views) == 1
+    again = open_view(store, rid)  # from the file
+    for s in again.specs:
+        assert again.summary(s) == first.summary(s) == open_results(store, rid).summary(s)
+    assert again.query(search="gamma")[0] == open_results(store, rid).query(search="gamma")[0] > 0
+    # a result for a turn still pending arrives (a resume): the next open sees it
+    have = store.result_keys(rid)
+    row, turn = next((i, t) for i in range(len(first)) for t in range(1 + i % 3) if (i, "coherence", t) not in have)
+    before = first.cell("coherence", row)
+    store.write_results(rid, [Result(row, "coherence", turn, "ok", 5.0, {"coherence": 5.0})])
+    fresh, ref = open_view(store, rid), open_results(store, rid)
+    assert fresh.cell("coherence", row) == ref.cell("coherence", row) != before
+    assert fresh.summary(fresh.specs[0]) == ref.summary(fresh.specs[0]) != first.summary(first.specs[0])
+    assert len(list((store_dir(store) / "views").glob(f"{rid}-*.npz"))) == 1  # the old state is removed
+
+
+def store_dir(store):
+    from pathlib import Path
+
+    return Path(store.engine.url.database).parent
