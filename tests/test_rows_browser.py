@@ -118,8 +118,10 @@ def test_share_link_is_encoded_and_reproduces_the_view_in_a_new_browser(app, bro
     assert coherence(row) == 3.0  # failing at threshold 4, sorted descending: a 3 comes first
     page.get_by_role("tab", name="Share & export").click()
     page.wait_for_url("**view=Share**", timeout=30_000)
+    code = page.locator('[data-testid="stCode"]').filter(has_text="http").first
+    code.filter(has_text="view=Share").wait_for(timeout=30_000)  # drawn by the rerun the tab switch starts
     settle(page)
-    link = page.locator('[data-testid="stCode"]').filter(has_text="http").first.inner_text().strip()
+    link = code.inner_text().strip()
     assert "view=Share%20%26%20export" in link and " " not in link and "&export" not in link
     got = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
     assert got == {"run": rid, "view": "Share & export", "th.coherence": "4", "verdict": "fail", "sort": "coherence",

@@ -25,7 +25,7 @@ def store() -> Store:
 
 @st.cache_data(ttl=2, show_spinner=False)
 def _runs(url: str) -> list[dict]:
-    return store().list_runs()
+    return store().run_rows()
 
 
 @st.cache_data(ttl=2, show_spinner=False)
