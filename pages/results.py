@@ -27,15 +27,7 @@ with w.guard():
             st.markdown(f"#### {spec.name}")
             w.metric_panel(res, spec)
     with tab_rows:
-        filters = w.row_filters(res)
-        table, pane = st.columns([3, 2])
-        with table:
-            row = w.row_table(res, filters)
-        with pane:
-            if row is not None and 0 <= row < len(res.dataset):
-                w.detail(res, row)
-            else:
-                st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
+        w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
     with tab_errors:
         w.errors_panel(res, run)
     with tab_share:

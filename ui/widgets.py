@@ -237,6 +237,21 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
     return chosen
 
 
+@st.fragment
+def rows_view(res: RunResults) -> None:
+    """The Rows tab: filters, one page of rows and the selected row's detail. A fragment, so that a
+    filter, a page or a selection reruns this tab only, not the charts of the whole run."""
+    filters = row_filters(res)
+    table, pane = st.columns([3, 2])
+    with table:
+        row = row_table(res, filters)
+    with pane:
+        if row is not None and 0 <= row < len(res):
+            detail(res, row)
+        else:
+            st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
+
+
 def text_block(label: str, text: object) -> None:
     """A labelled piece of data, shown as text (never Markdown or HTML)."""
     if text:
