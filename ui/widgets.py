@@ -176,13 +176,16 @@ def row_filters(res: RunResults) -> dict:
 
 
 PAGE_ROWS = 100
+CELL_CHARS = 300  # text shown in a table cell
 PASS_STYLE, FAIL_STYLE = "background-color: #e8f5e9; color: #1b5e20", "background-color: #ffebee; color: #b71c1c"
 
 
 def _styled(df, specs: list[MetricSpec]):
     """Scores and verdicts first, each coloured by the row's verdict (pass green, fail red); text after."""
     names = [x for s in specs for x in (s.name, f"{s.name} verdict")]
-    df = df[["#", *names, "query", "response"]]
+    df = df[["#", *names, "query", "response"]].copy()
+    for col in ("query", "response"):  # a cell shows one line; the detail pane shows the whole text
+        df[col] = df[col].map(lambda t: t if not isinstance(t, str) or len(t) <= CELL_CHARS else t[:CELL_CHARS] + "…")
 
     def colour(frame):
         out = frame.copy().astype(object)
