@@ -196,3 +196,43 @@ def store_dir(store):
     from pathlib import Path
 
     return Path(store.engine.url.database).parent
+
+
+def test_rows_tab_puts_scores_and_verdicts_first_coloured(tmp_path, monkeypatch):
+    """AppTest: the Rows tab's columns are row number (1-based), score, verdict, then the text; a passing
+    row's score and verdict are green, a failing row's red."""
+    import re
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+    from ui.widgets import FAIL_STYLE, PASS_STYLE
+
+    home = tmp_path / "evalhome"
+    monkeypatch.setenv("EVAL_HOME", str(home))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    did = store.save_dataset(load_dataset([{"query": f"q{i}", "response": f"r{i}"} for i in range(5)]))
+    rid = store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 3}}, "h", "colours")
+    store.write_results(rid, [Result(i, "coherence", 0, "ok", float(i + 1), {"coherence": float(i + 1)}) for i in range(5)])
+    store.update_run(rid, status="completed")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/results.py")
+    at.query_params.update({"run": rid, "view": "Rows"})
+    at.run()
+    assert not at.exception
+    table = at.dataframe[0]
+    assert list(table.value.columns) == ["#", "coherence", "coherence verdict", "query", "response"]
+    assert list(table.value["#"]) == [1, 2, 3, 4, 5]
+    css = table.proto.arrow_data.styler.styles
+    styled = {}
+    for selectors, style in re.findall(r"([^{}]+)\{\s*([^}]*?)\s*\}", css):
+        for sel in selectors.split(","):
+            row, col = map(int, re.search(r"row(\d+)_col(\d+)", sel).groups())
+            styled[(row, col)] = style.strip()
+    # scores 1 and 2 fail at threshold 3 (red); 3, 4 and 5 pass (green); columns 1 and 2 are score and verdict
+    assert {k: v for k, v in styled.items()} == {(r, c): FAIL_STYLE if r < 2 else PASS_STYLE for r in range(5) for c in (1, 2)}
+    st.cache_resource.clear()
