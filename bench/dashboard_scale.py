@@ -106,8 +106,8 @@ def build_store(home: Path, rows: int, runs: int) -> str:
         a, b = pool[i % len(pool)], pool[(i * 7 + 3) % len(pool)]
         return {"query": b["text"][:300], "response": a["text"], "ground_truth": b["text"][:600]}
 
-    dataset("bigdata00000", "wildbench-answers-100k.jsonl", rows, record)
-    run("bigrun000000", "bigdata00000", "big run · 100k rows x 6 metrics", [*JUDGE, *CLASSIC], rows, now)
+    dataset("bigdata00000", f"wildbench-answers-{rows}.jsonl", rows, record)
+    run("bigrun000000", "bigdata00000", f"big run · {rows:,} rows x 6 metrics", [*JUDGE, *CLASSIC], rows, now)
 
     def results():
         for i in range(rows):
@@ -190,7 +190,7 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
         page2.close()
 
         page.get_by_role("tab", name="Rows").click()
-        settle(page, "of 100")
+        settle(page, f"of {expect['all']:,} matching")
         t = time.perf_counter()
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict").click()
         page.get_by_role("option", name="fail", exact=True).click()
@@ -227,7 +227,7 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
     ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
     args = ap.parse_args()
     if not WILDBENCH.is_dir():
@@ -255,7 +255,7 @@ def main() -> None:
     t = time.perf_counter()
     res._cols.search.ensure()
     search_build = time.perf_counter() - t
-    expect = {"fail": res.query(verdict="fail", limit=0)[0],
+    expect = {"all": len(res), "fail": res.query(verdict="fail", limit=0)[0],
               "python": res.query(verdict="fail", search="python", limit=0)[0],
               "function": res.query(verdict="fail", search="function", limit=0)[0]}
     t = time.perf_counter()
