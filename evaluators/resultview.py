@@ -409,8 +409,9 @@ class ColumnarResults(RunResults):
     ROW_CACHE = 512
 
     def __init__(self, store: Store, run_id: str, dataset: Dataset, specs: list[MetricSpec],
-                 thresholds: dict[str, float] | None, columns: RunColumns):
+                 thresholds: dict[str, float] | None, columns: RunColumns, judge_inputs: Any = None):
         self.store, self.run_id = store, run_id
+        self.judge_inputs = judge_inputs  # as RunResults keeps it (K_properties.sample_input), where it exists
         self.dataset, self.specs = dataset, specs
         self.thresholds = {s.name: float((thresholds or {}).get(s.name, s.default_threshold)) for s in specs}
         self._cols = columns
@@ -725,7 +726,13 @@ def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = N
     spec = RunSpec.from_dict(run["spec"])
     specs = spec.specs()
     dataset = lazy_dataset(store, run["dataset_id"])
+    try:  # the judge's inputs re-created at read time (templates.JudgeInputs), on versions that have it
+        from .templates import JudgeInputs  # type: ignore[attr-defined]
+        judge_inputs = JudgeInputs(dataset, spec)
+    except ImportError:
+        judge_inputs = None
     cols = build_columns(store, run, specs, dataset, run["dataset_id"])
     if search_in_background and run["status"] not in ("queued", "running"):
         threading.Thread(target=cols.search.ensure, daemon=True, name=f"search-{run_id}").start()
-    return ColumnarResults(store, run_id, dataset, specs, {**spec.thresholds, **(thresholds or {})}, cols)
+    return ColumnarResults(store, run_id, dataset, specs, {**spec.thresholds, **(thresholds or {})}, cols,
+                           judge_inputs)
