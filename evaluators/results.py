@@ -63,7 +63,7 @@ class RunResults:
         out: dict[str, Any] = {f"inputs.{c}": rec.get(c) for c in self.dataset.columns}
         conversation = self.dataset.shape == "conversation"
         for s in self.specs:
-            keys = s.kind_impl.row_keys(s, self.cells[s.name][i], self.thresholds[s.name], conversation,
+            keys = s.kind_impl.row_keys(s, self.cell(s.name, i), self.thresholds[s.name], conversation,
                                         inputs=self.judge_inputs)
             out.update({f"outputs.{s.name}.{k}": v for k, v in keys.items()})
         return out
@@ -79,7 +79,7 @@ class RunResults:
     # ------------------------------------------------------------------ aggregates
     def summary(self, spec: MetricSpec) -> dict[str, Any]:
         """One metric's aggregates as its kind computes them (counts, means or rates, intervals)."""
-        return spec.kind_impl.summary(spec, self.cells[spec.name], self.thresholds[spec.name])
+        return spec.kind_impl.summary(spec, self.cells_of(spec.name), self.thresholds[spec.name])
 
     def metrics(self) -> dict[str, Any]:
         """``metrics.json``: ``<metric>.<key>`` -> aggregate (errored rows are not in the denominators)."""
@@ -97,6 +97,10 @@ class RunResults:
     def cell(self, name: str, i: int) -> MetricCell | None:
         """Row ``i``'s outcome for metric ``name`` (turns combined), None while pending."""
         return self.cells[name][i]
+
+    def cells_of(self, name: str) -> list[MetricCell | None]:
+        """Every row's cell of one metric (what a kind's own aggregates take)."""
+        return self.cells[name]
 
     def values(self, name: str):
         """The primary value of metric ``name`` per row as a float array, NaN where there is none."""
@@ -138,7 +142,7 @@ class RunResults:
         if thresholds is None:
             grid = np.arange(low, high + 1) if spec.integer else np.linspace(low, high, 51)
             thresholds = sorted(set(float(t) for t in grid) | {self.thresholds[name]})
-        ok = [c for c in self.cells[name] if c is not None and c.status == "ok"]
+        ok = [c for c in self.cells_of(name) if c is not None and c.status == "ok"]
         recs = []
         for t in thresholds:
             passed = sum(1 for c in ok if spec.kind_impl.passed(spec, c, float(t)))

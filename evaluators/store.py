@@ -465,6 +465,134 @@ class Store:
                     out[row.key] = row
         return out
 
+    # ------------------------------------------------------------ read side for big runs (results-scale)
+    # Queries the dashboard's columnar view (evaluators.resultview) uses: a run's state, one metric's
+    # outcomes as plain tuples (no ORM objects, no reasons or raw replies), a few rows' full results,
+    # and a dataset's records by index. Nothing here loads a whole run into Python objects.
+    def run_outcomes(self, run_id: str, metrics: list[str], keys: list[str], chunk: int = 50_000) -> Iterable[list[tuple]]:
+        """``(row_idx, metric, turn, status, value, outputs[keys[0]], ...)`` of these metrics, in chunks, in one
+        pass over the run (no reasons, raw replies or ORM objects; ``value`` is the primary output as the
+        runner stores it). On SQLite the other outputs are read in the database, and only from rows whose
+        outputs name them (true/false come back as 1/0)."""
+        if self.engine.dialect.name == "sqlite" and _json_paths(keys) is not None:
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cols = ", CASE WHEN instr(outputs, ?) THEN json_extract(outputs, ?) END" * len(keys)
+                marks = ",".join("?" * len(metrics))
+                args = [a for k, path in zip(keys, _json_paths(keys)) for a in (f'"{k}"', path)]
+                cur.execute(f"SELECT row_idx, metric, turn, status, value{cols} FROM results WHERE run_id = ? "
+                            f"AND metric IN ({marks})", (*args, run_id, *metrics))
+                while True:
+                    rows = cur.fetchmany(chunk)
+                    if not rows:
+                        break
+                    yield rows
+            finally:
+                raw.close()
+            return
+        with self.session() as s:
+            q = (select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn, ResultRow.status, ResultRow.value,
+                        ResultRow.outputs).where(ResultRow.run_id == run_id, ResultRow.metric.in_(metrics)))
+            rows = []
+            for r in s.execute(q).yield_per(chunk):
+                o = r[5] or {}
+                rows.append((*r[:5], *[(int(v) if isinstance(v, bool) else v) for v in (o.get(k) for k in keys)]))
+                if len(rows) >= chunk:
+                    yield rows
+                    rows = []
+            if rows:
+                yield rows
+
+    def result_count(self, run_id: str) -> int:
+        """Stored results of a run (from the primary key's index: no row is read)."""
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)))
+
+    def results_of_rows(self, run_id: str, rows: Iterable[int], metric: str | None = None) -> list[Result]:
+        """Full results (reasons, raw replies, tokens) of some rows, optionally of one metric."""
+        rows = sorted(set(int(i) for i in rows))
+        out: list[Result] = []
+        with self.session() as s:
+            for k in range(0, len(rows), 500):
+                q = select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.row_idx.in_(rows[k:k + 500]))
+                if metric is not None:
+                    q = q.where(ResultRow.metric == metric)
+                for r in s.scalars(q.order_by(ResultRow.row_idx, ResultRow.metric, ResultRow.turn)):
+                    out.append(Result(row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status,
+                                      value=r.value, outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                                      prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                                      latency_ms=r.latency_ms, cached=r.cached, meta=r.meta))
+        return out
+
+    def results_of_metric(self, run_id: str, metric: str) -> list[Result]:
+        """Every result of one metric (for kinds whose aggregates need whole cells)."""
+        with self.session() as s:
+            return [Result(row_idx=r.row_idx, metric=r.metric, turn=r.turn, status=r.status, value=r.value,
+                           outputs=r.outputs, reason=r.reason, raw=r.raw, error=r.error,
+                           prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                           latency_ms=r.latency_ms, cached=r.cached, meta=r.meta)
+                    for r in s.scalars(select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.metric == metric)
+                                       .order_by(ResultRow.row_idx, ResultRow.turn))]
+
+    def dataset_info(self, dataset_id: str) -> dict:
+        """A dataset's description without its records."""
+        with self.session() as s:
+            d = s.get(DatasetRow, dataset_id)
+            if d is None:
+                raise KeyError(f"no dataset {dataset_id}")
+            return dict(name=d.name, source=d.source, shape=d.shape, detected=d.detected, n_rows=d.n_rows,
+                        columns=list(d.columns), mapping=dict(d.mapping), row_numbers=list(d.row_numbers))
+
+    def dataset_records(self, dataset_id: str, idx: Iterable[int]) -> dict[int, dict]:
+        """Records by index (one query per 500)."""
+        idx = sorted(set(int(i) for i in idx))
+        out: dict[int, dict] = {}
+        with self.session() as s:
+            for k in range(0, len(idx), 500):
+                for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(
+                        RecordRow.dataset_id == dataset_id, RecordRow.idx.in_(idx[k:k + 500]))):
+                    out[i] = data
+        return out
+
+    def dataset_texts(self, dataset_id: str, columns: list[str | None]) -> Iterable[tuple]:
+        """``(idx, record[columns[0]], record[columns[1]], ...)`` in index order, streamed (None for a
+        None column). On SQLite the values are read by ``json_extract``, so no record is parsed in Python."""
+        named = [c for c in columns if c is not None]
+        if self.engine.dialect.name == "sqlite" and _json_paths(named) is not None:
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cols = "".join(", NULL" if c is None else ", json_extract(data, ?)" for c in columns)
+                cur.execute(f"SELECT idx{cols} FROM dataset_records WHERE dataset_id = ? ORDER BY idx",
+                            (*_json_paths(named), dataset_id))
+                while True:
+                    chunk = cur.fetchmany(5000)
+                    if not chunk:
+                        break
+                    yield from chunk
+            finally:
+                raw.close()
+            return
+        with self.session() as s:
+            for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(RecordRow.dataset_id == dataset_id)
+                                     .order_by(RecordRow.idx)).yield_per(2000):
+                yield (i, *[None if c is None else data.get(c) for c in columns])
+    def run_rows(self) -> list[dict]:
+        """Every run as :meth:`list_runs` gives it (newest first), read as plain rows: no ORM objects,
+        so that a store of thousands of runs lists in milliseconds."""
+        table = RunRow.__table__
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(table).order_by(table.c.created_at.desc()))]
+    # ------------------------------------------------------------ end of the read side for big runs
+
+
+
+def _json_paths(keys: list[str]) -> list[str] | None:
+    """SQLite JSON paths of top-level keys; None when a key cannot be written as one (a quote in it)."""
+    if any('"' in k or "\\" in k or not k.isascii() for k in keys):
+        return None
+    return [f'$."{k}"' for k in keys]
 
 
 class StoredRecords(Sequence):

@@ -36,18 +36,11 @@ with w.guard():
         with bar:
             overview.what_if(res, rates)
     with tab_rows:
-        filters = w.row_filters(res)
-        table, pane = st.columns([3, 2])
-        with table:
-            row = w.row_table(res, filters)
-        with pane:
-            if row is not None and 0 <= row < len(res.dataset):
-                w.detail(res, row)
-            else:
-                st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
+        w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
     with tab_errors:
         w.errors_panel(res, run)
     with tab_share:
-        st.caption("This view's link (run, filters, selected row and thresholds are in it):")
+        st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
+                   "thresholds, page and selected row) to anyone who can open the dashboard:")
         w.share_link()
         w.exports(res, run)

@@ -1,4 +1,6 @@
 """Runs: every evaluation in the store, newest first; pick one to read it."""
+import hashlib
+
 import streamlit as st
 
 from ui import loaders, state, widgets as w
@@ -16,7 +18,9 @@ with w.guard():
               "errored": r["tasks_errored"], "metrics": ", ".join(r["spec"]["metrics"]),
               "judge": (r["spec"].get("judge") or {}).get("model", "–"), "created": r["created_at"],
               "by": r.get("created_by") or "–"} for r in runs]
-    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="runs.table",
+    # keyed by the runs listed: a selection made in an older list never names another run
+    key = "runs.table." + hashlib.sha1(",".join(r["id"] for r in runs).encode()).hexdigest()[:12]
+    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
                          column_config={"progress": st.column_config.ProgressColumn(min_value=0, max_value=1)})
     k = state.selected(event, len(runs))
     if k is not None:

@@ -9,6 +9,7 @@ from evaluators import Store, load_dataset
 from evaluators.api import open_results
 from evaluators.data import Inspection, ParsedFile, inspect_parsed, read_upload
 from evaluators.results import RunResults
+from evaluators.resultview import open_view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data"
 
@@ -24,7 +25,7 @@ def store() -> Store:
 
 @st.cache_data(ttl=2, show_spinner=False)
 def _runs(url: str) -> list[dict]:
-    return store().list_runs()
+    return store().run_rows()
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -69,11 +70,16 @@ def _results(run_id: str, version: tuple) -> RunResults:
     return open_results(store(), run_id)
 
 
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=600)
+def _view(run_id: str, version: tuple) -> RunResults:
+    # columns, not one object per result: fast and small on runs of any size (evaluators.resultview)
+    return open_view(store(), run_id, search_in_background=True)
+
+
 def results(run: dict, thresholds: dict[str, float]) -> RunResults:
-    """A run's results with ``thresholds`` applied: loaded once per state of the run (a new result
-    re-loads), while a threshold change only re-derives verdicts."""
-    version = (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
-    return _results(run["id"], version).with_thresholds(thresholds)
+    """A run's results with ``thresholds`` applied: read once per state of the run (a new result
+    re-reads), while a threshold change only re-derives verdicts."""
+    return _view(run["id"], _version(run)).with_thresholds(thresholds)
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)

@@ -7,6 +7,7 @@ default) and state that is no widget's (the selected row).
 from __future__ import annotations
 
 from typing import Any, Callable
+from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -63,3 +64,11 @@ def selected(event, n_rows: int) -> int | None:
     """
     rows = event.selection.rows if event is not None and event.selection else []
     return rows[0] if rows and 0 <= rows[0] < n_rows else None
+
+
+def link() -> str:
+    """This view's address: the page's URL and every query parameter, URL-encoded (a value such as
+    ``Share & export`` stays one value), so that opening it in another browser shows the same view."""
+    base = str(getattr(st.context, "url", "") or "").split("?")[0]
+    query = urlencode(list(st.query_params.to_dict().items()), quote_via=quote)
+    return f"{base}?{query}" if query else base

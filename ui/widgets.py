@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -170,8 +171,7 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
-    rows = [(res.dataset.row_no(i), s.name, c.error) for s in res.specs for i, c in enumerate(res.cells[s.name])
-            if c is not None and c.status == "error"]
+    rows = [(res.dataset.row_no(i), name, error) for i, name, error in res.errors()]
     if not rows:
         st.success("No errored rows.")
         return
@@ -198,17 +198,84 @@ def row_filters(res: RunResults) -> dict:
                 low=None if rng[0] == low else rng[0], high=None if rng[1] == high else rng[1])
 
 
+PAGE_ROWS = 100
+CELL_CHARS = 300  # text shown in a table cell
+PASS_STYLE, FAIL_STYLE = "background-color: #e8f5e9; color: #1b5e20", "background-color: #ffebee; color: #b71c1c"
+
+
+def _styled(df, specs: list[MetricSpec]):
+    """Scores and verdicts first, each coloured by the row's verdict (pass green, fail red); text after."""
+    names = [x for s in specs for x in (s.name, f"{s.name} verdict")]
+    df = df[["#", *names, "query", "response"]].copy()
+    for col in ("query", "response"):  # a cell shows one line; the detail pane shows the whole text
+        df[col] = df[col].map(lambda t: t if not isinstance(t, str) or len(t) <= CELL_CHARS else t[:CELL_CHARS] + "…")
+
+    def colour(frame):
+        out = frame.copy().astype(object)
+        out[:] = ""
+        for s in specs:
+            v = frame[f"{s.name} verdict"]
+            style = v.map({"pass": PASS_STYLE, "fail": FAIL_STYLE}).fillna("")
+            out[s.name], out[f"{s.name} verdict"] = style, style
+        return out
+
+    return df.style.apply(colour, axis=None)
+
+
 def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
-    """The filtered rows; returns the selected row index (also kept in the URL as ``row``)."""
-    df = res.table(**filters)
-    st.caption(f"{len(df)} of {len(res.dataset)} rows")
-    event = st.dataframe(df, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
-                         column_config={"query": st.column_config.TextColumn(width="medium"),
+    """One page of the filtered, sorted rows; returns the selected row's index.
+
+    The selection is kept by the row's id (``row`` in the URL), not by its position: a change of
+    filter, sort, search, page or thresholds shows a new table, which starts with that row selected
+    if it is on the page, and a click selects the row under it.
+    """
+    sig = repr(sorted(filters.items()))
+    page = max(1, state.read("page", 1, int))
+    if st.session_state.get(f"{key}.sig", sig) != sig:
+        page = 1  # other filters: back to the first page
+    st.session_state[f"{key}.sig"] = sig
+    total, df = res.query(**filters, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    pages = max(1, -(-total // PAGE_ROWS))
+    if page > pages:
+        page = pages
+        total, df = res.query(**filters, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
+    state.write("page", page if page > 1 else None)
+    first = (page - 1) * PAGE_ROWS
+    left, mid, right = st.columns([4, 1, 1])
+    left.caption(f"rows {first + 1 if total else 0}–{first + len(df)} of {total:,} matching · {len(res):,} in the run"
+                 + (f" · page {page} of {pages}" if pages > 1 else ""))
+    mid.button("‹ Previous", key=f"{key}.prev", disabled=page <= 1, on_click=state.write, args=("page", page - 1))
+    right.button("Next ›", key=f"{key}.next", disabled=page >= pages, on_click=state.write, args=("page", page + 1))
+    ids = [int(i) for i in df.index]
+    chosen = state.read("row", None, int)
+    # a new widget whenever the rows shown change, so that a stale position never names another row
+    view_key = f"{key}.{hashlib.sha1(repr(ids).encode()).hexdigest()[:12]}"
+    default = {"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None
+    event = st.dataframe(_styled(df, res.specs) if len(df) else df, hide_index=True, on_select="rerun",
+                         selection_mode="single-row", key=view_key, selection_default=default,
+                         column_config={"#": st.column_config.NumberColumn("#", help="row number in the file"),
+                                        "query": st.column_config.TextColumn(width="medium"),
                                         "response": st.column_config.TextColumn(width="large")})
     k = state.selected(event, len(df))
-    if k is not None:
-        state.write("row", int(df.index[k]))
-    return state.read("row", None, int)
+    if k is not None and ids[k] != chosen:
+        chosen = ids[k]
+        state.write("row", chosen)
+    return chosen
+
+
+@st.fragment
+def rows_view(res: RunResults) -> None:
+    """The Rows tab: filters, one page of rows and the selected row's detail. A fragment, so that a
+    filter, a page or a selection reruns this tab only, not the charts of the whole run."""
+    filters = row_filters(res)
+    table, pane = st.columns([3, 2])
+    with table:
+        row = row_table(res, filters)
+    with pane:
+        if row is not None and 0 <= row < len(res):
+            detail(res, row)
+        else:
+            st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
 
 
 def text_block(label: str, text: object) -> None:
@@ -328,9 +395,8 @@ def exports(res: RunResults, run: dict) -> None:
 
 
 def share_link() -> None:
-    query = "&".join(f"{k}={v}" for k, v in st.query_params.items())
-    base = str(getattr(st.context, "url", "") or "").split("?")[0]
-    st.code(f"{base}?{query}" if query else base, language=None)
+    """This view's link (URL-encoded; run, tab, filters, thresholds, page and row), with a copy button."""
+    st.code(state.link(), language=None, wrap_lines=True)
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}

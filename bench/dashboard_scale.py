@@ -1,0 +1,313 @@
+"""The dashboard on a big run, measured in the browser (issue 10, "fast at any size").
+
+    python bench/dashboard_scale.py [--rows 100000] [--runs 1000] [--keep DIR]
+
+Builds a store (SQLite, written directly in bulk, not through the runner) holding:
+
+- one finished run of ``--rows`` single-turn rows x 6 metrics: three judge metrics with reasons and
+  raw replies (coherence, fluency, relevance: 1-5) and three classic ones (f1_score, bleu, rouge with
+  its three outputs); 1% of judge results errored. Text is real: each row's response is a WildBench
+  answer from ``../shared/fixtures/wildbench`` (3,071 answers of three models, ~2,000 characters each,
+  reused in turn), its query the first 300 characters of another answer, its reasons the judge's
+  strengths and weaknesses written for those answers; scores come from the judge's WildBench score.
+- ``--runs`` - 1 small finished runs (for the Runs page).
+
+Then starts the dashboard (``streamlit run app.py``) on a free loopback port and measures in headless
+Chromium (Debian's, /usr/bin/chromium), each against its target:
+
+- the first open of the run, in this process: its columns built from SQLite and written to ``views/``
+  beside the store (what the dashboard's first open of a finished run does once), and the dataset's
+  search text (built in the background after that first open);
+- Results page first render: cold (the server's first open of the run, columns read from ``views/``)
+  and again in a new page (warm); target 2 s; beside it the same page on a 5-row run, which is what
+  this machine takes for any Results page (on a loaded machine every figure grows);
+- a filter change on the Rows tab (verdict "fail"); target 0.5 s; then text searches (reported);
+- a row selection (click a row, wait for its detail pane); target 0.5 s;
+- the streamlit server's RSS after all of it; target < 1 GB;
+- the Runs page with ``--runs`` runs; target 1 s.
+
+A figure is the time from the action to the moment the expected content is shown and Streamlit reports
+its script run finished. Exits with SKIPPED when ../shared is absent.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+WILDBENCH = ROOT.parent / "shared" / "fixtures" / "wildbench" / "eval_results"
+JUDGE = ("coherence", "fluency", "relevance")
+CLASSIC = ("f1_score", "bleu", "rouge")
+TARGETS = {"first_render": 2.0, "filter": 0.5, "select": 0.5, "rss_mb": 1024, "runs_page": 1.0}
+
+
+def answers() -> list[dict]:
+    """WildBench answers with the judge's score, strengths and weaknesses."""
+    out = []
+    for f in sorted(WILDBENCH.rglob("*.json")):
+        for r in json.loads(f.read_text()):
+            text = r.get("model_output")
+            if not isinstance(text, str) or not text.strip():
+                continue
+            try:
+                parsed = ast.literal_eval(r["parsed_result"]) if isinstance(r["parsed_result"], str) else r["parsed_result"]
+            except (ValueError, SyntaxError):
+                parsed = {}
+            out.append({"text": text, "score": int(float(r.get("score") or 5)),
+                        "strengths": str(parsed.get("strengths") or "No strengths noted."),
+                        "weaknesses": str(parsed.get("weaknesses") or "No weaknesses noted.")})
+    return out
+
+
+def build_store(home: Path, rows: int, runs: int) -> str:
+    """The store described in the module docstring; returns the big run's id."""
+    from evaluators.store import Store
+
+    home.mkdir(parents=True, exist_ok=True)
+    db = home / "evals.db"
+    Store(f"sqlite:///{db}")  # the schema
+    pool = answers()
+    rng = random.Random(10)
+    now = dt.datetime(2026, 1, 1, 12)
+    ts = lambda d: d.strftime("%Y-%m-%d %H:%M:%S.%f")  # noqa: E731
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=OFF")
+    mapping = {"query": "query", "response": "response", "ground_truth": "ground_truth"}
+
+    def dataset(did: str, name: str, n: int, make) -> None:
+        con.execute("INSERT INTO datasets (id, name, source, content_hash, shape, detected, n_rows, columns, mapping,"
+                    " row_numbers, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (did, name, name, did * 4, "single", "custom", n, json.dumps(list(mapping)), json.dumps(mapping),
+                     json.dumps(list(range(2, n + 2))), ts(now)))
+        con.executemany("INSERT INTO dataset_records (dataset_id, idx, data) VALUES (?,?,?)",
+                        ((did, i, json.dumps(make(i))) for i in range(n)))
+
+    def run(rid: str, did: str, name: str, metrics: list[str], n: int, created: dt.datetime) -> None:
+        spec = {"metrics": metrics, "thresholds": {}, "judge": {"model": "gpt-4o-mini"} if set(metrics) & set(JUDGE) else None,
+                "templates": {}, "options": {}, "template_texts": {}}
+        con.execute("INSERT INTO runs (id, dataset_id, name, status, spec, spec_hash, created_at, started_at, finished_at,"
+                    " cancel_requested, tasks_total, tasks_done, tasks_errored, judge_calls, cache_hits, prompt_tokens,"
+                    " completion_tokens) VALUES (?,?,?,?,?,?,?,?,?,0,?,?,0,0,0,0,0)",
+                    (rid, did, name, "completed", json.dumps(spec), "h", ts(created), ts(created), ts(created),
+                     n * len(metrics), n * len(metrics)))
+
+    def record(i: int) -> dict:
+        a, b = pool[i % len(pool)], pool[(i * 7 + 3) % len(pool)]
+        return {"query": b["text"][:300], "response": a["text"], "ground_truth": b["text"][:600]}
+
+    dataset("bigdata00000", f"wildbench-answers-{rows}.jsonl", rows, record)
+    run("bigrun000000", "bigdata00000", f"big run · {rows:,} rows x 6 metrics", [*JUDGE, *CLASSIC], rows, now)
+
+    def results():
+        for i in range(rows):
+            a = pool[i % len(pool)]
+            base = max(1, min(5, (a["score"] + 1) // 2))
+            for m, k in zip(JUDGE, range(3)):
+                if rng.random() < 0.01:
+                    yield ("bigrun000000", i, m, 0, "error", None, None, None, None, "judge timed out after 60 s",
+                           None, None, None, 0, None, ts(now))
+                    continue
+                score = float(max(1, min(5, base + rng.choice((-1, 0, 0, 1)))))
+                reason = a["strengths"] if k != 1 else a["weaknesses"]
+                raw = json.dumps({"reason": reason, "score": score})
+                yield ("bigrun000000", i, m, 0, "ok", score, json.dumps({m: score}), reason, raw, None, 900, 60, 850.0,
+                       0, json.dumps({"model": "gpt-4o-mini"}), ts(now))
+            f1 = round(rng.random() * 0.6, 4)
+            yield ("bigrun000000", i, "f1_score", 0, "ok", f1, json.dumps({"f1_score": f1}), None, None, None, None,
+                   None, None, 0, None, ts(now))
+            bleu = round(rng.random() * 0.4, 4)
+            yield ("bigrun000000", i, "bleu", 0, "ok", bleu, json.dumps({"bleu_score": bleu}), None, None, None, None,
+                   None, None, 0, None, ts(now))
+            r = {"rouge_f1_score": round(rng.random() * 0.5, 4), "rouge_precision": round(rng.random(), 4),
+                 "rouge_recall": round(rng.random(), 4)}
+            yield ("bigrun000000", i, "rouge", 0, "ok", r["rouge_f1_score"], json.dumps(r), None, None, None, None,
+                   None, None, 0, None, ts(now))
+
+    con.executemany("INSERT INTO results (run_id, row_idx, metric, turn, status, value, outputs, reason, raw, error,"
+                    " prompt_tokens, completion_tokens, latency_ms, cached, meta, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", results())
+    dataset("smalldata000", "small.jsonl", 5, lambda i: {"query": f"q{i}", "response": f"r{i}", "ground_truth": f"g{i}"})
+    for k in range(runs - 1):
+        run(f"small{k:07d}", "smalldata000", f"small run {k}", ["f1_score"], 5, now - dt.timedelta(minutes=k + 1))
+    con.commit()
+    con.close()
+    return "bigrun000000"
+
+
+def rss_mb(pid: int) -> float:
+    """RSS of a process and its children (streamlit runs in one process), from /proc."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import ARGS, CHROMIUM
+
+    out: dict = {}
+    done = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+    def settle(page, text: str | None, timeout=300_000, table: bool = False):
+        if text:
+            page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+        if table:  # a data grid's cells are drawn on a canvas: wait for the grid itself
+            page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=timeout)
+        page.wait_for_selector(done, timeout=timeout)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
+        page = ctx.new_page()
+        page.goto(f"{url}/runs")  # the app's first start (store, samples) is not the Results page's time
+        settle(page, None, table=True)
+        ref = ctx.new_page()  # the same page on a 5-row run: what the machine takes for any Results page
+        t = time.perf_counter()
+        ref.goto(f"{url}/results?run=small0000000")
+        settle(ref, "f1_score pass rate")
+        out["reference_render"] = time.perf_counter() - t
+        ref.close()
+        t = time.perf_counter()
+        page.goto(f"{url}/results?run={run_id}")
+        settle(page, "coherence pass rate")
+        out["first_render_cold"] = time.perf_counter() - t
+        page2 = ctx.new_page()
+        t = time.perf_counter()
+        page2.goto(f"{url}/results?run={run_id}")
+        settle(page2, "coherence pass rate")
+        out["first_render"] = time.perf_counter() - t
+        page2.close()
+
+        page.get_by_role("tab", name="Rows").click()
+        settle(page, f"of {expect['all']:,} matching")
+        t = time.perf_counter()
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict").click()
+        page.get_by_role("option", name="fail", exact=True).click()
+        settle(page, f"of {expect['fail']:,} matching")
+        out["filter"] = time.perf_counter() - t
+        box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+        t = time.perf_counter()
+        page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row's selection box
+        page.wait_for_url("**row=**", timeout=60_000)
+        settle(page, "Judge's reasoning")
+        out["select"] = time.perf_counter() - t
+        search = page.get_by_label("Search query and response")
+        t = time.perf_counter()
+        search.fill("python")
+        search.press("Enter")
+        settle(page, f"of {expect['python']:,} matching")
+        out["search_first"] = time.perf_counter() - t
+        t = time.perf_counter()
+        search.fill("function")
+        search.press("Enter")
+        settle(page, f"of {expect['function']:,} matching")
+        out["search"] = time.perf_counter() - t
+        out["rss_mb"] = rss_mb(pid)
+
+        page3 = ctx.new_page()
+        t = time.perf_counter()
+        page3.goto(f"{url}/runs")
+        settle(page3, None, table=True)
+        out["runs_page"] = time.perf_counter() - t
+        browser.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
+    ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
+    args = ap.parse_args()
+    if not WILDBENCH.is_dir():
+        print(f"SKIPPED: WildBench answers not found at {WILDBENCH} (../shared is absent); nothing measured.")
+        return
+    home = Path(args.keep or tempfile.mkdtemp(prefix="evaldash-dash-"))
+    t = time.perf_counter()
+    if (home / "evals.db").exists():
+        run_id = "bigrun000000"
+        print(f"reusing the store at {home}")
+    else:
+        run_id = build_store(home, args.rows, args.runs)
+        print(f"store: {args.rows:,} rows x 6 metrics + {args.runs - 1} small runs, built in "
+              f"{time.perf_counter() - t:.1f} s ({(home / 'evals.db').stat().st_size / 2**20:.0f} MB) at {home}")
+
+    from evaluators import Store
+    from evaluators.resultview import open_view
+
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    t = time.perf_counter()
+    for old in (home / "views").glob("*"):
+        old.unlink()  # measure the first build
+    res = open_view(store, run_id)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    res._cols.search.ensure()
+    search_build = time.perf_counter() - t
+    expect = {"all": len(res), "fail": res.query(verdict="fail", limit=0)[0],
+              "python": res.query(verdict="fail", search="python", limit=0)[0],
+              "function": res.query(verdict="fail", search="function", limit=0)[0]}
+    t = time.perf_counter()
+    for s in res.specs:
+        res.summary(s)
+    print(f"first open of the run (columns built and written to views/): {build:.2f} s; summaries of 6 metrics "
+          f"{time.perf_counter() - t:.2f} s; search text of the dataset built and written: {search_build:.2f} s")
+    del res, store
+
+    from tests.browser import free_port
+
+    port = free_port()
+    env = {**__import__("os").environ, "EVAL_HOME": str(home)}
+    env.pop("EVAL_DATABASE_URL", None)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import urllib.request
+
+        deadline = time.time() + 60
+        while True:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    raise SystemExit("the dashboard did not start")
+                time.sleep(0.2)
+        got = measure(url, run_id, proc.pid, expect)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    rows = [("Results page of a 5-row run (reference: this machine)", "reference_render", None, "s"),
+            ("Results page first render, cold (server's first open)", "first_render_cold", "first_render", "s"),
+            ("Results page first render, warm (new page)", "first_render", "first_render", "s"),
+            ("filter change (verdict = fail)", "filter", "filter", "s"),
+            ("row selection (detail pane shown)", "select", "select", "s"),
+            ("text search, first", "search_first", None, "s"),
+            ("text search, next", "search", None, "s"),
+            ("streamlit server RSS", "rss_mb", "rss_mb", "MB"),
+            (f"Runs page with {args.runs} runs", "runs_page", "runs_page", "s")]
+    print(f"\n{'figure':52s} {'measured':>10s} {'target':>9s}  verdict")
+    for label, key, target, unit in rows:
+        v = got[key]
+        tv = TARGETS.get(target) if target else None
+        verdict = "" if tv is None else ("PASS" if v <= tv else "FAIL")
+        fmt = f"{v:.0f} {unit}" if unit == "MB" else f"{v:.2f} {unit}"
+        tfmt = "" if tv is None else (f"< {tv} {unit}" if unit == "MB" else f"<= {tv} {unit}")
+        print(f"{label:52s} {fmt:>10s} {tfmt:>9s}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,736 @@
+"""A stored run as columns: what the dashboard reads, fast on runs of any size.
+
+:class:`ColumnarResults` is a :class:`~evaluators.results.RunResults` whose read methods
+(``summary``, ``values``, ``threshold_curve``, ``errored_rows``, ``errors``, ``first_note``,
+``query``, ``cell``, ``row``) are served from per-metric numpy columns (status, each numeric output,
+whether a note was left) built once per state of the run, instead of from one Python object per
+result. What one row needs (its reasons, raw replies, the record itself) is read from the store when
+that row is asked for, and the dataset's records are read lazily (:class:`LazyRecords`).
+
+How the columns are built (:func:`build_columns`): one query per metric returns
+``(row, turn, status, outputs...)`` tuples, the outputs extracted by SQLite's ``json_extract``
+(no reasons, no raw replies, no ORM objects). A row with one result per metric (every single-turn
+row) becomes its cell directly, as the kind's ``combine`` would make it; rows with several turns are
+combined by the kind itself from their full results. Kinds whose aggregates need more than
+status, numbers and a note (``pairwise``, ``wb_score``, any new kind) keep their combined cells for
+that metric and aggregate through the kind's own ``summary``.
+
+Every aggregate equals the in-memory :class:`RunResults`' (``tests/test_results_scale.py`` checks
+the same ``summary()`` dicts on runs with errors, skips, pending rows, conversations and every kind).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from .data import Dataset, conversation_turns
+from .kinds import NOTE, Kind, MetricCell
+from .kinds.label import LabelKind
+from .kinds.severity import LEVELS, SeverityKind, level_names
+from .registry import MetricSpec
+from .results import RunResults, combine
+from .sdk_compat import conversation_messages
+from .stats import mean_ci, t95, wilson
+from .store import Result, Store
+
+PENDING, OK, ERROR, SKIPPED = -1, 0, 1, 2
+STATUS_NAMES = {OK: "ok", ERROR: "error", SKIPPED: "skipped"}
+# Kinds whose cells are fully described by status, numeric outputs and a note (aggregated here).
+SIMPLE = (Kind, SeverityKind, LabelKind)
+
+
+def _simple(spec: MetricSpec) -> bool:
+    return type(spec.kind_impl) in SIMPLE
+
+
+class LazyRecords(Sequence):
+    """A stored dataset's records, read from the store by index when asked for (a bounded cache)."""
+
+    def __init__(self, store: Store, dataset_id: str, n: int, keep: int = 2048):
+        self.store, self.dataset_id, self.n, self.keep = store, dataset_id, n, keep
+        self._cache: OrderedDict[int, dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.n))]
+        i = int(i)
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        with self._lock:
+            if i in self._cache:
+                self._cache.move_to_end(i)
+                return self._cache[i]
+        return self.prefetch([i])[i]
+
+    def prefetch(self, idx: Iterable[int]) -> dict[int, dict]:
+        """Read these records in one go (kept for the next reads); returns them."""
+        idx = list(idx)
+        with self._lock:
+            have = {i: self._cache[i] for i in idx if i in self._cache}
+        missing = [i for i in idx if i not in have]
+        got = self.store.dataset_records(self.dataset_id, missing) if missing else {}
+        with self._lock:
+            for i, rec in got.items():
+                self._cache[i] = rec
+            while len(self._cache) > self.keep:
+                self._cache.popitem(last=False)
+        return {**have, **got}
+
+    def __iter__(self):
+        for start in range(0, self.n, 1000):
+            chunk = self.store.dataset_records(self.dataset_id, range(start, min(self.n, start + 1000)))
+            for i in range(start, min(self.n, start + 1000)):
+                yield chunk[i]
+
+
+def lazy_dataset(store: Store, dataset_id: str) -> Dataset:
+    """A stored dataset whose records are read only when a row is asked for."""
+    info = store.dataset_info(dataset_id)
+    return Dataset(name=info["name"], records=LazyRecords(store, dataset_id, info["n_rows"]),  # type: ignore[arg-type]
+                   columns=info["columns"], mapping=info["mapping"], shape=info["shape"], source=info["source"],
+                   detected=info["detected"], row_numbers=info["row_numbers"])
+
+
+@dataclass
+class MetricColumns:
+    """One metric over every row: status code, each numeric output (NaN where none), a note flag;
+    ``cells`` holds the combined cells for kinds aggregated by their own ``summary``."""
+
+    status: np.ndarray
+    outputs: dict[str, np.ndarray]
+    note: np.ndarray
+    cells: list[MetricCell | None] | None = None
+
+
+def _number(v: Any) -> float:
+    if v is None or isinstance(v, str) and not v.strip():
+        return np.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _from_cells(spec: MetricSpec, cells: list[MetricCell | None], keep: bool) -> MetricColumns:
+    n = len(cells)
+    status = np.full(n, PENDING, dtype=np.int8)
+    note = np.zeros(n, dtype=bool)
+    value = np.full(n, np.nan)
+    for i, c in enumerate(cells):
+        if c is None:
+            continue
+        status[i] = OK if c.status == "ok" else ERROR if c.status == "error" else SKIPPED
+        note[i] = bool(c.note)
+        if c.status == "ok":
+            value[i] = _number(c.value)
+    return MetricColumns(status, {spec.primary: value}, note, cells if keep else None)
+
+
+def _group(results: list[Result]) -> dict[int, list[Result]]:
+    out: dict[int, list[Result]] = defaultdict(list)
+    for r in results:
+        out[r.row_idx].append(r)
+    return out
+
+
+def _floats(col: list) -> np.ndarray:
+    try:
+        return np.array(col, dtype=float)
+    except (TypeError, ValueError):
+        return np.array([_number(v) for v in col], dtype=float)
+
+
+def _complex_metric(store: Store, run_id: str, spec: MetricSpec, n: int) -> MetricColumns:
+    cells: list[MetricCell | None] = [None] * n
+    for i, rs in _group(store.results_of_metric(run_id, spec.name)).items():
+        if 0 <= i < n:
+            cells[i] = combine(spec, rs)
+    return _from_cells(spec, cells, keep=True)
+
+
+def build_metrics(store: Store, run_id: str, specs: list[MetricSpec], n: int) -> dict[str, MetricColumns]:
+    """Every metric's columns, in one pass over the run's results (see the module docstring)."""
+    out = {s.name: _complex_metric(store, run_id, s, n) for s in specs if not _simple(s)}
+    simple = [s for s in specs if _simple(s)]
+    if not simple:
+        return out
+    # the primary output is the stored value; other outputs (and a note) are read from the JSON
+    keys = list(dict.fromkeys(k for s in simple for k in s.outputs[1:]))
+    code_of = {s.name: j for j, s in enumerate(simple)}
+    parts: list[tuple] = []
+    for rows in store.run_outcomes(run_id, [s.name for s in simple], keys + [NOTE]):
+        m = len(rows)
+        parts.append((np.fromiter((r[0] for r in rows), np.int64, m),
+                      np.fromiter((code_of[r[1]] for r in rows), np.int16, m),
+                      np.fromiter((OK if r[3] == "ok" else ERROR if r[3] == "error" else SKIPPED for r in rows), np.int8, m),
+                      [_floats([r[4 + j] for r in rows]) for j in range(len(keys) + 1)],
+                      np.fromiter((bool(r[5 + len(keys)]) for r in rows), bool, m)))
+    if parts:
+        idx_all = np.concatenate([p[0] for p in parts])
+        code_all = np.concatenate([p[1] for p in parts])
+        st_all = np.concatenate([p[2] for p in parts])
+        vals_all = [np.concatenate([p[3][j] for p in parts]) for j in range(len(keys) + 1)]
+        note_all = np.concatenate([p[4] for p in parts])
+    for j, spec in enumerate(simple):
+        status = np.full(n, PENDING, dtype=np.int8)
+        note = np.zeros(n, dtype=bool)
+        outputs = {k: np.full(n, np.nan) for k in spec.outputs}
+        out[spec.name] = MetricColumns(status, outputs, note)
+        if not parts:
+            continue
+        sel = code_all == j
+        idx = idx_all[sel]
+        inside = (idx >= 0) & (idx < n)
+        counts = np.bincount(idx[inside], minlength=n)
+        one = inside & (counts[np.clip(idx, 0, max(n - 1, 0))] == 1)  # the row's only result for this metric
+        code = st_all[sel]
+        status[idx[one]] = code[one]
+        ok_one = one & (code == OK)
+        at_ok = idx[ok_one]
+        label = type(spec.kind_impl) is LabelKind
+        for k in spec.outputs:
+            vals = vals_all[0 if k == spec.primary else 1 + keys.index(k)][sel]
+            if label:  # a label is true when its output is (any(bool(...)) over one turn)
+                vals = np.where(np.isnan(vals), 0.0, (vals != 0).astype(float))
+            outputs[k][at_ok] = vals[ok_one]
+        if type(spec.kind_impl) is Kind:  # only the score kind keeps a metric's note (see Kind.combine_ok)
+            note[at_ok] = note_all[sel][ok_one]
+        multi = np.nonzero(counts > 1)[0]
+        if len(multi):  # conversations: the kind combines each row's turns itself
+            for i, rs in _group(store.results_of_rows(run_id, multi.tolist(), spec.name)).items():
+                c = combine(spec, rs)
+                status[i] = OK if c.status == "ok" else ERROR if c.status == "error" else SKIPPED
+                if c.status == "ok":
+                    for k in spec.outputs:
+                        v = c.outputs.get(k)
+                        outputs[k][i] = (1.0 if v else 0.0) if label else _number(v)
+                    note[i] = bool(c.note)
+    return out
+
+
+class SearchText:
+    """Each row's query and response, lower-cased (``str.lower``), as one UTF-8 buffer with row offsets.
+
+    Built once per dataset (datasets are stored by content, so it never goes stale) and kept in a file
+    beside the SQLite store (``views/ds-<id>.search``, memory-mapped), else in memory. A search is
+    ``bytes.find`` over the buffer, jumping to the next row after each hit.
+    """
+
+    SEP = b"\x00"  # between query and response and between rows: a needle never spans two fields
+
+    def __init__(self, store: Store, dataset_id: str, dataset: Dataset, folder: Path | None):
+        self.store, self.dataset_id, self.dataset, self.folder = store, dataset_id, dataset, folder
+        self._buf = None
+        self._offsets: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def _texts(self):
+        ds = self.dataset
+
+        def text(v: Any) -> str:
+            return v.lower() if isinstance(v, str) else ""
+
+        if ds.shape == "conversation":
+            for _, m in self.store.dataset_texts(self.dataset_id, [ds.mapping.get("messages")]):
+                if isinstance(m, str):
+                    m = json.loads(m)
+                turns = conversation_turns(conversation_messages(m))
+                q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
+                yield f"[{len(turns)} turns] {text(q)}", text(r)
+        else:
+            for _, q, r in self.store.dataset_texts(self.dataset_id, [ds.mapping.get("query"), ds.mapping.get("response")]):
+                yield text(q), text(r)
+
+    def _write(self, out) -> np.ndarray:
+        offsets, pos = [0], 0
+        for q, r in self._texts():
+            piece = q.encode() + self.SEP + r.encode() + self.SEP
+            out.write(piece)
+            pos += len(piece)
+            offsets.append(pos)
+        return np.array(offsets, dtype=np.int64)
+
+    def ensure(self) -> None:
+        """Build (or open) the buffer, once."""
+        import io
+        import mmap
+
+        with self._lock:
+            if self._offsets is not None:
+                return
+            if self.folder is None:
+                out = io.BytesIO()
+                self._offsets = self._write(out)
+                self._buf = out.getvalue()
+                return
+            path = self.folder / f"ds-{self.dataset_id}.search"
+            opath = self.folder / f"ds-{self.dataset_id}.offsets.npy"
+            if not (path.exists() and opath.exists()):
+                self.folder.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+                with open(tmp, "wb") as f:
+                    offsets = self._write(f)
+                np.save(opath.with_suffix(".tmp.npy"), offsets)
+                os.replace(opath.with_suffix(".tmp.npy"), opath)
+                os.replace(tmp, path)  # whole or absent: a reader never sees half a file
+            offsets = np.load(opath)
+            with open(path, "rb") as f:
+                self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if offsets[-1] else b""
+            self._offsets = offsets
+
+    def contains(self, needle: str) -> np.ndarray:
+        """Rows whose query or response contains ``needle`` (case-insensitive, as ``str.lower``)."""
+        self.ensure()
+        offsets, buf = self._offsets, self._buf
+        n = len(offsets) - 1
+        hit = np.zeros(n, dtype=bool)
+        pat = needle.lower().encode()
+        if not pat:
+            hit[:] = True
+            return hit
+        pos = buf.find(pat, 0)
+        while pos != -1:
+            row = int(np.searchsorted(offsets, pos, side="right")) - 1
+            hit[row] = True
+            pos = buf.find(pat, int(offsets[row + 1]))
+        return hit
+
+
+@dataclass
+class RunColumns:
+    """A run's state as columns, shared by every threshold setting of it."""
+
+    n: int
+    metrics: dict[str, MetricColumns]
+    search: SearchText
+    rows: OrderedDict = field(default_factory=OrderedDict)  # row -> {metric: cell}, bounded
+    summaries: dict = field(default_factory=dict)
+    all_cells: dict | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def views_dir(store: Store) -> Path | None:
+    """Where a file-backed SQLite store keeps the columns of its runs (``views/`` beside the file)."""
+    db = store.engine.url.database
+    if store.engine.dialect.name != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(db).expanduser().resolve().parent / "views"
+
+
+def state_key(store: Store, run: dict, specs: list[MetricSpec]) -> str:
+    """Names a state of a run: its counters, end, stored results (count) and metrics with their parameters."""
+    parts = [run["id"], run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]),
+             store.result_count(run["id"]), [(s.name, s.kind, list(s.outputs), repr(s.params)) for s in specs]]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:20]
+
+
+def _save(path: Path, metrics: dict[str, MetricColumns], specs: list[MetricSpec]) -> None:
+    arrays = {}
+    for j, s in enumerate(specs):
+        m = metrics[s.name]
+        arrays[f"m{j}.status"], arrays[f"m{j}.note"] = m.status, m.note
+        for k, key in enumerate(s.outputs):
+            arrays[f"m{j}.o{k}"] = m.outputs[key]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.{threading.get_ident()}.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)  # whole or absent
+    for old in path.parent.glob(f"{path.name.split('-')[0]}-*.npz"):
+        if old != path:
+            old.unlink(missing_ok=True)  # an earlier state of the same run
+
+
+def _load(path: Path, specs: list[MetricSpec]) -> dict[str, MetricColumns] | None:
+    try:
+        with np.load(path) as z:
+            return {s.name: MetricColumns(z[f"m{j}.status"], {key: z[f"m{j}.o{k}"] for k, key in enumerate(s.outputs)},
+                                          z[f"m{j}.note"]) for j, s in enumerate(specs)}
+    except (OSError, KeyError, ValueError):
+        return None  # unreadable: rebuilt
+
+
+def build_columns(store: Store, run: dict, specs: list[MetricSpec], dataset: Dataset, dataset_id: str) -> RunColumns:
+    """A run's columns: read from ``views/`` when this state of the run was built before, else built
+    (one pass over its results) and, once the run has ended, written there for the next open."""
+    n = len(dataset)
+    folder = views_dir(store)
+    metrics = None
+    ended = run["status"] not in ("queued", "running")
+    path = None
+    if folder is not None and ended and all(_simple(s) for s in specs):
+        path = folder / f"{run['id']}-{state_key(store, run, specs)}.npz"
+        if path.exists():
+            metrics = _load(path, specs)
+    if metrics is None:
+        metrics = build_metrics(store, run["id"], specs, n)
+        if path is not None:
+            try:
+                _save(path, metrics, specs)
+            except OSError:
+                pass  # a read-only folder: the columns are rebuilt next time
+    return RunColumns(n, metrics, SearchText(store, dataset_id, dataset, folder))
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """:func:`evaluators.stats.mean_ci` over an array, the same operations in the same order (exact
+    sums with ``math.fsum``; the squared deviations elementwise, each rounded as Python rounds it)."""
+    n = len(values)
+    if n < 2:
+        return mean_ci(values.tolist())
+    m = math.fsum(values.tolist()) / n
+    sd = math.sqrt(math.fsum(((values - m) ** 2).tolist()) / (n - 1))
+    half = t95(n - 1) * sd / math.sqrt(n)
+    return m, m - half, m + half
+
+
+class ColumnarResults(RunResults):
+    """:class:`RunResults` read from columns and from the store row by row (see the module docstring).
+
+    ``cells`` still works (every cell of the run, built on first use) for callers outside the
+    dashboard's read path (HTML report, compare, exports); the dashboard never touches it.
+    """
+
+    ROW_CACHE = 512
+
+    def __init__(self, store: Store, run_id: str, dataset: Dataset, specs: list[MetricSpec],
+                 thresholds: dict[str, float] | None, columns: RunColumns, judge_inputs: Any = None):
+        self.store, self.run_id = store, run_id
+        self.judge_inputs = judge_inputs  # as RunResults keeps it (K_properties.sample_input), where it exists
+        self.dataset, self.specs = dataset, specs
+        self.thresholds = {s.name: float((thresholds or {}).get(s.name, s.default_threshold)) for s in specs}
+        self._cols = columns
+        self._spec = {s.name: s for s in specs}
+
+    # ------------------------------------------------------------ cells, row by row
+    @property
+    def cells(self) -> dict[str, list[MetricCell | None]]:  # type: ignore[override]
+        cols = self._cols
+        with cols.lock:
+            if cols.all_cells is None:
+                grouped: dict[tuple[int, str], list[Result]] = defaultdict(list)
+                for r in self.store.load_results(self.run_id):
+                    grouped[(r.row_idx, r.metric)].append(r)
+                cols.all_cells = {s.name: [combine(s, grouped[(i, s.name)]) if (i, s.name) in grouped else None
+                                           for i in range(cols.n)] for s in self.specs}
+            return cols.all_cells
+
+    def _row_cells(self, rows: list[int]) -> dict[int, dict[str, MetricCell | None]]:
+        cols, out, missing = self._cols, {}, []
+        with cols.lock:
+            for i in rows:
+                if i in cols.rows:
+                    cols.rows.move_to_end(i)
+                    out[i] = cols.rows[i]
+                else:
+                    missing.append(i)
+        if missing:
+            grouped: dict[tuple[int, str], list[Result]] = defaultdict(list)
+            for r in self.store.results_of_rows(self.run_id, missing):
+                grouped[(r.row_idx, r.metric)].append(r)
+            with cols.lock:
+                for i in missing:
+                    out[i] = {s.name: combine(s, grouped[(i, s.name)]) if (i, s.name) in grouped else None
+                              for s in self.specs}
+                    cols.rows[i] = out[i]
+                while len(cols.rows) > max(self.ROW_CACHE, len(rows)):
+                    cols.rows.popitem(last=False)
+        return out
+
+    def cell(self, name: str, i: int) -> MetricCell | None:
+        m = self._cols.metrics[name]
+        if m.cells is not None:
+            return m.cells[i]
+        if not 0 <= i < self._cols.n:
+            raise IndexError(i)
+        if m.status[i] == PENDING:
+            return None
+        return self._row_cells([i])[i][name]
+
+    def cells_of(self, name: str) -> list[MetricCell | None]:
+        m = self._cols.metrics[name]
+        return m.cells if m.cells is not None else self.cells[name]
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for start in range(0, len(self), 500):
+            chunk = list(range(start, min(len(self), start + 500)))
+            self._row_cells(chunk)
+            self.dataset.records.prefetch(chunk)  # type: ignore[attr-defined]
+            out.extend(self.row(i) for i in chunk)
+        return out
+
+    # ------------------------------------------------------------ columns
+    def __len__(self) -> int:
+        return self._cols.n
+
+    def values(self, name: str) -> np.ndarray:
+        m = self._cols.metrics[name]
+        spec = self._spec[name]
+        return np.where(m.status == OK, m.outputs[spec.primary], np.nan)
+
+    def verdicts(self, name: str) -> np.ndarray:
+        """Per row 1 (pass), 0 (fail) or -1 (no verdict: pending, errored, skipped) at the threshold in force."""
+        return self._verdicts(self._spec[name], self.thresholds[name])
+
+    def _verdicts(self, spec: MetricSpec, threshold: float) -> np.ndarray:
+        m = self._cols.metrics[spec.name]
+        if m.cells is not None:
+            kind = spec.kind_impl
+            return np.array([-1 if (p := kind.passed(spec, c, threshold)) is None else int(p) for c in m.cells],
+                            dtype=np.int8)
+        v = m.outputs[spec.primary]
+        scored = (m.status == OK) & ~np.isnan(v)
+        if type(spec.kind_impl) is LabelKind:
+            good = v == 0
+        else:
+            with np.errstate(invalid="ignore"):
+                good = v >= threshold if spec.higher_is_better else v <= threshold
+        return np.where(scored, good.astype(np.int8), np.int8(-1)).astype(np.int8)
+
+    def errored_rows(self) -> int:
+        if not self.specs:
+            return 0
+        return int(np.any([m.status == ERROR for m in self._cols.metrics.values()], axis=0).sum())
+
+    def errors(self, limit: int | None = None) -> list[tuple[int, str, str]]:
+        key = ("errors", limit)  # thresholds change no error: kept with the columns
+        cache = self._cols.summaries
+        if key not in cache:
+            cache[key] = self._errors(limit)
+        return list(cache[key])
+
+    def _errors(self, limit: int | None) -> list[tuple[int, str, str]]:
+        out: list[tuple[int, str, str]] = []
+        for s in self.specs:
+            left = None if limit is None else limit - len(out)
+            if left is not None and left <= 0:
+                break
+            m = self._cols.metrics[s.name]
+            rows = np.nonzero(m.status == ERROR)[0][:left].tolist()
+            if not rows:
+                continue
+            if m.cells is not None:
+                cells = {i: m.cells[i] for i in rows}
+            else:
+                cells = {i: combine(s, rs) for i, rs in _group(self.store.results_of_rows(self.run_id, rows, s.name)).items()}
+            out.extend((i, s.name, cells[i].error) for i in rows if i in cells)
+        return out
+
+    def first_note(self, name: str) -> str | None:
+        hits = np.nonzero(self._cols.metrics[name].note)[0]
+        if not len(hits):
+            return None
+        c = self.cell(name, int(hits[0]))
+        return c.note if c else None
+
+    # ------------------------------------------------------------ aggregates
+    def summary(self, spec: MetricSpec) -> dict[str, Any]:
+        th = self.thresholds[spec.name]
+        key = (spec.name, th)
+        cache = self._cols.summaries
+        if key not in cache:
+            if self._cols.metrics[spec.name].cells is not None or not _simple(spec):
+                cache[key] = spec.kind_impl.summary(spec, self.cells_of(spec.name), th)
+            else:
+                cache[key] = self._summary(spec, th)
+        import copy
+
+        return copy.deepcopy(cache[key])
+
+    def _means(self, spec: MetricSpec) -> dict[str, Any]:
+        """Threshold-free part of the score kind's summary (cached: the sums over every row)."""
+        key = (spec.name, "means")
+        cache = self._cols.summaries
+        if key not in cache:
+            m = self._cols.metrics[spec.name]
+            ok = m.status == OK
+            low, high = spec.score_range
+            out: dict[str, Any] = {}
+            for k in spec.outputs:
+                mean, lo, hi = _mean_ci(m.outputs[k][ok])
+                out[k] = mean
+                out[f"{k}_ci95"] = [None if lo is None else max(low, lo), None if hi is None else min(high, hi)]
+            cache[key] = out
+        return cache[key]
+
+    def _summary(self, spec: MetricSpec, threshold: float) -> dict[str, Any]:
+        """The kind's ``summary`` computed over columns (same keys, same numbers)."""
+        m = self._cols.metrics[spec.name]
+        n = self._cols.n
+        ok = m.status == OK
+        n_ok = int(ok.sum())
+        out: dict[str, Any] = {"scored_rows": n_ok, "errored_rows": int((m.status == ERROR).sum()),
+                               "skipped_rows": int((m.status == SKIPPED).sum()),
+                               "pending_rows": int((m.status == PENDING).sum()), "threshold": threshold}
+        verdicts = self._verdicts(spec, threshold)
+        passes = int((verdicts == 1).sum())
+        if type(spec.kind_impl) is LabelKind:
+            out["rates"] = {}
+            for k in spec.outputs:
+                trues = int((ok & (m.outputs[k] != 0) & ~np.isnan(m.outputs[k])).sum())
+                rate, lo, hi = wilson(trues, n_ok)
+                out["rates"][k] = {"defect_rows": trues, "defect_rate": rate, "ci95": [lo, hi]}
+                out[k], out[f"{k}_ci95"] = rate, [lo, hi]
+            main = out["rates"][spec.primary]
+            out["defect_rows"] = main["defect_rows"]
+            out["defect_rate"], out["defect_rate_ci95"] = main["defect_rate"], main["ci95"]
+            passes = n_ok - main["defect_rows"]
+            rate, lo, hi = wilson(passes, n_ok)
+            out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
+            out["binary_aggregate"] = round(passes / n, 2) if n else None
+            return out
+        out["noted_rows"] = int((ok & m.note).sum())
+        for k, v in self._means(spec).items():
+            out[k] = list(v) if isinstance(v, list) else v
+        rate, lo, hi = wilson(passes, n_ok)
+        out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
+        out["binary_aggregate"] = round(passes / n, 2) if n else None
+        if type(spec.kind_impl) is SeverityKind:
+            defects = int((verdicts == 0).sum())
+            rate, lo, hi = wilson(defects, n_ok)
+            out["defect_rows"] = defects
+            out["defect_rate"], out["defect_rate_ci95"] = rate, [lo, hi]
+            values = m.outputs[spec.primary][ok]
+            names = level_names(spec)
+            uppers = np.array([u for u, _ in spec.levels or LEVELS], dtype=float)
+            at = np.minimum(np.searchsorted(uppers, values, side="left"), len(uppers) - 1)
+            out["levels"] = {name: 0 for name in names}
+            for j, c in zip(*np.unique(at, return_counts=True)):
+                out["levels"][names[int(j)]] += int(c)
+            out["binary_aggregate"] = round((n_ok - defects) / n, 2) if n else None
+        return out
+
+    def threshold_curve(self, name: str, thresholds=None):
+        import pandas as pd
+
+        spec = self._spec[name]
+        m = self._cols.metrics[name]
+        if m.cells is not None:
+            return super().threshold_curve(name, thresholds)
+        low, high = map(float, spec.score_range)
+        if thresholds is None:
+            grid = np.arange(low, high + 1) if spec.integer else np.linspace(low, high, 51)
+            thresholds = sorted(set(float(t) for t in grid) | {self.thresholds[name]})
+        scored = int((m.status == OK).sum())
+        recs = []
+        for t in thresholds:
+            passed = int((self._verdicts(spec, float(t)) == 1).sum())
+            recs.append({"threshold": float(t), "passed": passed, "scored": scored,
+                         "pass_rate": passed / scored if scored else None})
+        return pd.DataFrame(recs, columns=["threshold", "passed", "scored", "pass_rate"])
+
+    # ------------------------------------------------------------ the per-row table, a page at a time
+    def select(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
+               high: float | None = None, search: str = "", sort: str = "row", descending: bool = False) -> np.ndarray:
+        """Row indices matching the filters, in display order (as :meth:`RunResults.table` orders them)."""
+        n = self._cols.n
+        if n == 0 or not self.specs:
+            return np.arange(n)
+        name = metric if metric in self._spec else self.specs[0].name
+        mask = np.ones(n, dtype=bool)
+        if verdict in ("pass", "fail"):
+            mask &= self.verdicts(name) == (1 if verdict == "pass" else 0)
+        elif verdict == "error":
+            mask &= self.verdicts(name) == -1
+        v = self.values(name)
+        with np.errstate(invalid="ignore"):
+            if low is not None:
+                mask &= v >= low
+            if high is not None:
+                mask &= v <= high
+        if search:
+            mask &= self._cols.search.contains(search)
+        ids = np.nonzero(mask)[0]
+        if sort in self._spec:
+            key = self.values(sort)[ids]
+            nan = np.isnan(key)
+            keep, vals = ids[~nan], key[~nan]
+            if descending:  # pandas' stable descending sort: ties keep their order
+                order = keep[::-1][np.argsort(vals[::-1], kind="stable")][::-1]
+            else:
+                order = keep[np.argsort(vals, kind="stable")]
+            ids = np.concatenate([order, ids[nan]])
+        elif descending:
+            ids = ids[::-1]
+        return ids
+
+    def query(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
+              high: float | None = None, search: str = "", sort: str = "row", descending: bool = False,
+              offset: int = 0, limit: int | None = None):
+        ids = self.select(metric, verdict, low, high, search, sort, descending)
+        page = ids[offset:] if limit is None else ids[offset:offset + limit]
+        return len(ids), self.frame_of(page.tolist())
+
+    def table(self, metric: str | None = None, verdict: str = "all", low: float | None = None,
+              high: float | None = None, search: str = "", sort: str = "row", descending: bool = False):
+        return self.query(metric, verdict, low, high, search, sort, descending)[1]
+
+    def frame_of(self, rows: list[int]):
+        """The table's rows for these row indices (text read for these rows only)."""
+        import pandas as pd
+
+        ds = self.dataset
+        if hasattr(ds.records, "prefetch"):
+            ds.records.prefetch(rows)
+        verdicts = {s.name: self.verdicts(s.name) for s in self.specs}
+        values = {s.name: self.values(s.name) for s in self.specs}
+        recs = []
+        for i in rows:
+            if ds.shape == "conversation":
+                turns = ds.turns(i)
+                q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
+                q = f"[{len(turns)} turns] {q}"
+            else:
+                c = ds.canonical(i)
+                q, r = c.get("query") or "", c.get("response") or ""
+            rec = {"#": ds.row_no(i), "query": q, "response": r}
+            for s in self.specs:
+                st = self._cols.metrics[s.name].status[i]
+                p = verdicts[s.name][i]
+                val = values[s.name][i]
+                rec[s.name] = float(val)
+                rec[f"{s.name} verdict"] = ("pass" if p == 1 else "fail") if p >= 0 else (
+                    STATUS_NAMES[int(st)] if st != PENDING else "pending")
+            recs.append(rec)
+        cols = ["#", "query", "response"] + [x for s in self.specs for x in (s.name, f"{s.name} verdict")]
+        return pd.DataFrame(recs, index=pd.Index(rows, dtype="int64"), columns=cols)
+
+
+def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = None,
+              search_in_background: bool = False) -> ColumnarResults:
+    """A stored run's results as columns (the dashboard's path); ``thresholds`` override the run's own.
+
+    Args:
+        search_in_background: prepare the text search of a finished run in a thread now, so that
+            the first search does not wait for it.
+    """
+    from .runner import RunSpec
+
+    run = store.get_run(run_id)
+    spec = RunSpec.from_dict(run["spec"])
+    specs = spec.specs()
+    dataset = lazy_dataset(store, run["dataset_id"])
+    from .templates import JudgeInputs
+
+    judge_inputs = JudgeInputs(dataset, spec)  # what each judge call was given, re-created at read time
+    cols = build_columns(store, run, specs, dataset, run["dataset_id"])
+    if search_in_background and run["status"] not in ("queued", "running"):
+        threading.Thread(target=cols.search.ensure, daemon=True, name=f"search-{run_id}").start()
+    return ColumnarResults(store, run_id, dataset, specs, {**spec.thresholds, **(thresholds or {})}, cols,
+                           judge_inputs)

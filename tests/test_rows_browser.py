@@ -1,0 +1,139 @@
+"""The Rows tab and the share link in a real headless Chromium (Debian's), on a stored run.
+
+- The selection follows the row's id: select row 3, then sort, filter, search and page: the detail
+  pane and the URL still show row 3 (they used to follow the position in the table).
+- The share link is URL-encoded and carries the whole view; opened in a new browser context it shows
+  the same run, tab, filters, thresholds and row.
+"""
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from evaluators import Store, load_dataset
+from evaluators.store import Result
+from tests.browser import needs_chromium, settle, start_dashboard, stop
+
+pytestmark = needs_chromium
+N = 300  # more than one page of 100 rows, even of failing ones (120)
+
+
+def coherence(i: int) -> float:
+    return float((i * 3) % 5 + 1)  # row 3 (index 2) scores 2: sorting moves it far from position 3
+
+
+@pytest.fixture
+def app(tmp_path):
+    home = tmp_path / "evalhome"
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    ds = load_dataset([{"query": f"Question number {i}", "response": f"Answer text {i}" + (" needle" if i % 2 == 0 else "")}
+                       for i in range(N)])
+    did = store.save_dataset(ds)
+    rid = store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 3}}, "h", "rows browser run")
+    store.write_results(rid, [Result(i, "coherence", 0, "ok", coherence(i), {"coherence": coherence(i)},
+                                     reason=f"reasoning written for row {i + 1}", raw="{}") for i in range(N)])
+    store.update_run(rid, status="completed", tasks_total=N, tasks_done=N)
+    proc, url = start_dashboard(home)
+    yield url, rid
+    stop(proc)
+
+
+def params(page) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def pick(page, label: str, option: str) -> None:
+    page.locator('[data-testid="stSelectbox"]').filter(has_text=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def pane_shows(page, row_no: int) -> None:
+    settle(page, f"reasoning written for row {row_no}")
+    assert page.get_by_role("heading", name=f"Row {row_no}").count() == 1
+
+
+def test_selection_follows_the_row_through_sort_filter_search_and_paging(app, browser):
+    url, rid = app
+    page = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
+    page.goto(f"{url}/results?run={rid}&view=Rows")
+    settle(page, "of 300 matching")
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
+    page.wait_for_url("**row=2**", timeout=30_000)
+    pane_shows(page, 3)
+
+    pick(page, "Sort by", "coherence")
+    page.wait_for_url("**sort=coherence**", timeout=30_000)
+    settle(page)
+    assert params(page)["row"] == "2"
+    pane_shows(page, 3)
+
+    pick(page, "Verdict", "fail")  # row 3 scores 2 < 3: still listed
+    page.wait_for_url("**verdict=fail**", timeout=30_000)
+    settle(page)
+    assert params(page)["row"] == "2"
+    pane_shows(page, 3)
+
+    search = page.get_by_label("Search query and response")
+    search.fill("needle")
+    search.press("Enter")
+    page.wait_for_url("**q=needle**", timeout=30_000)
+    settle(page)
+    assert params(page)["row"] == "2"
+    pane_shows(page, 3)
+
+    search.fill("")
+    search.press("Enter")
+    settle(page)
+    page.get_by_role("button", name="Next ›").click()
+    page.wait_for_url("**page=2**", timeout=30_000)
+    settle(page)
+    assert params(page)["row"] == "2"
+    pane_shows(page, 3)
+
+    # a click on this page selects the row under it: the first row of page 2 of the failing rows, sorted
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)
+    page.wait_for_function("() => !location.search.includes('row=2&') && !location.search.endsWith('row=2')",
+                           timeout=30_000)
+    settle(page)
+    failing = sorted((i for i in range(N) if coherence(i) < 3), key=lambda i: coherence(i))
+    expected = failing[100]
+    assert params(page)["row"] == str(expected)
+    pane_shows(page, expected + 1)
+
+
+def test_share_link_is_encoded_and_reproduces_the_view_in_a_new_browser(app, browser):
+    url, rid = app
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1400})
+    page = ctx.new_page()
+    page.goto(f"{url}/results?run={rid}&view=Rows&th.coherence=4&verdict=fail&sort=coherence&desc=true")
+    settle(page, "matching")
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row: the highest failing score
+    page.wait_for_url("**row=**", timeout=30_000)
+    settle(page)
+    row = int(params(page)["row"])
+    assert coherence(row) == 3.0  # failing at threshold 4, sorted descending: a 3 comes first
+    page.get_by_role("tab", name="Share & export").click()
+    page.wait_for_url("**view=Share**", timeout=30_000)
+    code = page.locator('[data-testid="stCode"]').filter(has_text="http").first
+    code.filter(has_text="view=Share").wait_for(timeout=30_000)  # drawn by the rerun the tab switch starts
+    settle(page)
+    link = code.inner_text().strip()
+    assert "view=Share%20%26%20export" in link and " " not in link and "&export" not in link
+    got = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert got == {"run": rid, "view": "Share & export", "th.coherence": "4", "verdict": "fail", "sort": "coherence",
+                   "desc": "true", "row": str(row)}
+
+    fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()  # no cookies, no session
+    fresh.goto(link)
+    settle(fresh, "Copy this link")
+    assert fresh.get_by_role("tab", name="Share & export").get_attribute("aria-selected") == "true"
+    assert fresh.locator('[data-testid="stCode"]').filter(has_text="http").first.inner_text().strip() == link
+    fresh.get_by_role("tab", name="Rows").click()
+    settle(fresh)
+    pane_shows(fresh, row + 1)
+    assert {k: v for k, v in params(fresh).items() if k != "view"} == {k: v for k, v in got.items() if k != "view"}
+    fresh.get_by_text("of 180 matching").wait_for()  # verdict fail at threshold 4: scores 1, 2 and 3 (3 rows in 5)
