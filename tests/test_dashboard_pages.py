@@ -39,7 +39,7 @@ def app(page: str | None = None, **params):
 
 
 def test_first_start_has_the_samples_and_no_runs(home_store):
-    at = app()
+    at = app("pages/runs.py")
     assert "No runs yet" in at.info[0].value
     names = {d["name"] for d in home_store.list_datasets()}
     assert names == {"rag_single_turn.jsonl", "support_conversations.jsonl"}

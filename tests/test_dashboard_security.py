@@ -126,6 +126,7 @@ def test_dashboard_worker_never_sees_the_servers_key(home_store, judge_server, m
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
     at = _start(app("pages/new_run.py", dataset=did), ["coherence"])
     at.text_input(key="judge.base_url").input(judge_server.url)  # a user's own URL
+    at.text_input(key="judge.model").input("loopback")
     at.number_input(key="judge.concurrency").set_value(1)
     at.run()
     at.button(key="new.start").click().run()
