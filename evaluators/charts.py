@@ -7,6 +7,7 @@ from .registry import MetricSpec
 from .results import RunResults
 
 PASS, FAIL = "#2e7d32", "#c62828"
+CHART_HEIGHT = 280  # pixels; the report's grid cells are sized for it
 
 
 def distribution(res: RunResults, spec: MetricSpec):
@@ -32,8 +33,15 @@ def distribution(res: RunResults, spec: MetricSpec):
         fig.add_histogram(x=failing, xbins=bins, marker_color=FAIL, name="fail")
         fig.update_layout(barmode="stack")
         fig.update_xaxes(range=[lo, hi])
+    # the label sits on the side of the line with more room, so it is never cut at the plot's edge
+    side = "top left" if threshold > (lo + hi) / 2 else "top right"
     fig.add_vline(x=threshold, line_dash="dash", line_color="#555",
-                  annotation_text=f"threshold {threshold:g}", annotation_position="top")
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
+                  annotation_text=f"threshold {threshold:g}", annotation_position=side)
+    # Margins that hold the tick labels and axis titles (automargin grows them when the labels are
+    # longer), and room above the plot for the threshold's label. No figure title: a page or the
+    # report titles the chart outside it, where a title cannot cover the next chart.
+    fig.update_layout(height=CHART_HEIGHT, margin=dict(l=56, r=16, t=28, b=48), showlegend=False,
                       xaxis_title=spec.primary, yaxis_title="rows")
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True, rangemode="tozero")
     return fig
