@@ -63,17 +63,14 @@ def status_word(run: dict) -> str:
 
 
 def run_label(runs: list[dict]):
-    """Option text for a run picker. An active run's state is read from the store when the label is
-    drawn (not from the cached list), so the picker and the progress bar below say the same thing."""
-    by_id = {r["id"]: r for r in runs}
+    """Option text for a run picker. Active runs' states are read from the store now (not from the
+    cached list), so the picker and the progress bar below say the same thing; the labels are fixed
+    for this script run (a widget's options must not change under it)."""
+    fresh = {r["id"]: (loaders.run(r["id"]) or r) if r["status"] in ACTIVE else r for r in runs}
+    text = {rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}" for rid, r in fresh.items()}
 
     def label(rid: str) -> str:
-        r = by_id.get(rid)
-        if r is None:
-            return rid
-        if r["status"] in ACTIVE:
-            r = loaders.run(rid) or r
-        return f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}"  # option text: not Markdown
+        return text.get(rid, rid)  # option text: not Markdown
     return label
 
 
