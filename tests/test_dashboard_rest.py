@@ -229,3 +229,27 @@ def test_dataset_mapping_reads_as_a_table(home_store):
 def test_empty_pages_say_what_to_run(home_store, page, says):
     at = app(page)
     assert any(says in i.value for i in at.info)
+
+
+def test_a_retry_sent_elsewhere_does_not_carry_the_key_typed_for_the_first_judge(home_store, judge_server):
+    from tests.judge_server import Action, JudgeServer
+    from evaluators.data import load_dataset
+
+    secret = "typed-for-the-first-judge-only"
+    judge_server.require_key = secret
+    app()
+    bad = load_dataset(SINGLE).records[2]["response"]
+    judge_server.on_prompt(bad, *[Action(status=500)] * 10)
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
+                        backoff_base=0.01)
+    rid = evaluate(SINGLE, ["fluency"], judge=judge, store=home_store, api_key=secret).run_id
+    with JudgeServer() as elsewhere:
+        at = app("pages/results.py", run=rid, view="Errors")
+        at.session_state["judge_api_key"] = secret  # typed on New evaluation earlier in this session
+        at.toggle(key="retry.change").set_value(True).run()
+        at.text_input(key="retry.base_url").input(elsewhere.url).run()
+        at.button(key="retry").click().run()
+        assert wait_for_run(home_store, rid)["status"] == "completed"
+        assert len(elsewhere.calls) == 1
+        assert not any(secret in (c["_auth"] or "") for c in elsewhere.calls + elsewhere.probes)
+    assert home_store.get_run(rid)["spec"]["judge"]["base_url"] == elsewhere.url

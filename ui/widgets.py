@@ -13,7 +13,7 @@ import streamlit as st
 from evaluators import EvalError
 from evaluators.charts import distribution
 from evaluators.exports import csv_text, jsonl_text
-from evaluators.judge import JudgeConfig, named_judges
+from evaluators.judge import JudgeConfig, judge_url, named_judges
 from evaluators.registry import MetricSpec
 from evaluators.report import html_report
 from evaluators.results import RunResults
@@ -233,8 +233,10 @@ def errors_panel(res: RunResults, run: dict) -> None:
             judge, typed = judge_settings("retry", current)
             if judge is None:
                 return
-            # a key typed for the run's judge is not sent to another address: only the one typed here
-            key = typed if typed or judge.identity() != current.identity() else key
+            # a key typed for the run's judge goes to no other address (or server judge): only one typed here
+            same_place = (judge.provider, judge.judge_name, judge_url(judge)) == \
+                (current.provider, current.judge_name, judge_url(current))
+            key = typed if typed or not same_place else key
     label = "Retry failed rows" + (" with these judge settings" if judge is not None else "")
     if st.button(label, key="retry"):
         retry_failed(loaders.store(), run["id"], key, judge)  # the worker clears the errors once it holds the run
@@ -425,7 +427,7 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
 
 def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
     """One call to the judge on request: its answer, or the exact error (a key is never shown)."""
-    from evaluators.judge import check_judge, judge_url
+    from evaluators.judge import check_judge
 
     if not st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:"):
         return
