@@ -207,7 +207,7 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
         right.warning(f"{sm['noted_rows']} row(s) flagged. First: {first}")
 
 
-ERRORS_SHOWN = 1000  # errored cells listed at once; the count above the table is always complete
+ERRORS_SHOWN = 1000  # errored cells listed at once (the data layer reads no more than this, plus one)
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
@@ -218,8 +218,8 @@ def errors_panel(res: RunResults, run: dict) -> None:
         return
     more = len(errors) > ERRORS_SHOWN
     errors = errors[:ERRORS_SHOWN]
-    if more:
-        st.caption(f"The first {ERRORS_SHOWN} errors:")
+    st.caption(f"More than {ERRORS_SHOWN} errored cells; the first {ERRORS_SHOWN}:" if more
+               else f"{len(errors)} errored cell(s) (row, metric):")
     st.dataframe([{"row": res.dataset.row_no(i), "metric": m, "error": e} for i, m, e in errors], hide_index=True)
     if run["status"] in ACTIVE and not worker_stopped(run):
         return
