@@ -33,10 +33,12 @@ def distribution(res: RunResults, spec: MetricSpec):
         fig.add_histogram(x=failing, xbins=bins, marker_color=FAIL, name="fail")
         fig.update_layout(barmode="stack")
         fig.update_xaxes(range=[lo, hi])
-    # the label sits on the side of the line with more room, so it is never cut at the plot's edge
-    side = "top left" if threshold > (lo + hi) / 2 else "top right"
-    fig.add_vline(x=threshold, line_dash="dash", line_color="#555",
-                  annotation_text=f"threshold {threshold:g}", annotation_position=side)
+    # The label sits above the plot (in the top margin, never over a bar), on the side of the line
+    # with more room, so it is never cut at the plot's edge.
+    fig.add_vline(x=threshold, line_dash="dash", line_color="#555")
+    fig.add_annotation(x=threshold, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+                       xanchor="right" if threshold > (lo + hi) / 2 else "left", text=f"threshold {threshold:g}",
+                       font=dict(size=11, color="#555"))
     # Margins that hold the tick labels and axis titles (automargin grows them when the labels are
     # longer), and room above the plot for the threshold's label. No figure title: a page or the
     # report titles the chart outside it, where a title cannot cover the next chart.

@@ -59,8 +59,8 @@ def finished(page) -> None:
     settle(page)
 
 
-def test_every_page_opens_at_its_own_address(app, browser):
-    url, _ = app
+def test_every_page_opens_at_its_own_address_and_the_sample_is_one_click_away(app, browser):
+    url, store = app
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     for path, title in PAGES:
         page.goto(f"{url}/{path}")
@@ -68,6 +68,17 @@ def test_every_page_opens_at_its_own_address(app, browser):
         settle(page)
         assert page.get_by_text("Page not found").count() == 0, path
         assert page.url.split("?")[0].rstrip("/") == f"{url}/{path}".rstrip("/"), (path, page.url)
+    page.goto(url)
+    settle(page, "Try it now")
+    page.get_by_role("button", name="Evaluate the sample").click()
+    page.wait_for_url("**/results?run=*", timeout=30_000)
+    run_id = page.url.split("run=")[1].split("&")[0]
+    assert wait_for_run(store, run_id, timeout=120)["status"] == "completed"
+    finished(page)
+    rate = open_results(store, run_id).summary(open_results(store, run_id).specs[0])["pass_rate"]
+    text = main_text(page)
+    assert "f1_score" in text and (f"{rate:.0%}" in text or f"{rate:.1%}" in text)
+    shot(page, "00-sample-result")
 
 
 def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browser, judge_server, tmp_path):
