@@ -93,7 +93,7 @@ def test_no_time_left_is_promised_while_the_judge_has_answered_nothing(home_stor
     rid = _active_run(home_store)
     at = app("pages/results.py", run=rid)
     bar = _bar(at)
-    assert bar.startswith("running: 32/62 scored · 1 errored · waiting for the judge (4 attempt(s), none answered yet)")
+    assert bar.startswith("running: 32/62 scored · 1 errored · no judged result yet (4 judge call(s) made)")
     assert "left" not in bar  # the classic metric's 31 rows in a moment say nothing of the judge's pace
     assert "HTTP 503: the judge is down for maintenance" in shown(at)
 

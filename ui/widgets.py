@@ -106,8 +106,8 @@ def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | N
 
     The time left is extrapolated only from work that has really been done: with a judge, from
     the judged results stored so far, never from classic metrics that finish in a moment while
-    the judge has not answered once. Until the judge answers there is no estimate, only
-    "waiting for the judge", the attempts made and the first error.
+    the judge has not answered once. Until a judged result is stored there is no estimate, only
+    "no judged result yet", the judge calls made (failed attempts included) and the first error.
 
     Args:
         run: the stored run.
@@ -123,7 +123,7 @@ def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | N
     note = None
     if counts is not None and not counts.get("ok"):
         attempts = run.get("judge_calls") or 0
-        head += " · waiting for the judge" + (f" ({attempts} attempt(s), none answered yet)" if attempts else "")
+        head += " · no judged result yet" + (f" ({attempts} judge call(s) made)" if attempts else "")
         note = f"First error: {first_error}" if first_error else None
         left = None
     elif counts is not None:
