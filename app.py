@@ -4,7 +4,10 @@ import streamlit as st
 from ui import auth, loaders
 
 st.set_page_config(page_title="evaldash", page_icon="📊", layout="wide")  # an emoji favicon is drawn locally; a :material: one is fetched from Google
-PAGES = [("pages/runs.py", "Runs", ":material/list:", "runs"),
+# The home page is the default, served at "/". A default page is served only at "/", never under its
+# own url_path, so no page that a link may name (/runs, /results...) can be the default.
+PAGES = [("pages/home.py", "Home", ":material/home:", "home"),
+         ("pages/runs.py", "Runs", ":material/list:", "runs"),
          ("pages/datasets.py", "Datasets", ":material/dataset:", "datasets"),
          ("pages/new_run.py", "New evaluation", ":material/play_arrow:", "new"),
          ("pages/results.py", "Results", ":material/bar_chart:", "results"),
@@ -13,16 +16,17 @@ PAGES = [("pages/runs.py", "Runs", ":material/list:", "runs"),
          ("pages/attacks.py", "Jailbreak attacks", ":material/shield:", "attacks"),
          ("pages/leaderboard.py", "WildBench leaderboard", ":material/leaderboard:", "leaderboard"),
          ("pages/pairwise.py", "Pairwise inspector", ":material/balance:", "pairwise")]
+HOME = "home"
 
 if not auth.signed_in():
     # Every address serves only the sign-in form, under its own URL: a shared deep link keeps its
     # address and query, and opens once signed in. No page of the app runs before that.
     st.session_state.pop("routed", None)
-    st.navigation([st.Page("ui/sign_in.py", title=title, url_path=path, default=path == "runs")
+    st.navigation([st.Page("ui/sign_in.py", title=title, url_path=path, default=path == HOME)
                    for _, title, _, path in PAGES], position="hidden").run()
     st.stop()
 loaders.store()  # opens the store and adds the bundled samples on first start
 st.session_state["routed"] = True  # see ui.widgets.guard: pages render only after this point
 
-st.navigation([st.Page(file, title=title, icon=icon, url_path=path, default=path == "runs")
+st.navigation([st.Page(file, title=title, icon=icon, url_path=path, default=path == HOME)
                for file, title, icon, path in PAGES]).run()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .charts import distribution
+from .charts import CHART_HEIGHT, distribution
 from .results import RunResults
 
 
@@ -37,11 +37,15 @@ def html_report(res: RunResults, run: dict[str, Any]) -> str:
         parts.append(f"<tr><td>{s.name}</td><td>{_fmt(sm[s.primary])}</td><td>{_fmt(lo)} – {_fmt(hi)}</td>"
                      f"<td>{rate}</td><td>{sm['threshold']:g}</td><td>{sm['scored_rows']}</td>"
                      f"<td>{sm['errored_rows']}</td><td>{sm['skipped_rows']}</td></tr>")
-    parts.append("</table><h2>Distributions</h2>")
+    # Small multiples in a grid: each chart in its own cell, titled by a caption outside the
+    # drawing and resized with its cell (responsive), so nothing is cut or drawn over its neighbour.
+    parts.append("</table><h2>Distributions</h2><div class='charts'>")
     for k, s in enumerate(res.specs):
         fig = distribution(res, s)
-        fig.update_layout(title=s.name)
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(k == 0)))
+        chart = fig.to_html(full_html=False, include_plotlyjs=(k == 0), default_width="100%",
+                            default_height=f"{CHART_HEIGHT}px", config={"responsive": True, "displayModeBar": False})
+        parts.append(f"<figure class='chart'><figcaption>{html.escape(s.name)}</figcaption>{chart}</figure>")
+    parts.append("</div>")
     parts.append("<h2>Rows</h2><table class='rows'><tr><th>#</th><th>query</th><th>response</th>"
                  + "".join(f"<th>{s.name}</th>" for s in res.specs) + "</tr>")
     for i in range(len(res.dataset)):
@@ -61,7 +65,10 @@ def html_report(res: RunResults, run: dict[str, Any]) -> str:
     parts.append("</table>")
     style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}"
-             "td.pass{background:#e8f5e9}td.fail{background:#ffebee}.rows td{max-width:28em}")
+             "td.pass{background:#e8f5e9}td.fail{background:#ffebee}.rows td{max-width:28em}"
+             ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,26em),1fr));gap:1.5em}"
+             "figure.chart{margin:0;min-width:0;border:1px solid #eee;padding:.5em}"
+             "figure.chart figcaption{font-weight:600;margin-bottom:.25em}")
     title = html.escape(str(run.get("name")))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>"
             f"</head><body>{''.join(parts)}</body></html>")

@@ -150,16 +150,47 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     return proc.pid
 
 
-def retry_failed(store: Store, run_id: str, api_key: str | None = None) -> int:
+def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: JudgeConfig | None = None) -> int:
     """Judge the run's errored results again; returns how many there are.
 
     The errors are cleared by the worker once it holds the run, so a worker that cannot
     start (or a run held by another) leaves them as they were.
+
+    Args:
+        judge: other judge settings for the retry (another URL, model, sampling). They become the
+            run's judge (its spec and fingerprint) and the judge it had is appended, with the time
+            and the number of errored results it left, to the spec's ``judge_history``. Rows it
+            scored keep their results; each result's metadata names the model and provider that
+            scored it, so a run judged by two judges says which judged which row.
+    Raises:
+        WorkerBusy: a worker holds the run; nothing was changed.
     """
     n = _count_errors(store, run_id)
-    if n:
-        spawn_worker(store, run_id, api_key, retry_errors=True)
+    if not n:
+        return 0
+    if judge is not None:
+        run = store.get_run(run_id)
+        if _held(run):
+            raise WorkerBusy(f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
+        _switch_judge(store, run, judge, n)
+    spawn_worker(store, run_id, api_key, retry_errors=True)
     return n
+
+
+def _switch_judge(store: Store, run: dict, judge: JudgeConfig, errored: int) -> None:
+    from .runner import RunSpec
+
+    spec = dict(run["spec"])
+    old = spec.get("judge")
+    if old == judge.to_dict():
+        return
+    new = RunSpec.from_dict({**spec, "judge": judge.to_dict()})
+    new.validate()  # an unknown named judge, or one pointed elsewhere, is refused before anything changes
+    history = list(spec.get("judge_history") or [])
+    if old:
+        history.append({"judge": old, "until": utcnow().isoformat(timespec="seconds"), "errored_results_left": errored})
+    store.update_run(run["id"], spec={**spec, "judge": judge.to_dict(), "judge_history": history},
+                     spec_hash=new.fingerprint())
 
 
 def _count_errors(store: Store, run_id: str) -> int:

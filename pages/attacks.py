@@ -16,7 +16,11 @@ with w.guard():
                    "attack run's severity is above the threshold and the baseline's is not.")
         runs = [r for r in loaders.safety_runs(st.query_params.get("base")) if r["status"] == "completed"]
         if len(runs) < 2:
-            st.info("Two completed runs with harm metrics are needed.")
+            st.info("Two completed runs with harm metrics are needed. Generate an attack set in the next tab "
+                    "(it fills the attack responses when you point it at your application), then under New "
+                    "evaluation run hate_unfairness, sexual, violence or self_harm on the original dataset "
+                    "(baseline) and on the attack set (attack).")
+            st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
         else:
             ids, label = [r["id"] for r in runs], w.run_label(runs)
             base_id = state.pick("Baseline run", "base", ids, ids[-1], format_func=label)

@@ -2,10 +2,23 @@
 import pandas as pd
 import streamlit as st
 
-from evaluators.compare import metric_deltas, row_changes
+from evaluators.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
 from ui import loaders, state, widgets as w
 
 st.title("Compare runs")
+BETTER, WORSE = "color: #1b5e20; background-color: #e8f5e9", "color: #b71c1c; background-color: #ffebee"
+
+
+def deltas_table(deltas: list[dict]) -> None:
+    """Plain headers, percentages, and each delta coloured by whether it is an improvement."""
+    frame = pd.DataFrame(readable_deltas(deltas))
+    tones = pd.DataFrame("", index=frame.index, columns=frame.columns)
+    for k, d in enumerate(deltas):
+        for key, header in (("mean_delta", "Δ mean"), ("pass_rate_delta", "Δ pass rate")):
+            tones.loc[k, header] = {1: BETTER, -1: WORSE}.get(delta_tone(d, key), "")
+    st.table(frame.style.apply(lambda _: tones, axis=None).hide(axis="index"))
+
+
 with w.guard():
     runs = [r for r in loaders.runs(st.query_params.get("base")) if r["status"] == "completed"]
     if len(runs) < 2:
@@ -31,19 +44,24 @@ with w.guard():
         st.text(label(rid))  # a run's name is data: text, not Markdown
         if loaders.run(rid)["dataset_id"] != base_run["dataset_id"]:
             st.caption("Different dataset: rows are aligned by position.")
-        st.dataframe(pd.DataFrame(metric_deltas(base, other)), hide_index=True,
-                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
-                                    ("base_mean", "mean", "mean_delta", "base_pass_rate", "pass_rate", "pass_rate_delta")})
+        if shared_metrics(base, other):
+            deltas_table(metric_deltas(base, other))
+        else:
+            st.info(f"Run {k} and the baseline share no metric, so there is nothing to compare. Baseline: "
+                    f"{', '.join(s.name for s in base.specs)}; run {k}: {', '.join(s.name for s in other.specs)}.")
+    if not any(shared_metrics(base, o) for o in others):
+        st.stop()
     changes = pd.DataFrame(row_changes(base, others))
     only = st.toggle("Show only differences", key="diff", bind=state.URL)
     shown = changes[changes["changed"]] if only else changes
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
-    event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
+    event = st.dataframe(shown.rename(columns={"changed": "Changed"}), hide_index=True, on_select="rerun",
+                         selection_mode="single-row", key="compare.rows")
     k = state.selected(event, len(shown))
     if k is not None:
-        state.write("row", int(shown.iloc[k]["row"]))
+        state.write("row", int(shown.index[k]))  # the row's index in the dataset, not its place in this table
     row = state.read("row", None, int)
-    if row is not None and row < len(changes):
+    if row is not None and 0 <= row < len(changes):
         cols = st.columns(1 + len(others))
         for col, res, title in zip(cols, [base] + others, ["Baseline"] + [f"Run {k}" for k in range(1, len(others) + 1)]):
             with col:

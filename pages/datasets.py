@@ -53,10 +53,24 @@ with w.guard():
             ds = checked.dataset
             st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", checked.name, key="datasets.name")
+            reused = f"datasets.reused.{upload.file_id}"
             if st.button("Save dataset", type="primary", key="datasets.save"):
+                before = {d["id"] for d in loaders.store().list_datasets()}
                 did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
                 loaders.forget_lists()
-                st.switch_page("pages/new_run.py", query_params={"dataset": did})
+                if did not in before:
+                    st.switch_page("pages/new_run.py", query_params={"dataset": did})
+                st.session_state[reused] = did  # datasets are kept once per content: say so, don't switch silently
+            if st.session_state.get(reused):
+                did = st.session_state[reused]
+                same = next((d for d in loaders.datasets(did) if d["id"] == did), None)
+                st.info("These rows (with this mapping) are already stored; nothing new was saved. Stored as:")
+                st.text(same["name"] if same else did)  # a name is data: text
+                c1, c2 = st.columns(2)
+                c1.page_link("pages/datasets.py", label="Open the stored dataset", icon=":material/dataset:",
+                             query_params={"dataset": did})
+                c2.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",
+                             query_params={"dataset": did})
     st.subheader("Saved datasets")
     saved = loaders.datasets(st.query_params.get("dataset"))
     table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
@@ -68,6 +82,10 @@ with w.guard():
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape} · mapping {w.literal(ds.mapping)}")
+        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape}")
+        st.caption("Column mapping: which column of the file each field is read from")
+        st.table(pd.DataFrame([{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]
+                              + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])
+                 .style.hide(axis="index"))
         w.json_preview(ds.records[:20])
         st.page_link("pages/new_run.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})

@@ -9,8 +9,10 @@ with w.guard():
     linked = (st.query_params.get("runs") or "").split(",")[-1] or None  # a link to a run added moments ago
     runs = [r for r in loaders.wildbench_runs(wanted=linked) if r["status"] == "completed"]
     if not runs:
-        st.info("No completed run with a WildBench metric yet. Run wildbench_score or wildbench_pairwise, "
-                "or import published judgments: python -m evaluators wildbench import FILE... --out DIR")
+        st.info("No completed run with a WildBench metric yet. Under New evaluation, run wildbench_score or "
+                "wildbench_pairwise on a WildBench-style dataset, or import published judgments: "
+                "python -m evaluators wildbench import FILE... --out DIR")
+        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     chosen_ids = state.pick_many("Runs", "runs", ids, format_func=w.run_label(runs),

@@ -49,10 +49,12 @@ with w.guard():
     if any(s.is_judge for s in chosen):
         st.subheader("Judge")
         judge, api_key = w.judge_settings()
+        if judge is None:
+            st.stop()
     spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
     spec.validate()
     st.subheader("Before you start")
-    w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge.concurrency if judge else 1)
+    w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge)
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()

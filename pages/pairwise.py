@@ -8,7 +8,10 @@ st.title("Pairwise inspector")
 with w.guard():
     runs = loaders.wildbench_runs("pairwise", st.query_params.get("run"))
     if not runs:
-        st.info("No run with wildbench_pairwise yet.")
+        st.info("No run with wildbench_pairwise yet. Under New evaluation, pick wildbench_pairwise on a dataset "
+                "whose rows have a checklist and a second response (candidate_B) beside the response; each judged "
+                "pair opens here.")
+        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))

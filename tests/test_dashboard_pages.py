@@ -39,7 +39,7 @@ def app(page: str | None = None, **params):
 
 
 def test_first_start_has_the_samples_and_no_runs(home_store):
-    at = app()
+    at = app("pages/runs.py")
     assert "No runs yet" in at.info[0].value
     names = {d["name"] for d in home_store.list_datasets()}
     assert names == {"rag_single_turn.jsonl", "support_conversations.jsonl"}
@@ -128,20 +128,24 @@ def test_results_page_errors_tab_offers_retry(home_store, judge_server):
 
 
 def test_compare_page_shows_deltas_and_changed_rows(home_store, judge_server):
+    from evaluators.compare import metric_deltas
+
     app()
     a = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"f1_score": 0.5}).run_id
     b = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"f1_score": 0.7}).run_id
     at = app("pages/compare.py", base=a, runs=b)
-    deltas = at.dataframe[0].value
-    f1 = deltas[deltas["metric"] == "f1_score"].iloc[0]
+    deltas = at.table[0].value
+    f1 = deltas[deltas["Metric"] == "f1_score"].iloc[0]
     base, other = open_results(home_store, a), open_results(home_store, b)
-    assert f1["mean_delta"] == pytest.approx(0.0)
-    assert f1["pass_rate_delta"] == pytest.approx(other.summary(other.specs[0])["pass_rate"] - base.summary(base.specs[0])["pass_rate"])
-    assert f1["regressed"] > 0 and f1["improved"] == 0
-    rows = at.dataframe[1].value
+    assert f1["Δ mean"] == "+0.000"
+    expected = other.summary(other.specs[0])["pass_rate"] - base.summary(base.specs[0])["pass_rate"]
+    assert f1["Δ pass rate"] == f"{expected:+.1%}"
+    changed = metric_deltas(base, other)[0]["changed"]
+    assert int(f1["Regressed rows"]) > 0 and f1["Improved rows"] == "0"
+    rows = at.dataframe[0].value
     assert len(rows) == 31
     at = app("pages/compare.py", base=a, runs=b, diff="true")
-    assert len(at.dataframe[1].value) == f1["changed"]
+    assert len(at.dataframe[0].value) == changed
 
 
 def test_conversation_results_page(home_store, judge_server):

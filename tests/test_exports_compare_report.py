@@ -54,7 +54,7 @@ def test_compare_counts_verdict_changes(store):
     assert d["pass_rate_delta"] == pytest.approx(-regressed / 31)
     changes = row_changes(base, [other])
     assert sum(r["changed"] for r in changes) == regressed
-    assert changes[0]["f1_score · base"] == values[0]
+    assert changes[0]["f1_score · baseline"] == values[0]
 
 
 def test_estimate_counts_calls_tokens_and_cache(store, judge_server, judge_config):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -14,7 +15,7 @@ from evaluators import EvalError
 from evaluators import charts_overview
 from evaluators.charts_overview import number, output_label, rate_of
 from evaluators.exports import csv_text, jsonl_text
-from evaluators.judge import JudgeConfig, named_judges
+from evaluators.judge import JudgeConfig, judge_url, named_judges
 from evaluators.registry import MetricSpec
 from evaluators.report import html_report
 from evaluators.results import RunResults
@@ -57,12 +58,21 @@ def session_key() -> str | None:
     return st.session_state.get("judge_api_key") or None
 
 
+def status_word(run: dict) -> str:
+    """A run's state in one word, as every view shows it: "stopped" for an active-looking run whose
+    worker is gone, else the stored status."""
+    return "stopped" if worker_stopped(run) else run["status"]
+
+
 def run_label(runs: list[dict]):
-    by_id = {r["id"]: r for r in runs}
+    """Option text for a run picker. Active runs' states are read from the store now (not from the
+    cached list), so the picker and the progress bar below say the same thing; the labels are fixed
+    for this script run (a widget's options must not change under it)."""
+    fresh = {r["id"]: (loaders.run(r["id"]) or r) if r["status"] in ACTIVE else r for r in runs}
+    text = {rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}" for rid, r in fresh.items()}
 
     def label(rid: str) -> str:
-        r = by_id.get(rid)
-        return f"{r['name']} · {r['status']} · {r['created_at']:%Y-%m-%d %H:%M}" if r else rid  # option text: not Markdown
+        return text.get(rid, rid)  # option text: not Markdown
     return label
 
 
@@ -70,7 +80,7 @@ def run_status(run: dict) -> None:
     """Live progress while a run is active (outside the script run: read from the store), or its end state."""
     stopped = worker_stopped(run)
     if run["status"] in ACTIVE and not stopped:
-        _live(run["id"])
+        _live(run["id"], run["status"])
         return
     if stopped:
         st.warning("This run's worker stopped (killed, or silent for 30 s). Results so far are kept: resume to finish.")
@@ -85,20 +95,70 @@ def run_status(run: dict) -> None:
         st.rerun()
 
 
-@st.fragment(run_every=1.0)
-def _live(run_id: str) -> None:
-    run = loaders.run(run_id)
-    if run is None or run["status"] not in ACTIVE:
-        st.rerun()  # the whole page, now with the final results
+def judged_metrics(run: dict) -> list[str]:
+    """The run's metrics that call the judge (none when the run has no judge)."""
+    from evaluators.registry import get_metric
+
+    spec = run["spec"] or {}
+    return [m for m in spec.get("metrics", []) if get_metric(m).is_judge] if spec.get("judge") else []
+
+
+def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | None) -> tuple[str, str | None]:
+    """The progress line of an active run and, while the judge has answered nothing, why.
+
+    The time left is extrapolated only from work that has really been done: with a judge, from
+    the judged results stored so far, never from classic metrics that finish in a moment while
+    the judge has not answered once. Until a judged result is stored there is no estimate, only
+    "no judged result yet", the judge calls made (failed attempts included) and the first error.
+
+    Args:
+        run: the stored run.
+        counts: status -> stored results of the judged metrics (None: the run uses no judge).
+        first_error: the first error of a judged metric, if any.
+    Returns:
+        (the bar's text, a line to show under it or None).
+    """
     total, done, errored = run["tasks_total"], run["tasks_done"], run["tasks_errored"]
     finished = done + errored
-    eta = eta_seconds(finished, total, (utcnow() - run["started_at"]).total_seconds()) if run["started_at"] else None
-    left = f" · about {eta:.0f} s left" if eta is not None else ""
+    head = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored"
+    elapsed = (utcnow() - run["started_at"]).total_seconds() if run["started_at"] else None
+    note = None
+    if counts is not None and not counts.get("ok"):
+        attempts = run.get("judge_calls") or 0
+        head += " · no judged result yet" + (f" ({attempts} judge call(s) made)" if attempts else "")
+        note = f"First error: {first_error}" if first_error else None
+        left = None
+    elif counts is not None:
+        judged_done = sum(counts.values())
+        left = (total - finished) * elapsed / judged_done if elapsed and judged_done and finished < total else None
+    else:
+        left = eta_seconds(finished, total, elapsed) if elapsed is not None else None
+    if left is not None:
+        head += f" · about {left:.0f} s left"
     limited = run.get("rate_limited_until")  # the judge asked the run to wait (429, rate-limit headers)
     wait = (limited - utcnow()).total_seconds() if limited else 0.0
-    left += f" · rate limited, waiting {max(1, round(wait))} s" if wait > 0 else ""
-    text = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored{left}"
-    st.progress(finished / total if total else 0.0, text=text)
+    if wait > 0:
+        head += f" · rate limited, waiting {max(1, round(wait))} s"
+    return head, note
+
+
+@st.fragment(run_every=1.0)
+def _live(run_id: str, shown: str) -> None:
+    """The progress bar, redrawn every second from the store. When the run's state changes from the
+    one the page was drawn with (queued -> running, or it ended), the whole page is redrawn, so the
+    picker, the bar and the results below never disagree."""
+    run = loaders.run(run_id)
+    if run is None or run["status"] != shown or worker_stopped(run):
+        st.rerun()  # the whole page, with the new state
+    judged = judged_metrics(run)
+    store = loaders.store()
+    counts = store.status_counts(run_id, judged) if judged else None
+    first = store.first_error(run_id, judged) if judged and counts and counts.get("error") else None
+    text, note = progress_text(run, counts, first)
+    total = run["tasks_total"]
+    st.progress((run["tasks_done"] + run["tasks_errored"]) / total if total else 0.0, text=text)
+    if note:
+        st.caption(literal(note))  # the judge's or the server's words: shown as written
     if st.button("Cancel run", key="cancel"):
         loaders.store().request_cancel(run_id)
 
@@ -170,14 +230,39 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
         st.warning(f"{sm['noted_rows']} row(s) flagged. First: {res.first_note(spec.name)}")
 
 
+ERRORS_SHOWN = 1000  # errored cells listed at once (the data layer reads no more than this, plus one)
+
+
 def errors_panel(res: RunResults, run: dict) -> None:
-    rows = [(res.dataset.row_no(i), name, error) for i, name, error in res.errors()]
-    if not rows:
+    """Errored rows (1-based, as the dataset numbers them), and a retry that may use another judge."""
+    errors = res.errors(ERRORS_SHOWN + 1)
+    if not errors:
         st.success("No errored rows.")
         return
-    st.dataframe([{"row": r, "metric": m, "error": e} for r, m, e in rows], hide_index=True)
-    if run["status"] not in ACTIVE and st.button(f"Retry {len(rows)} failed row(s)", key="retry"):
-        retry_failed(loaders.store(), run["id"], session_key())  # the worker clears the errors once it holds the run
+    more = len(errors) > ERRORS_SHOWN
+    errors = errors[:ERRORS_SHOWN]
+    st.caption(f"More than {ERRORS_SHOWN} errored cells; the first {ERRORS_SHOWN}:" if more
+               else f"{len(errors)} errored cell(s) (row, metric):")
+    st.dataframe([{"row": res.dataset.row_no(i), "metric": m, "error": e} for i, m, e in errors], hide_index=True)
+    if run["status"] in ACTIVE and not worker_stopped(run):
+        return
+    spec_judge = (run["spec"] or {}).get("judge")
+    judge, key = None, session_key()
+    if spec_judge and judged_metrics(run):
+        current = JudgeConfig.from_dict(spec_judge)
+        change = st.toggle("Retry with other judge settings", key="retry.change",
+                           help="The run records the judge it used before; each result keeps the model that scored it.")
+        if change:
+            judge, typed = judge_settings("retry", current)
+            if judge is None:
+                return
+            # a key typed for the run's judge goes to no other address (or server judge): only one typed here
+            same_place = (judge.provider, judge.judge_name, judge_url(judge)) == \
+                (current.provider, current.judge_name, judge_url(current))
+            key = typed if typed or not same_place else key
+    label = "Retry failed rows" + (" with these judge settings" if judge is not None else "")
+    if st.button(label, key="retry"):
+        retry_failed(loaders.store(), run["id"], key, judge)  # the worker clears the errors once it holds the run
         loaders.forget_lists()
         st.rerun()
 
@@ -401,47 +486,110 @@ def share_link() -> None:
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
 NAMED = "Server judge: "  # prefix of an operator's named judge in the provider list
+_SECRET = re.compile(r"\b(sk-|key-)[\w*\-.]{4,}")  # a (masked) key a provider may echo in an error
 
 
-def judge_settings() -> tuple[JudgeConfig, str | None]:
-    """Judge provider, model and sampling; returns the config and the key typed for this session.
+def _provider_choice(options: list[str], current: JudgeConfig | None) -> int:
+    if current is None:
+        return 0
+    if current.judge_name and NAMED + current.judge_name in options:
+        return options.index(NAMED + current.judge_name)
+    for label, provider in PROVIDERS.items():
+        if provider == current.provider and not current.judge_name and label in options:
+            return options.index(label)
+    return 0
+
+
+def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) -> tuple[JudgeConfig | None, str | None]:
+    """Judge provider, model and sampling, with a "Test connection" button.
 
     The operator's named judges come first, picked by name: their URL and key stay on the server
     (nothing to type, nothing shown). The free-form options take a URL and a key typed here, kept
-    in this browser session only.
+    in this browser session only. Nothing is pre-filled but ``current``: no made-up model or URL.
+
+    Args:
+        prefix: widget keys' prefix ("judge" on New evaluation; another for a retry's settings).
+        current: settings to start from (a run's judge, for a retry).
+    Returns:
+        (the config, or None while the model or address is missing; the key typed here, if any).
     """
     named = named_judges()
     options = [NAMED + n for n in named] + list(PROVIDERS)
-    choice = st.selectbox("Judge", options, key="judge.provider")
+    choice = st.selectbox("Judge", options, index=_provider_choice(options, current), key=f"{prefix}.provider")
     c3, c4, c5 = st.columns(3)
-    temperature = c3.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="judge.temperature")
-    max_tokens = c4.number_input("Max tokens", 16, 8192, 800, 16, key="judge.max_tokens")
-    concurrency = c5.number_input("Concurrency", 1, 128, 8, key="judge.concurrency")
+    temperature = c3.number_input("Temperature", 0.0, 2.0, current.temperature if current else 0.0, 0.1,
+                                  key=f"{prefix}.temperature")
+    max_tokens = c4.number_input("Max tokens", 16, 8192, current.max_tokens if current else 800, 16,
+                                 key=f"{prefix}.max_tokens")
+    concurrency = c5.number_input("Concurrency", 1, 128, current.concurrency if current else 8,
+                                  key=f"{prefix}.concurrency")
     sampling = dict(temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
+    key_field = "judge_api_key" if prefix == "judge" else f"{prefix}.api_key"
     if choice.startswith(NAMED):
         nj = named[choice[len(NAMED):]]
         st.caption(f"Configured on the server: model {literal(nj.model)}; its address and key are not shown.")
-        return JudgeConfig(model=nj.model, provider=nj.provider, base_url=nj.base_url, azure_endpoint=nj.azure_endpoint,
-                           api_version=nj.api_version, judge_name=nj.name, **sampling), None
+        cfg = JudgeConfig(model=nj.model, provider=nj.provider, base_url=nj.base_url, azure_endpoint=nj.azure_endpoint,
+                          api_version=nj.api_version, judge_name=nj.name, **sampling)
+        test_connection(prefix, cfg, None)
+        return cfg, None
     provider = PROVIDERS[choice]
-    model = st.text_input("Model (Azure: deployment)", "gpt-4o-mini", key="judge.model")
+    same = current is not None and not current.judge_name and current.provider == provider
+    model = st.text_input("Model (Azure: deployment)", current.model if same else "", key=f"{prefix}.model",
+                          placeholder="the model's name, e.g. gpt-4o-mini or llama3.1").strip()
     base_url = endpoint = None
     if provider == "compatible":
-        base_url = st.text_input("Base URL", "http://localhost:11434/v1", key="judge.base_url")
+        base_url = st.text_input("Base URL", (current.base_url or "") if same else "", key=f"{prefix}.base_url",
+                                 placeholder="e.g. http://localhost:11434/v1 (Ollama), http://host:8000/v1 (vLLM)").strip()
     elif provider == "azure":
-        endpoint = st.text_input("Azure endpoint", os.environ.get("AZURE_OPENAI_ENDPOINT", ""), key="judge.endpoint")
+        endpoint = st.text_input("Azure endpoint", (current.azure_endpoint if same and current.azure_endpoint else
+                                                    os.environ.get("AZURE_OPENAI_ENDPOINT", "")),
+                                 key=f"{prefix}.endpoint").strip()
     if provider == "compatible":
         hint = "sent only to this base URL; kept in this browser session only"
     else:
         env = "AZURE_OPENAI_API_KEY" if provider == "azure" else "OPENAI_API_KEY"
         hint = (f"leave empty to use the server's {env}" if os.environ.get(env)
                 else "kept in this browser session only")
-    st.text_input("API key", type="password", key="judge_api_key", help=hint, placeholder=hint)
+    st.text_input("API key", type="password", key=key_field, help=hint, placeholder=hint)
+    typed = st.session_state.get(key_field) or None
+    missing = [what for what, value in (("the model", model), ("the base URL", base_url if provider == "compatible" else 1),
+                                        ("the Azure endpoint", endpoint if provider == "azure" else 1)) if not value]
+    if missing:
+        st.info(f"Give {' and '.join(missing)} of the judge.")
+        return None, typed
     cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None, **sampling)
-    return cfg, session_key()
+    test_connection(prefix, cfg, typed)
+    return cfg, typed
 
 
-def estimate_panel(est: dict, concurrency: int) -> None:
+def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
+    """One call to the judge on request: its answer, or the exact error (a key is never shown)."""
+    from evaluators.judge import check_judge
+
+    if not st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:"):
+        return
+    quick = dataclasses.replace(cfg, max_retries=1, timeout=min(cfg.timeout, 15.0))
+    where = "the server's judge" if cfg.judge_name else judge_url(cfg)
+    try:
+        with st.spinner("Asking the judge…"):
+            calls = check_judge(quick, api_key)
+    except EvalError as e:
+        msg = str(e)
+        if api_key:
+            msg = msg.replace(api_key, "***")
+        if cfg.judge_name:  # a named judge's address stays on the server
+            msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
+        st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
+        return
+    st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {calls} call(s).")
+
+
+def estimate_panel(est: dict, judge: JudgeConfig | None) -> None:
+    """Judge calls, tokens, cost and time before a run starts; classic-only runs cost nothing, so no cost."""
+    if judge is None:
+        st.caption("Classic metrics only: computed on this server, no judge calls and no cost.")
+        return
+    concurrency = judge.concurrency
     c1, c2 = st.columns(2)
     price_in = c1.number_input("Price per 1M input tokens", 0.0, value=0.15, step=0.05, key="price.in")
     price_out = c2.number_input("Price per 1M output tokens", 0.0, value=0.60, step=0.05, key="price.out")
@@ -464,7 +612,8 @@ def problems_table(problems: list, truncated: bool = False) -> None:
 
 
 def json_preview(rows: list[dict]) -> None:
+    """Records as a table of text (JSON for lists and objects): a column mixing numbers and text still renders."""
     import pandas as pd
 
-    st.dataframe(pd.DataFrame([{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v)
-                                for k, v in r.items()} for r in rows]), hide_index=True)
+    st.dataframe(pd.DataFrame([{k: "" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
+                                else str(v) for k, v in r.items()} for r in rows]), hide_index=True)
