@@ -35,12 +35,17 @@ with w.guard():
             overview.distributions(res)
         with bar:
             overview.what_if(res, rates)
-    with tab_rows:
-        w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
-    with tab_errors:
-        w.errors_panel(res, run)
-    with tab_share:
-        st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
-                   "thresholds, page and selected row) to anyone who can open the dashboard:")
-        w.share_link()
-        w.exports(res, run)
+    # Only the open tab is drawn (the tabs are bound to the URL, so switching one re-runs the page):
+    # a first render sends the browser one tab's elements, not a 100-row grid hidden behind another.
+    if tab_rows.open is not False:
+        with tab_rows:
+            w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
+    if tab_errors.open is not False:
+        with tab_errors:
+            w.errors_panel(res, run)
+    if tab_share.open is not False:
+        with tab_share:
+            st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
+                       "thresholds, page and selected row) to anyone who can open the dashboard:")
+            w.share_link()
+            w.exports(res, run)

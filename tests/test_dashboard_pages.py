@@ -94,7 +94,7 @@ def finished_run(home_store, judge_server):
 def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, finished_run):
     res = open_results(home_store, finished_run, {"coherence": 4})
     rate = res.summary(res.specs[0])["pass_rate"]
-    at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="2")
+    at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="2", view="Rows")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows"] == "31" and metrics["coherence pass rate"] == f"{rate:.0%}"
     failing = sum(1 for c in res.cells["coherence"] if not res.passed(res.specs[0], c))
@@ -116,7 +116,7 @@ def test_results_page_errors_tab_offers_retry(home_store, judge_server):
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
                         backoff_base=0.01)
     rid = evaluate(SINGLE, ["fluency"], judge=judge, store=home_store).run_id
-    at = app("pages/results.py", run=rid)
+    at = app("pages/results.py", run=rid, view="Errors")
     assert {m.label: m.value for m in at.metric}["Errored rows"] == "1"
     errors = at.dataframe[-1].value if len(at.dataframe) else None
     assert errors is not None and list(errors["row"]) == [5] and "HTTP 500" in errors["error"][0]
@@ -221,7 +221,7 @@ def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_pa
     note = out["outputs.rouge.rouge_note"]
     assert "rouge_unicode" in note[0] and note.isna()[1]  # only the Japanese row, pointing to the option
     assert res.metrics["rouge.noted_rows"] == 1
-    at = app("pages/results.py", run=res.run_id, row="0")
-    flagged = [w.value for w in at.warning]
-    assert any(w.startswith("1 row(s) flagged") and "rouge_unicode" in w for w in flagged)
-    assert any("rouge_unicode" in w and "flagged" not in w for w in flagged)  # the row's own note
+    at = app("pages/results.py", run=res.run_id)  # the Metrics tab: the metric's warning
+    assert any(w.value.startswith("1 row(s) flagged") and "rouge_unicode" in w.value for w in at.warning)
+    at = app("pages/results.py", run=res.run_id, row="0", view="Rows")  # the row's own note in its detail
+    assert any("rouge_unicode" in w.value and "flagged" not in w.value for w in at.warning)
