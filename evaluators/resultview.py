@@ -627,13 +627,21 @@ class ColumnarResults(RunResults):
         if thresholds is None:
             grid = np.arange(low, high + 1) if spec.integer else np.linspace(low, high, 51)
             thresholds = sorted(set(float(t) for t in grid) | {self.thresholds[name]})
+        key = ("curve", name, tuple(float(t) for t in thresholds))  # kept per state of the run, as summaries are
+        with self._cols.lock:
+            kept = self._cols.summaries.get(key)
+        if kept is not None:
+            return kept.copy()
         scored = int((m.status == OK).sum())
         recs = []
         for t in thresholds:
             passed = int((self._verdicts(spec, float(t)) == 1).sum())
             recs.append({"threshold": float(t), "passed": passed, "scored": scored,
                          "pass_rate": passed / scored if scored else None})
-        return pd.DataFrame(recs, columns=["threshold", "passed", "scored", "pass_rate"])
+        out = pd.DataFrame(recs, columns=["threshold", "passed", "scored", "pass_rate"])
+        with self._cols.lock:
+            self._cols.summaries[key] = out
+        return out.copy()
 
     # ------------------------------------------------------------ the per-row table, a page at a time
     def select(self, metric: str | None = None, verdict: str = "all", low: float | None = None,

@@ -79,7 +79,22 @@ def _view(run_id: str, version: tuple) -> RunResults:
 def results(run: dict, thresholds: dict[str, float]) -> RunResults:
     """A run's results with ``thresholds`` applied: read once per state of the run (a new result
     re-reads), while a threshold change only re-derives verdicts."""
-    return _view(run["id"], _version(run)).with_thresholds(thresholds)
+    out = _view(run["id"], _version(run)).with_thresholds(thresholds)
+    out.state = (run["id"], _version(run))  # names this state of the run for the figures kept below
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _figure(kind: str, state: tuple, shown: tuple, _build):
+    return _build()
+
+
+def figure(res: RunResults, kind: str, shown: tuple, build):
+    """A chart of a run, built once per state of the run and per what it shows (``shown``: the
+    metric, thresholds, target...), for every session: a Plotly figure costs tens of milliseconds
+    to build, a dozen of them most of a Results page's script run. Figures are never mutated."""
+    state = getattr(res, "state", None)
+    return build() if state is None else _figure(kind, state, shown, build)
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from evaluators import charts_overview as charts
 from evaluators.results import RunResults
-from ui import state
+from ui import loaders, state
 from ui.widgets import grid, metric_panel, uses_threshold
 
 CONFIG = {"displayModeBar": False}
@@ -24,7 +24,8 @@ def target_control() -> float:
 def run_overview(res: RunResults, target: float) -> list[charts.Rate]:
     """Every metric's pass (or defect) rate with its interval, coloured by the target, beside its row counts."""
     rates = [charts.rate_of(s, res.summary(s), target) for s in res.specs]
-    st.plotly_chart(charts.overview(rates), key="overview", config=CONFIG)
+    shown = (tuple(sorted(res.thresholds.items())), target)
+    st.plotly_chart(loaders.figure(res, "overview", shown, lambda: charts.overview(rates)), key="overview", config=CONFIG)
     meets = sum(r.verdict == "meets" for r in rates)
     unsure = sum(r.verdict == "unsure" for r in rates)
     st.caption(f"{meets} of {len(rates)} metric(s) meet the {target:.0%} target"
@@ -53,8 +54,9 @@ def what_if(res: RunResults, rates: list[charts.Rate]) -> None:
     st.markdown("#### What if the threshold moved")
     st.caption("Each curve is recomputed from the stored scores; move a threshold above to mark another point.")
     for col, spec in grid(specs, 3):
-        col.plotly_chart(charts.what_if(spec, res.threshold_curve(spec.name), res.thresholds[spec.name],
-                                        defects[spec.name]),
+        shown = (spec.name, res.thresholds[spec.name], defects[spec.name])
+        col.plotly_chart(loaders.figure(res, "what_if", shown, lambda spec=spec: charts.what_if(
+                             spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defects[spec.name])),
                          key=f"whatif.{spec.name}", config=CONFIG)
 
 

@@ -222,8 +222,9 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
     if r.rate is not None:
         line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
     st.caption(" · ".join(line) or "no scored rows yet")
-    st.plotly_chart(charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name]),
-                    key=f"chart.{spec.name}", config={"displayModeBar": False})
+    fig = loaders.figure(res, "distribution", (spec.name, res.thresholds[spec.name]),
+                         lambda: charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name]))
+    st.plotly_chart(fig, key=f"chart.{spec.name}", config={"displayModeBar": False})
     st.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
                + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
     if sm.get("noted_rows"):
