@@ -475,6 +475,7 @@ class Runner:
             # a wrong URL, key or model still stops the run, before any result of theirs is written
             self._trusted = False
             self._probe = asyncio.create_task(self._check_judge())
+            await asyncio.sleep(0)  # it takes its slot of the concurrency first: never starved by the queue
         for item in todo:
             if self._cancelled:
                 return
@@ -526,11 +527,9 @@ class Runner:
 
     async def _check_judge(self) -> None:
         """Await the judge's check (the early one, or one sent now); on failure stop the run."""
-        try:
-            if self._early is not None:
-                self.progress.judge_calls += await self._early.result()
-            else:
-                self.progress.judge_calls += await self._client.probe()
+        try:  # (the count read after the await: workers add theirs meanwhile)
+            calls = await (self._early.result() if self._early is not None else self._client.probe())
+            self.progress.judge_calls += calls
         except JudgeUnavailable as e:
             self.progress.judge_calls += e.attempts
             self._fail_check(e)
