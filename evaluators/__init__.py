@@ -3,16 +3,49 @@
     >>> from evaluators import evaluate
     >>> res = evaluate("data/rag_single_turn.jsonl", ["f1_score", "rouge"])  # doctest: +SKIP
     >>> res.metrics["f1_score.f1_score"]  # doctest: +SKIP
+
+The names below are imported when first used (PEP 562), not with the package: ``python -m
+evaluators run`` reaches its judge before SQLAlchemy and the metrics are loaded.
 """
-from .api import EvalResult, evaluate, open_results, prepare_run
-from .data import Dataset, load_dataset
-from .errors import DataValidationError, EvalError, UsageError
-from .judge import JudgeConfig
-from .registry import MetricSpec, all_metrics, get_metric
-from .runner import Runner, RunSpec
-from .safety import attack_compare, attack_records, fill_responses
-from .store import Store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "evaluate": "api", "open_results": "api", "prepare_run": "api", "EvalResult": "api",
+    "Dataset": "data", "load_dataset": "data",
+    "DataValidationError": "errors", "EvalError": "errors", "UsageError": "errors",
+    "JudgeConfig": "judge",
+    "MetricSpec": "registry", "all_metrics": "registry", "get_metric": "registry",
+    "Runner": "runner", "RunSpec": "runner",
+    "attack_compare": "safety", "attack_records": "safety", "fill_responses": "safety",
+    "Store": "store",
+}
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
            "DataValidationError", "attack_compare", "attack_records", "fill_responses"]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .api import EvalResult, evaluate, open_results, prepare_run
+    from .data import Dataset, load_dataset
+    from .errors import DataValidationError, EvalError, UsageError
+    from .judge import JudgeConfig
+    from .registry import MetricSpec, all_metrics, get_metric
+    from .runner import Runner, RunSpec
+    from .safety import attack_compare, attack_records, fill_responses
+    from .store import Store
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evaluators' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -34,7 +34,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 thresholds: Mapping[str, float] | None = None, column_mapping: Mapping[str, str] | None = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
-                options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+                options: Mapping[str, Mapping[str, Any]] | None = None,
+                on_checked: Callable[[], Any] | None = None) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -45,6 +46,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         templates: metric -> path of the user's template; its text is read now and stored with the run.
         options: metric -> {param: value} for this run (see ``RunSpec.options``).
         out_dir: with ``resume``, an unfinished run with the same data and settings is continued.
+        on_checked: called once everything was checked, before the dataset is stored (the CLI sends
+            the judge's check from there, so it is under way while the rows are written).
     Returns:
         The run id.
     Raises:
@@ -68,6 +71,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
     spec.validate()
+    if on_checked is not None:
+        on_checked()
     dataset_id = stored_id or store.save_dataset(ds)
     fp = spec.fingerprint()
     out = str(Path(out_dir).resolve()) if out_dir else None

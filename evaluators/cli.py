@@ -145,6 +145,8 @@ def check_gates(gates: dict[str, float], metric_names: list[str]) -> dict[str, s
     Raises:
         UsageError: a name that is no aggregate of the chosen metrics.
     """
+    if not gates:
+        return {}  # (without loading the results code, which a run without gates loads later)
     from .data import Dataset
     from .registry import get_metric
     from .results import RunResults
@@ -212,22 +214,45 @@ def print_summary(res, out=sys.stdout) -> None:
             print("  ".join("-" * w for w in widths), file=out)
 
 
-def cmd_run(a) -> int:
-    from .api import prepare_run
-    from .run_outputs import write_run_outputs
-    from .runner import Runner
-    from .store import Store
+def _early_probe(judge: "JudgeConfig", api_key: str | None, metrics: list[str]):
+    """An :class:`evaluators.runner.EarlyProbe` of the judge when a chosen metric needs one, else None
+    (an unknown metric name is left for the run's own checks to report)."""
+    from .registry import get_metric
 
+    try:
+        if not any(get_metric(m).is_judge for m in metrics):
+            return None
+    except EvalError:
+        return None
+    from .judge import EarlyProbe
+
+    return EarlyProbe(judge, api_key)
+
+
+def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
     thresholds = _floats(a.threshold, "--threshold")
     gates = _floats(a.fail_under, "--fail-under")
     gate_keys = check_gates(gates, metrics)  # a typo in a gate is said now, not after an hour of judging
     max_errors = parse_max_errors(a.max_errors)
     api_key = _api_key_from_args(a)
+    judge = _judge_from_args(a)
+    from .api import prepare_run
+    from .run_outputs import write_run_outputs
+    from .runner import Runner
+    from .store import Store
+
+    probe = []
+
+    def checked():  # everything refusable was refused: the judge's check leaves now, from a thread,
+        probe.append(_early_probe(judge, api_key, metrics))  # while the dataset is stored and the run planned
+        if probe[0] is not None:
+            probe[0].wait_sending()  # a few ms: it leaves before the dataset's writing competes with it
+
     store = Store(a.db)
-    rid = prepare_run(store, a.data, metrics, _judge_from_args(a), thresholds, _pairs(a.map, "--map"),
+    rid = prepare_run(store, a.data, metrics, judge, thresholds, _pairs(a.map, "--map"),
                       _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh,
-                      options=cli_wildbench.run_options(a))
+                      options=cli_wildbench.run_options(a), on_checked=checked)
     last = [0.0]
 
     def progress(p):
@@ -243,7 +268,8 @@ def cmd_run(a) -> int:
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
     # the user re-running a command takes the run over, even from a process killed moments ago
-    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True).run()
+    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True,
+                    probe=probe[0] if probe else None).run()
     if not a.quiet:
         print(file=sys.stderr)
     res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .errors import DataValidationError, Problem, ProblemCollector, UsageError
+from .errors import MAX_PROBLEMS, DataValidationError, Problem, ProblemCollector, UsageError
 from .registry import FIELDS, MetricSpec, get_metric, missing_fields
 from .sdk_compat import check_conversation, conversation_messages, is_sdk_conversation
 
@@ -140,13 +140,19 @@ class Dataset:
                 what = "conversations" if self.shape == "conversation" else "single-turn rows"
                 raise UsageError(f"metric '{s.name}' needs {', '.join(lacking)}, which {self.source} ({what}) does not have")
         if self.shape == "single":
+            # one walk of the records (a streamed file is parsed once, not once per metric and field);
+            # problems are reported in the order metric, field, row, as before
+            needs = [(s, f, self.mapping[f]) for s in specs for f in s.fields]
+            cols = list(dict.fromkeys(col for _, _, col in needs))
+            empty: dict[str, list[int]] = {col: [] for col in cols}
+            for i, rec in enumerate(self.records):
+                for col in cols:
+                    if not _has_value(rec.get(col)) and len(empty[col]) <= MAX_PROBLEMS:
+                        empty[col].append(i)  # past the collector's limit, one more only says "truncated"
             problems = ProblemCollector(self.source)
-            for s in specs:
-                for f in s.fields:
-                    col = self.mapping[f]
-                    for i, rec in enumerate(self.records):
-                        if not _has_value(rec.get(col)):
-                            problems.add(self.row_no(i), col, f"empty, but metric '{s.name}' needs {f}")
+            for s, f, col in needs:
+                for i in empty[col]:
+                    problems.add(self.row_no(i), col, f"empty, but metric '{s.name}' needs {f}")
             problems.raise_if_any()
         return specs
 

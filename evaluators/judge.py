@@ -19,6 +19,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 import tomllib
 from dataclasses import asdict, dataclass, replace
@@ -609,6 +610,64 @@ class JudgeClient:
     async def aclose(self) -> None:
         for client in self._shards:
             await client.aclose()
+
+
+class EarlyProbe:
+    """The judge's check call, sent from a thread of its own as soon as the judge is known (the CLI
+    starts it before the dataset is stored), so the first call leaves within moments of start-up.
+
+    A :class:`Runner` given one waits for its verdict, alongside its first real calls, instead of
+    sending its own check; its failure stops the run before any result is written.
+
+    Args:
+        config: the judge, as the run will call it.
+        api_key: its key for this process (never stored).
+    """
+
+    def __init__(self, config: JudgeConfig, api_key: str | None = None):
+        self.config, self.api_key = config, api_key
+        self.calls = 0
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._sending = threading.Event()
+        threading.Thread(target=self._run, name="judge-probe", daemon=True).start()
+
+    def wait_sending(self, timeout: float = 0.5) -> None:
+        """Block until the check is about to go out (at most ``timeout`` s): a caller doing heavy work
+        next (imports, storing a dataset) would otherwise share the interpreter with it and delay it."""
+        self._sending.wait(timeout)
+
+    def _run(self) -> None:
+        async def check() -> int:
+            # one connection is all a single call needs (the run's client opens its own pool)
+            client = JudgeClient(replace(self.config, concurrency=1), self.api_key)
+            try:
+                self._sending.set()
+                return await client.probe()
+            finally:
+                await client.aclose()
+
+        try:
+            self.calls = asyncio.run(check())
+        except JudgeUnavailable as e:
+            self.calls, self.error = e.attempts, e
+        except BaseException as e:  # noqa: BLE001 — handed to the runner, which fails the run with it
+            self.error = e
+        finally:
+            self._sending.set()
+            self._done.set()
+
+    async def result(self) -> int:
+        """The calls the check made, once it is over (polled: a cancel is never stuck behind it).
+
+        Raises:
+            JudgeUnavailable: the judge failed its check.
+        """
+        while not self._done.is_set():
+            await asyncio.sleep(0.005)
+        if self.error is not None:
+            raise self.error
+        return self.calls
 
 
 def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:

@@ -16,12 +16,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .exports import jsonl_text, write_atomic
+from .exports import _clean, write_atomic
 from .kinds import MetricCell
 from .registry import MetricSpec
 from .runner import RunSpec
 from .store import Result, Store
 from .templates import JudgeInputs
+
+
+# what exports.jsonl_text writes for a row, with one encoder made once rather than one per row
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 class RunSummary:
@@ -106,6 +110,7 @@ def write_run_outputs(store: Store, run_id: str, out_dir: str | Path,
     names = {s.name for s in specs}
     cells: dict[str, list] = {s.name: [] for s in specs}
     slim = _Slim()
+    kinds = [(s, s.kind_impl, th[s.name]) for s in specs]  # looked up once, not per row and metric
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out, prefix=".rows.jsonl.")
@@ -123,13 +128,13 @@ def write_run_outputs(store: Store, run_id: str, out_dir: str | Path,
                             mine.setdefault(r.metric, []).append(r)
                     nxt = next(results, None)
                 row: dict[str, Any] = {f"inputs.{c}": rec.get(c) for c in ds.columns}
-                for s in specs:
+                for s, kind, threshold in kinds:
                     got = mine.get(s.name)
-                    cell = s.kind_impl.combine(s, got) if got else None
-                    keys = s.kind_impl.row_keys(s, cell, th[s.name], conversation, **extra)
+                    cell = kind.combine(s, got) if got else None
+                    keys = kind.row_keys(s, cell, threshold, conversation, **extra)
                     row.update({f"outputs.{s.name}.{k}": v for k, v in keys.items()})
                     cells[s.name].append(slim(cell))
-                f.write(jsonl_text([row]))
+                f.write(_encode({k: _clean(v) for k, v in row.items()}) + "\n")
         os.replace(tmp, out / "rows.jsonl")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

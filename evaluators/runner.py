@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 from .data import Dataset
 from .errors import EvalError, UsageError
-from .judge import JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from .judge import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
 from .ratelimit import RateLimiter
 from .registry import MetricSpec, get_metric, spec_fingerprint
 from .store import KeySet, Result, Store, utcnow
@@ -202,9 +202,14 @@ def default_row_tasks(ds: Dataset, i: int, mspec: MetricSpec) -> list[RowTask]:
 
 
 def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None,
-               keep: Callable[[tuple[int, str, int]], bool] | None = None) -> Iterator[_Task | Result]:
-    """Walk the run's tasks lazily, metric by metric and row by row: a :class:`_Task` to do, or a
-    skipped :class:`Result` to record (a conversation turn lacking a field). Nothing is rendered here.
+               keep: Callable[[tuple[int, str, int]], bool] | None = None,
+               values: bool = True) -> Iterator[_Task | Result]:
+    """Walk the run's tasks lazily: a :class:`_Task` to do, or a skipped :class:`Result` to record
+    (a conversation turn lacking a field). Nothing is rendered here.
+
+    Classic metrics of single-turn rows come first, row by row, every classic metric of a row one
+    after the other on one shared canonical record (read once per row, not once per metric); judge
+    metrics follow, metric by metric and row by row.
 
     Args:
         ds: the dataset.
@@ -212,8 +217,27 @@ def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
         done: (row, metric, turn) keys already settled.
         rows: restrict to these row indexes.
         keep: a further filter on (row, metric, turn) keys.
+        values: False when the caller only counts or checks keys: single-turn classic tasks then carry
+            no values (``values=None``), so no record is read for them.
     """
-    for mspec in spec.specs():
+    specs = spec.specs()
+    # single-turn rows with the default planner: one task per row and metric, never skipped
+    rowwise = [s for s in specs if not s.is_judge and s.row_tasks is None] if ds.shape == "single" else []
+    if rowwise:
+        for i in range(len(ds)):
+            if rows is not None and i not in rows:
+                continue
+            canonical = None
+            for mspec in rowwise:
+                key = (i, mspec.name, 0)
+                if key in done or (keep is not None and not keep(key)):
+                    continue
+                if values and canonical is None:
+                    canonical = ds.canonical(i)
+                yield _Task(i, mspec, 0, canonical, "single")
+    for mspec in specs:
+        if any(mspec is s for s in rowwise):
+            continue
         planner = mspec.row_tasks or default_row_tasks
         for i in range(len(ds)):
             if rows is not None and i not in rows:
@@ -272,11 +296,14 @@ class Runner:
         rows: restrict to these row indexes (retrying failed rows).
         take_over: run even if another worker holds the run (its heartbeat is under 30 s old);
             for a user re-running a command whose process was killed.
+        probe: the judge's check, already under way (:class:`EarlyProbe`); else the runner sends its
+            own when it has its first call to make. Either way real calls go out alongside the check,
+            and their results are written only once it passed.
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
                  on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None,
-                 take_over: bool = False):
+                 take_over: bool = False, probe: EarlyProbe | None = None):
         self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
         # records read from the store a chunk at a time as the run walks them: flat in the rows
@@ -292,17 +319,22 @@ class Runner:
         self._limiter: RateLimiter | None = None  # paces the judge's calls by its rate limits
         self._client: JudgeClient | None = None  # made (and the judge checked) at the first call to make
         self._templates: dict[str, dict[str, Template]] = {}  # metric -> mode -> template, resolved once
+        self._early = probe
+        self._probe: asyncio.Task | None = None  # the judge's check, running alongside the first calls
+        self._probe_error: BaseException | None = None
+        self._trusted = True  # False from the judge's check until it passed: results are held, not written
 
-    def _walk(self, done: set, stored: set | None) -> Iterator[_Task | Result]:
+    def _walk(self, done: set, stored: set | None, values: bool = True) -> Iterator[_Task | Result]:
         """This run's tasks (lazily): everything not settled, or with ``rows``, those rows' and any never run.
 
         A retry of failed rows on a run that was interrupted also finishes what never ran, so the run
         can end "completed" honestly rather than with rows still pending.
         """
         if self.rows is None:
-            return iter_tasks(self.dataset, self.spec, done)
+            return iter_tasks(self.dataset, self.spec, done, values=values)
         rows = self.rows
-        return iter_tasks(self.dataset, self.spec, done, keep=lambda k: k[0] in rows or k not in stored)
+        return iter_tasks(self.dataset, self.spec, done, keep=lambda k: k[0] in rows or k not in stored,
+                          values=values)
 
     def _snapshot(self) -> tuple[KeySet, KeySet | None]:
         done = self.store.done_keyset(self.run_id)  # a bit per key: flat in the rows
@@ -352,7 +384,7 @@ class Runner:
                 self.spec.judge = self.spec.judge.resolved()
             done, stored = self._snapshot()
             total, skipped = 0, []
-            for x in self._walk(done, stored):  # counts without rendering, records skipped turns
+            for x in self._walk(done, stored, values=False):  # counts without rendering, records skipped turns
                 if isinstance(x, Result):
                     skipped.append(x)
                     if len(skipped) >= CHUNK:
@@ -369,6 +401,8 @@ class Runner:
                 try:
                     await self._phase
                 except asyncio.CancelledError:
+                    if self._probe_error is not None and not asyncio.current_task().cancelling():
+                        raise self._probe_error from None  # the judge failed its check: nothing was written
                     if not self._cancelled or asyncio.current_task().cancelling():
                         raise
             finally:
@@ -412,7 +446,14 @@ class Runner:
             for _ in workers:
                 await queue.put(None)
             await asyncio.gather(*workers)
+            if self._probe is not None:
+                await self._probe  # every call is back; the check's verdict decides whether they count
         finally:
+            if self._probe is not None:
+                if not self._probe.done():
+                    self._probe.cancel()
+                elif not self._probe.cancelled():
+                    self._probe.exception()  # its failure is the run's, raised by arun: not "never retrieved"
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
@@ -427,15 +468,14 @@ class Runner:
             return
         todo = self._from_cache(judged)
         if todo and self._client is None:
-            # one call first: a wrong URL, key or model stops here, not after a run of timeouts
             judge = self.spec.judge
             self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
             self._client = JudgeClient(judge, self.api_key, limiter=self._limiter)
-            try:
-                self.progress.judge_calls += await self._client.probe()
-            except JudgeUnavailable as e:
-                self.progress.judge_calls += e.attempts
-                raise
+            # the judge's check runs alongside the first calls (it no longer costs a round trip first);
+            # a wrong URL, key or model still stops the run, before any result of theirs is written
+            self._trusted = False
+            self._probe = asyncio.create_task(self._check_judge())
+            await asyncio.sleep(0)  # it takes its slot of the concurrency first: never starved by the queue
         for item in todo:
             if self._cancelled:
                 return
@@ -456,7 +496,7 @@ class Runner:
         """The final status: never "completed" while a planned task has no stored result, and
         "failed" (with the first error and the judge's URL) when no judged row succeeded."""
         stored = self.store.result_keyset(self.run_id)
-        lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before)
+        lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before, values=False)
                 if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
         del stored
         if lost:  # every path records a result; this is the last guard should one ever not
@@ -485,7 +525,29 @@ class Runner:
         wait = self._limiter.waiting_for() if self._limiter is not None else 0.0
         return utcnow() + dt.timedelta(seconds=wait) if wait > 0.05 else None
 
+    async def _check_judge(self) -> None:
+        """Await the judge's check (the early one, or one sent now); on failure stop the run."""
+        try:  # (the count read after the await: workers add theirs meanwhile)
+            calls = await (self._early.result() if self._early is not None else self._client.probe())
+            self.progress.judge_calls += calls
+        except JudgeUnavailable as e:
+            self.progress.judge_calls += e.attempts
+            self._fail_check(e)
+            raise
+        except Exception as e:  # noqa: BLE001 — whatever stopped the check stops the run, said as it was
+            self._fail_check(e)
+            raise
+        self._trusted = True
+
+    def _fail_check(self, e: BaseException) -> None:
+        self._probe_error = e
+        self._pending, self._pending_cache = [], []  # calls made alongside a failed check do not count
+        if self._phase is not None and not self._phase.done():
+            self._phase.cancel()
+
     def _flush_results(self) -> None:
+        if not self._trusted:
+            return  # held until the judge passed its check
         results, cache = self._pending, self._pending_cache
         self._pending, self._pending_cache = [], []
         if not results and not cache:

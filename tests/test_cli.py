@@ -235,3 +235,18 @@ def test_missing_template_file_is_an_error(tmp_path, judge_server):
             "--template", "coherence=coherence.md")  # a built-in's name, not a file here: no silent fall back
     assert p.returncode == 2 and "template for coherence: file not found: coherence.md" in p.stderr
     assert judge_server.requests == []
+
+
+def test_the_cli_reaches_its_judge_before_loading_sqlalchemy():
+    """``python -m evaluators run`` sends the judge's check before the store's code is imported:
+    the package and the CLI load without SQLAlchemy, the metrics or the results code."""
+    code = ("import sys, evaluators, evaluators.cli, evaluators.judge; "
+            "print(sorted(m for m in ('sqlalchemy', 'evaluators.store', 'evaluators.runner', 'evaluators.results') "
+            "if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+    # the names the package exports still load on first use
+    p = subprocess.run([sys.executable, "-c", "from evaluators import Store, evaluate, JudgeConfig; print(Store.__name__)"],
+                       cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess())
+    assert p.stdout.strip() == "Store", p.stderr

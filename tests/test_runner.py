@@ -349,3 +349,44 @@ def test_the_judges_finish_reason_is_kept_with_each_verdict(judge_server, judge_
     res = evaluate(SINGLE, ["fluency"], judge=judge_config, store=store)
     got = {r.row_idx: r.meta.get("finish_reason") for r in store.load_results(res.run_id)}
     assert got == {i: ("length" if i == 4 else "stop") for i in range(31)}
+
+
+def test_judge_check_runs_alongside_the_first_calls_and_its_failure_keeps_no_result(judge_server, judge_config,
+                                                                                    store):
+    """The check no longer costs a round trip before the first calls; a check that fails still stops
+    the run, and nothing the calls sent alongside it brought back is written."""
+    import time
+
+    from evaluators.judge import PROBE_PROMPT, JudgeUnavailable
+
+    judge_server.on_prompt(PROBE_PROMPT, Action(status=404, hang=0.4))  # the check: slow, then "no such model"
+    rid = prepare_run(store, SINGLE, ["fluency"], judge_config.with_(concurrency=4))
+    t = time.time()
+    with pytest.raises(JudgeUnavailable, match="answered 404"):
+        Runner(store, rid).run()
+    # real calls left while the check was still out (before, the first left only after its answer)
+    assert judge_server.calls and min(c["_at"] for c in judge_server.calls) < t + 0.3
+    assert store.load_results(rid) == []  # the replies to those calls were 200s: held, then dropped
+    assert store.get_run(rid)["status"] == "failed"
+
+
+def test_judge_check_passing_late_keeps_every_result(judge_server, judge_config, store):
+    from evaluators.judge import PROBE_PROMPT
+
+    judge_server.on_prompt(PROBE_PROMPT, Action(hang=0.4))  # results come back before the check does
+    res = evaluate(SINGLE, ["fluency"], judge=judge_config.with_(concurrency=8), store=store)
+    assert res.status == "completed" and res.metrics["fluency.scored_rows"] == 31
+    assert len(judge_server.probes) == 1 and len(judge_server.calls) == 31
+
+
+def test_classic_metrics_planned_per_row_read_each_record_once(store, monkeypatch):
+    """All classic metrics of a row are computed on one canonical record (not one per metric and walk)."""
+    from evaluators.data import Dataset
+
+    rid = prepare_run(store, SINGLE, ["f1_score", "bleu", "rouge"])
+    calls = []
+    orig = Dataset.canonical
+    monkeypatch.setattr(Dataset, "canonical", lambda self, i: calls.append(i) or orig(self, i))
+    assert Runner(store, rid).run() == "completed"
+    assert sorted(calls) == list(range(31))  # before: 3 metrics x 2 walks = 186
+    assert open_results(store, rid).metrics()["bleu.scored_rows"] == 31

@@ -38,3 +38,49 @@ def test_one_worker_holds_a_run(store):
     assert store.claim_run(rid, force=True) is True  # the CLI's take-over after a killed process
     store.update_run(rid, status="completed")
     assert Runner(store, rid).run() == "completed"
+
+
+def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
+    """The driver-level executemany stores, column by column, the text SQLAlchemy's own upsert stores
+    (JSON, None as JSON null, booleans, timestamps), and replaces a key's row as it does."""
+    import sqlite3
+
+    from evaluators.store import CacheRow, ResultRow, RunRow, DatasetRow, Store
+
+    results = [Result(0, "bleu", 0, "ok", value=0.25, outputs={"bleu_score": 0.25, "note": "é — “q”"},
+                      meta={"signature": "bleu|tok:sdk"}),
+               Result(1, "bleu", 0, "error", error="ZeroDivisionError: x"),
+               Result(2, "fluency", 1, "ok", value=4.0, raw="4", reason="r", prompt_tokens=3, completion_tokens=1,
+                      latency_ms=12.5, cached=True, outputs=None, meta=None)]
+    cache = [dict(key="k" * 64, model="m", reply="4", prompt_tokens=3, completion_tokens=1, latency_ms=12.5)]
+    dbs = []
+    for fast in (True, False):
+        store = Store(f"sqlite:///{tmp_path / f'{fast}.db'}")
+        with store.session() as s:
+            s.add(DatasetRow(id="d", name="n", source="s", content_hash="h", shape="single", detected="c", n_rows=3,
+                             columns=[], mapping={}, row_numbers=[]))
+            s.flush()
+            s.add(RunRow(id="r", dataset_id="d", name="n", spec={}, spec_hash="x"))
+            s.commit()
+        if fast:
+            store.write_results("r", [Result(0, "bleu", 0, "error", error="first")])  # replaced below
+            store.write_results("r", results, cache)
+        else:  # SQLAlchemy's INSERT ... ON CONFLICT DO UPDATE, as every other database gets
+            from evaluators.store import utcnow
+
+            rows = [dict(vars(r), run_id="r", created_at=utcnow()) for r in results]
+            for row in rows:
+                row["row_idx"] = row.pop("row_idx")
+            with store.session() as s:
+                store._upsert(s, ResultRow, rows)
+                store._upsert(s, CacheRow, [dict(c, created_at=utcnow()) for c in cache])
+                s.commit()
+        con = sqlite3.connect(tmp_path / f"{fast}.db")
+        cols = [c.name for c in ResultRow.__table__.columns if c.name != "created_at"]
+        dbs.append((con.execute(f"SELECT {', '.join(cols)}, typeof(created_at), length(created_at) FROM results "
+                                "ORDER BY row_idx").fetchall(),
+                    con.execute("SELECT key, model, reply, prompt_tokens, completion_tokens, latency_ms "
+                                "FROM judge_cache").fetchall()))
+        assert [r.outputs for r in store.load_results("r")] == [r.outputs for r in results]
+    assert dbs[0] == dbs[1]
+    assert dbs[0][0][1][6] == "null"  # outputs None: JSON null, as SQLAlchemy's JSON type writes it
