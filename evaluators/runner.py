@@ -471,11 +471,14 @@ class Runner:
             judge = self.spec.judge
             self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
             self._client = JudgeClient(judge, self.api_key, limiter=self._limiter)
-            # the judge's check runs alongside the first calls (it no longer costs a round trip first);
-            # a wrong URL, key or model still stops the run, before any result of theirs is written
+            # No row is judged before the judge passed its check: a wrong URL, key or model costs one
+            # call, not a round of failing ones. The CLI's check left while the dataset was stored, so
+            # what is awaited here is only the rest of its round trip.
             self._trusted = False
             self._probe = asyncio.create_task(self._check_judge())
-            await asyncio.sleep(0)  # it takes its slot of the concurrency first: never starved by the queue
+            await asyncio.wait({self._probe})
+            if self._probe_error is not None or self._cancelled:
+                return
         for item in todo:
             if self._cancelled:
                 return
