@@ -20,7 +20,7 @@ def deltas_table(deltas: list[dict]) -> None:
 
 
 with w.guard():
-    runs = [r for r in loaders.runs(st.query_params.get("base")) if r["status"] == "completed"]
+    runs = loaders.completed_runs(st.query_params.get("base"))
     if len(runs) < 2:
         st.info("Two completed runs are needed to compare.")
         st.stop()

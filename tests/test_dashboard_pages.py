@@ -225,3 +225,15 @@ def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_pa
     assert any(w.value.startswith("1 row(s) flagged") and "rouge_unicode" in w.value for w in at.warning)
     at = app("pages/results.py", run=res.run_id, row="0", view="Rows")  # the row's own note in its detail
     assert any("rouge_unicode" in w.value and "flagged" not in w.value for w in at.warning)
+
+
+def test_compare_sees_a_run_that_completed_within_the_list_cache(home_store, finished_run):
+    """A run listed as running a moment ago and completed since is comparable at once (the walk test
+    met "Two completed runs are needed" for the 2 s the run list is cached)."""
+    second = evaluate(SINGLE, ["f1_score"], store=home_store).run_id
+    home_store.update_run(second, status="running")
+    at = app("pages/compare.py", base=finished_run)  # the run list is cached with the second run running
+    home_store.update_run(second, status="completed")
+    at.run()  # the same session, well within the list's 2 s
+    assert not any("Two completed runs" in i.value for i in at.info)
+    assert [m.label for m in at.multiselect] == ["Compare with"]

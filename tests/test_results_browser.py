@@ -122,7 +122,8 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     page.keyboard.press("ArrowRight")
     page.wait_for_url("**th.coherence=4**", timeout=30_000)
     settle(page)
-    what_if = charts.nth(5)
+    # the coherence curve (found by its axis title, not its place: a rerun may re-mount the charts)
+    what_if = charts.filter(has_text="coherence threshold")
     deadline = time.time() + 30
     while time.time() < deadline and "40%" not in what_if.locator(".textpoint").all_text_contents():
         page.wait_for_timeout(200)

@@ -52,6 +52,16 @@ def datasets(wanted: str | None = None) -> list[dict]:
     return _fresh(_datasets, wanted)
 
 
+def completed_runs(wanted: str | None = None, at_least: int = 2) -> list[dict]:
+    """Completed runs, newest first; a cached list with fewer than ``at_least`` is read again before
+    a page says there are not enough (a run may have completed within the cache's 2 s)."""
+    out = [r for r in runs(wanted) if r["status"] == "completed"]
+    if len(out) < at_least:
+        _runs.clear()
+        out = [r for r in runs(wanted) if r["status"] == "completed"]
+    return out
+
+
 def forget_lists() -> None:
     """After this session adds a run or a dataset."""
     _runs.clear()
