@@ -79,3 +79,20 @@ def browser():
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def fresh_caches():
+    """Streamlit's caches emptied before a dashboard test: the store is a cache_resource, and without
+    this a test would read the previous test's database. Dashboard test modules use it for every test."""
+    import streamlit as st
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture
+def home_store(tmp_path) -> Store:
+    """The dashboard's store (EVAL_HOME is set per test above)."""
+    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")

@@ -3,38 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators import Store, evaluate
+from evaluators import evaluate
 from evaluators.api import open_results
 from tests.browser import needs_chromium
 from tests.conftest import ROOT, SINGLE
+from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    import streamlit as st
-
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture
-def home_store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
-
-
-def app(page: str | None = None, **params):
-    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.query_params.update(params)
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 
 def test_compare_reads_as_percentages_with_coloured_deltas_and_1_based_rows(home_store):

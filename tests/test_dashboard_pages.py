@@ -5,37 +5,11 @@ import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.api import open_results
-from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run
+from tests.conftest import CONVERSATIONS, SINGLE, wait_for_run
+from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    # the store is a cache_resource: without this, a test would read the previous test's database
-    import streamlit as st
-
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture
-def home_store(tmp_path) -> Store:
-    # the dashboard's store: EVAL_HOME is set per test by conftest
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
-
-
-def app(page: str | None = None, **params):
-    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.query_params.update(params)
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 
 def test_first_start_has_the_samples_and_no_runs(home_store):

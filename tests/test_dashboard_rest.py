@@ -9,34 +9,15 @@ import pytest
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.api import open_results, prepare_run
 from evaluators.store import Result, utcnow
-from tests.conftest import ROOT, SINGLE, wait_for_run
+from tests.conftest import SINGLE, wait_for_run
+from tests import apptest
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    import streamlit as st
-
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture
-def home_store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 
 def app(page: str | None = None, at=None, **params):
-    at = at or st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.query_params.update(params)
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return apptest.app(page, at, allow_errors=True, **params)  # these pages are expected to show errors
 
 
 def shown(at) -> str:

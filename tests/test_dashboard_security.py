@@ -32,26 +32,13 @@ from tests.judge_server import JudgeServer, expected_score, prompt_text
 from tests.procs import cmdline, environ, needs_proc, wait_for_worker, wait_until
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 SERVER_KEY = "sk-server-own-3c1d9a77-must-stay-home"
 AZURE_KEY = "azure-server-own-55e0c2"
 TYPED_KEY = "sk-typed-in-browser-8b2f41e6d0"
 TEAM_KEY = "sk-team-judge-7d3e9f"
 PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    import streamlit as st
-
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture
-def home_store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
 
 
 def app(page: str | None = None, secrets: dict | None = None, user: dict | None = None, **params):

@@ -11,9 +11,10 @@ import pytest
 from evaluators import Store, load_dataset
 from evaluators.runner import RunSpec
 from evaluators.store import Result, utcnow
-from tests.conftest import ROOT
+from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 # 10 rows: coherence 6 of 10 at or above 3 (60%); f1 scores 3 of 10 at or above 0.5 (30%);
 # violence severities, 2 of 10 above 3 (defect rate 20%); protected material true on 1 row (10%).
@@ -23,32 +24,6 @@ VIOLENCE = [0, 1, 4, 0, 2, 7, 0, 3, 1, 0]
 PROTECTED = [False] * 9 + [True]
 ROWS = [{"query": f"question {i}", "response": f"answer {i}", "ground_truth": f"truth {i}", "context": f"doc {i}"}
         for i in range(10)]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    import streamlit as st
-
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture
-def home_store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
-
-
-def app(page: str | None = None, **params):
-    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.query_params.update(params)
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
 
 
 def judged(i: int, metric: str, value, outputs: dict, reason: str, turn: int = 0) -> Result:

@@ -1,0 +1,26 @@
+"""``app()``: runs app.py under Streamlit's AppTest and opens a page with query parameters, as a
+browser would (the fixtures ``fresh_caches`` and ``home_store`` are in conftest.py)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+
+st_testing = pytest.importorskip("streamlit.testing.v1")
+
+
+def app(page: str | None = None, at=None, allow_errors: bool = False, **params):
+    """Run app.py (in ``at``, or a new AppTest), then open ``page`` with ``params`` in the URL.
+
+    Fails on any exception, and on any error message unless ``allow_errors`` (pages that are
+    expected to say what went wrong)."""
+    at = at or st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.query_params.update(params)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if not allow_errors:
+        assert not at.error, [e.value for e in at.error]
+    return at
