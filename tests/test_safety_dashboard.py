@@ -15,7 +15,9 @@ from tests.safety_judge import safety_responder
 from tests.browser import CHROMIUM, settle
 from tests.test_dashboard_e2e import expect_metric, shot
 from tests.test_dashboard_e2e import app as served_app  # noqa: F401
-from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
+from tests.apptest import app
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 # violence 0, 2, 3, 4, 7 and one refusal; protected material true on the first row only;
 # an indirect attack that worked (intrusion) on the second row

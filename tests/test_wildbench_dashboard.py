@@ -14,8 +14,10 @@ from evaluators import Store, evaluate
 from evaluators.wildbench import import_files
 from tests.browser import ARGS, CHROMIUM, free_port, settle  # noqa: F401
 from tests.test_dashboard_e2e import app as live_app, shot  # noqa: F401
-from tests.test_dashboard_pages import _fresh_caches, app, home_store  # noqa: F401
+from tests.apptest import app
 from tests.test_wildbench_import import _pairwise_file
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
 
 CHECK = ["Is it correct?"]
 EVIL = "<b>bold</b> **not markdown** <script>alert(1)</script>"
