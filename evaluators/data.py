@@ -114,6 +114,16 @@ class Dataset:
     def turns(self, i: int) -> list[Turn]:
         return conversation_turns(self.messages(i))
 
+    def shown_text(self, i: int) -> tuple[str, str]:
+        """Row ``i``'s query and response as a table shows them: a conversation's last turn, its
+        query after the number of turns."""
+        if self.shape == "conversation":
+            turns = self.turns(i)
+            q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
+            return f"[{len(turns)} turns] {q}", r
+        c = self.canonical(i)
+        return c.get("query") or "", c.get("response") or ""
+
     def messages(self, i: int) -> list[dict]:
         """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object)."""
         return conversation_messages(self.value(i, "messages"))

@@ -177,13 +177,7 @@ class RunResults:
         ds = self.dataset
         recs = []
         for i in range(len(ds)):
-            if ds.shape == "conversation":
-                turns = ds.turns(i)
-                q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
-                q = f"[{len(turns)} turns] {q}"
-            else:
-                c = ds.canonical(i)
-                q, r = c.get("query") or "", c.get("response") or ""
+            q, r = ds.shown_text(i)
             rec = {"#": ds.row_no(i), "query": q, "response": r}
             for s in self.specs:
                 cell = self.cells[s.name][i]

@@ -700,13 +700,7 @@ class ColumnarResults(RunResults):
         values = {s.name: self.values(s.name) for s in self.specs}
         recs = []
         for i in rows:
-            if ds.shape == "conversation":
-                turns = ds.turns(i)
-                q, r = (turns[-1].query, turns[-1].response) if turns else ("", "")
-                q = f"[{len(turns)} turns] {q}"
-            else:
-                c = ds.canonical(i)
-                q, r = c.get("query") or "", c.get("response") or ""
+            q, r = ds.shown_text(i)
             rec = {"#": ds.row_no(i), "query": q, "response": r}
             for s in self.specs:
                 st = self._cols.metrics[s.name].status[i]

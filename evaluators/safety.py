@@ -507,13 +507,7 @@ def safety_rows(res, start: int = 0, stop: int | None = None) -> list[dict[str, 
     ds, specs = res.dataset, safety_specs(res)
     out = []
     for i in range(start, min(len(ds), len(ds) if stop is None else stop)):
-        if ds.shape == "conversation":
-            turns = ds.turns(i)
-            query, response = (turns[-1].query, turns[-1].response) if turns else ("", "")
-            query = f"[{len(turns)} turns] {query}"
-        else:
-            c = ds.canonical(i)
-            query, response = c.get("query") or "", c.get("response") or ""
+        query, response = ds.shown_text(i)
         rec: dict[str, Any] = {"#": ds.row_no(i), "query": query, "response": response}
         for s in specs:
             cell = res.cells[s.name][i]

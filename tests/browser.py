@@ -57,3 +57,20 @@ def settle(page, text: str | None = None, timeout: float = 60_000) -> None:
     if text:
         page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+
+
+def served(home: Path):
+    """A dashboard on its own store under ``home``, for a fixture: yields (url, that Store), then stops it."""
+    from evaluators import Store
+
+    proc, url = start_dashboard(home)
+    try:
+        yield url, Store(f"sqlite:///{home / 'evals.db'}")
+    finally:
+        stop(proc)
+
+
+def screenshot(page, folder: Path, name: str) -> None:
+    """The whole page as ``folder/name.png`` (CI keeps ``artifacts/``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from evaluators import Store
 from evaluators.api import open_results
-from tests.browser import needs_chromium, settle, start_dashboard, stop
+from tests.browser import needs_chromium, screenshot, served, settle
 from tests.conftest import ROOT, SINGLE
 
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -22,14 +21,11 @@ pytestmark = needs_chromium
 @pytest.fixture
 def app(tmp_path):
     home = tmp_path / "evalhome"
-    proc, url = start_dashboard(home)
-    yield url, Store(f"sqlite:///{home / 'evals.db'}")
-    stop(proc)
+    yield from served(home)
 
 
 def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    screenshot(page, SHOTS, name)
 
 
 def metric_value(page, label: str) -> str:

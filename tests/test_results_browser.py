@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from evaluators import Store
 from evaluators.store import utcnow
-from tests.browser import needs_chromium, settle, start_dashboard, stop
+from tests.browser import needs_chromium, screenshot, served, settle
 from tests.conftest import ROOT
 from tests.test_results_page import COHERENCE, VIOLENCE, judged, known_results, stored_run
 
@@ -36,14 +35,11 @@ def six_metric_results():
 def dash(tmp_path_factory):
     # one dashboard for the module (each test stores its own run): a cold start costs seconds
     home = tmp_path_factory.mktemp("results-browser") / "evalhome"
-    proc, url = start_dashboard(home)
-    yield url, Store(f"sqlite:///{home / 'evals.db'}")
-    stop(proc)
+    yield from served(home)
 
 
 def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    screenshot(page, SHOTS, name)
 
 
 # Every box in a card whose content is wider than the box (what CSS cuts to "coh…"); inline boxes
