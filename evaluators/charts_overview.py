@@ -78,89 +78,131 @@ def rate_of(spec: MetricSpec, sm: dict, target: float = DEFAULT_TARGET) -> Rate:
 COLOUR = {"meets": PASS, "misses": FAIL, "unsure": UNSURE, "no data": "#9e9e9e"}
 
 
-def overview(rates: list[Rate]):
-    """Every metric's rate with its 95% interval and target (left), its row counts (right), one row each."""
-    from plotly.subplots import make_subplots
-
-    # the value in the label, not on the bar: a short bar has no room for it beside its interval
-    labels = [f"{r.label} {'–' if r.rate is None else f'{r.rate:.0%}'}" for r in rates][::-1]  # first at the top
-    rs = rates[::-1]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.65, 0.35], horizontal_spacing=0.04,
-                        subplot_titles=("Rate with 95% interval (● target)", "Rows"))
-    fig.add_bar(y=labels, x=[r.rate or 0 for r in rs], orientation="h", marker_color=[COLOUR[r.verdict] for r in rs],
-                error_x=dict(type="data", symmetric=False, color="#333",
-                             array=[(r.high - r.rate) if r.rate is not None else 0 for r in rs],
-                             arrayminus=[(r.rate - r.low) if r.rate is not None else 0 for r in rs]),
-                customdata=[[r.verdict, "–" if r.low is None else f"{r.low:.1%}–{r.high:.1%}"] for r in rs],
-                hovertemplate="%{y}: %{x:.1%} (95% CI %{customdata[1]}) · %{customdata[0]}<extra></extra>",
-                name="rate", showlegend=False, row=1, col=1)
-    fig.add_scatter(y=labels, x=[r.target for r in rs], mode="markers", name="target",
-                    marker=dict(symbol="circle", size=9, color="#111"),
-                    hovertemplate="target %{x:.0%}<extra></extra>", showlegend=False, row=1, col=1)
-    for key, name, colour in COUNTS:
-        fig.add_bar(y=labels, x=[r.counts[key] for r in rs], orientation="h", name=name, marker_color=colour,
-                    hovertemplate=f"%{{y}}: %{{x}} {name}<extra></extra>", row=1, col=2)
-    fig.update_layout(barmode="stack", height=90 + 44 * len(rates), margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.08, x=0.65), bargap=0.35)
-    fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=1)
-    fig.update_yaxes(automargin=True)
-    return fig
+# The Metrics tab's charts are Vega-Lite specifications (plain dicts, data inline), not Plotly figures:
+# on this project's 2-core, GPU-less machine Plotly's script alone costs a page 1.5-2 s to load and
+# start, whatever is drawn; Vega-Lite draws the same dozen charts in a fraction of that
+# (bench/dashboard_scale.py). The HTML report keeps Plotly (evaluators/charts.py). Charts are drawn
+# as SVG so that their text (labels, the what-if point) is in the page, readable and testable.
+# ``usermeta.chart`` names each chart for tests and tools.
+SVG = {"embedOptions": {"renderer": "svg", "actions": False}}
+AXIS_PCT = {"format": ".0%"}
 
 
-def _vline(x: float, layer: str = "above") -> dict:
-    """A dashed vertical line at ``x`` across the plot, as a layout shape."""
-    return dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="paper", layer=layer,
-                line=dict(dash="dash", color="#555"))
+def _meta(name: str) -> dict:
+    return {**SVG, "chart": name}
 
 
-def distribution(spec: MetricSpec, values, threshold: float):
+def overview(rates: list[Rate]) -> dict:
+    """Every metric's rate with its 95% interval and target (left), its row counts (right), one row each,
+    the first metric at the top; the bar's colour is its verdict against the target."""
+    order = [f"{r.label} {'–' if r.rate is None else f'{r.rate:.0%}'}" for r in rates]  # the value in the label
+    rows = [{"metric": lab, "rate": r.rate, "low": r.low, "high": r.high, "target": r.target, "verdict": r.verdict,
+             "colour": COLOUR[r.verdict],
+             "interval": "–" if r.low is None else f"{r.low:.1%}–{r.high:.1%}"} for lab, r in zip(order, rates)]
+    counts = [{"metric": lab, "rows": name, "n": r.counts[key], "k": k}
+              for lab, r in zip(order, rates) for k, (key, name, _) in enumerate(COUNTS)]
+    y = {"field": "metric", "type": "nominal", "sort": order, "title": None,
+         "axis": {"labelLimit": 360, "labelFontSize": 12}}
+    height = 34 * len(rates) + 10
+    rate = {"data": {"values": rows}, "width": 430, "height": height,
+            "title": {"text": "Rate with 95% interval (● target)", "fontSize": 13, "anchor": "start"},
+            "encoding": {"y": y},
+            "layer": [
+                {"mark": {"type": "bar", "height": {"band": 0.6}},
+                 "encoding": {"x": {"field": "rate", "type": "quantitative", "title": None,
+                                    "scale": {"domain": [0, 1]}, "axis": AXIS_PCT},
+                              "color": {"field": "colour", "type": "nominal", "scale": None},
+                              "tooltip": [{"field": "metric"}, {"field": "rate", "format": ".1%"},
+                                          {"field": "interval", "title": "95% interval"}, {"field": "verdict"}]}},
+                {"mark": {"type": "rule", "color": "#333", "strokeWidth": 1.5},
+                 "encoding": {"x": {"field": "low", "type": "quantitative"}, "x2": {"field": "high"}}},
+                {"mark": {"type": "point", "filled": True, "color": "#111", "size": 70},
+                 "encoding": {"x": {"field": "target", "type": "quantitative"},
+                              "tooltip": [{"field": "target", "format": ".0%"}]}}]}
+    names, colours = [n for _, n, _ in COUNTS], [c for _, _, c in COUNTS]
+    right = {"data": {"values": counts}, "width": 220, "height": height, "mark": {"type": "bar", "height": {"band": 0.6}},
+             "title": {"text": "Rows", "fontSize": 13, "anchor": "start"},
+             "encoding": {"y": {**y, "axis": None},
+                          "x": {"field": "n", "type": "quantitative", "title": None, "stack": "zero"},
+                          "color": {"field": "rows", "type": "nominal", "scale": {"domain": names, "range": colours},
+                                    "legend": {"orient": "bottom", "title": None}},
+                          "order": {"field": "k"},
+                          "tooltip": [{"field": "metric"}, {"field": "rows"}, {"field": "n", "title": "count"}]}}
+    return {"usermeta": _meta("overview"), "hconcat": [rate, right], "spacing": 12, "autosize": {"type": "pad"}}
+
+
+def _rule(x: float, dash: bool = True) -> dict:
+    """A vertical line at ``x`` across the plot (the threshold)."""
+    return {"mark": {"type": "rule", "color": "#555", "strokeDash": [5, 4] if dash else []},
+            "data": {"values": [{"threshold": x}]},
+            "encoding": {"x": {"field": "threshold", "type": "quantitative"}}}
+
+
+def distribution(spec: MetricSpec, values, threshold: float) -> dict:
     """Score distribution of one metric from its values (NaN = no value): bars coloured by verdict,
     the threshold marked. Whole-number scales get one bar per value; others 20 even bins."""
     import numpy as np
-    import plotly.graph_objects as go
 
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     lo, hi = map(float, spec.score_range)
-    fig = go.Figure()
+    bars = []
     if spec.integer and np.all(np.mod(v, 1) == 0):
-        xs = np.arange(lo, hi + 1)
-        counts = [int((v == x).sum()) for x in xs]
-        fig.add_bar(x=xs.tolist(), y=counts, marker_color=[PASS if spec.passes(x, threshold) else FAIL for x in xs],
-                    hovertemplate="%{x}: %{y} rows<extra></extra>")
-        fig.update_xaxes(dtick=1, range=[lo - 0.6, hi + 0.6])
+        for x in np.arange(lo, hi + 1):
+            ok = spec.passes(float(x), threshold)
+            n = int((v == x).sum())
+            bars.append({"from": float(x) - 0.4, "to": float(x) + 0.4, "score": float(x), "rows": n, "top": n,
+                         "bottom": 0, "verdict": "pass" if ok else "fail"})
+        scale = {"domain": [lo - 0.6, hi + 0.6], "nice": False}
+        axis = {"values": [float(x) for x in np.arange(lo, hi + 1)], "format": "d"}
     else:
         edges = np.linspace(lo, hi, 21)
         ok = v >= threshold if spec.higher_is_better else v <= threshold  # spec.passes, on every value at once
-        for mask, colour, name in ((ok, PASS, "pass"), (~ok, FAIL, "fail")):
+        below = np.zeros(len(edges) - 1, dtype=int)  # pass rows, then fail rows stacked on them
+        for mask, name in ((ok, "pass"), (~ok, "fail")):
             counts, _ = np.histogram(v[mask], bins=edges)
-            fig.add_bar(x=((edges[:-1] + edges[1:]) / 2).tolist(), y=counts.tolist(), width=(hi - lo) / 20, marker_color=colour,
-                        name=name, hovertemplate=f"%{{x}}: %{{y}} rows ({name})<extra></extra>")
-        fig.update_layout(barmode="stack")
-        fig.update_xaxes(range=[lo, hi])
-    # the threshold as one layout shape over the bars (add_vline draws the same, at ten times the cost)
-    fig.update_layout(height=220, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
-                      xaxis_title=output_label(spec), yaxis_title="rows", shapes=[_vline(threshold, "above")])
-    return fig
+            bars += [{"from": float(a), "to": float(b), "score": float((a + b) / 2), "rows": int(c),
+                      "bottom": int(z), "top": int(z + c), "verdict": name}
+                     for a, b, c, z in zip(edges[:-1], edges[1:], counts, below) if c]
+            below = below + counts
+        scale = {"domain": [lo, hi], "nice": False}
+        axis = {}
+    x = {"field": "from", "type": "quantitative", "title": output_label(spec), "scale": scale, "axis": axis}
+    return {"usermeta": _meta(f"distribution.{spec.name}"), "height": 180, "width": "container",
+            "layer": [{"data": {"values": bars}, "mark": {"type": "bar"},
+                       "encoding": {"x": x, "x2": {"field": "to"},
+                                    "y": {"field": "top", "type": "quantitative", "title": "rows"},
+                                    "y2": {"field": "bottom"},
+                                    "color": {"field": "verdict", "type": "nominal", "legend": None,
+                                              "scale": {"domain": ["pass", "fail"], "range": [PASS, FAIL]}},
+                                    "tooltip": [{"field": "score", "format": ".3~g"}, {"field": "rows"},
+                                                {"field": "verdict"}]}},
+                      _rule(threshold)]}
 
 
-def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False):
-    """Pass (or defect) rate over every threshold, from ``RunResults.threshold_curve``; the threshold in force marked."""
-    import plotly.graph_objects as go
-
+def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False) -> dict:
+    """Pass (or defect) rate over every threshold, from ``RunResults.threshold_curve``; the threshold in force
+    marked with its rate written beside it."""
     ys = [None if r is None or (isinstance(r, float) and math.isnan(r)) else (1 - r if defect else r)
           for r in curve["pass_rate"]]
     xs = [float(t) for t in curve["threshold"]]
     measure = "defect rate" if defect else "pass rate"
-    fig = go.Figure()
-    fig.add_scatter(x=xs, y=ys, mode="lines+markers" if spec.integer else "lines", line_shape="linear",
-                    name=measure, line_color="#1565c0", hovertemplate=f"threshold %{{x}}: %{{y:.1%}} {measure}<extra></extra>")
+    points = [{"threshold": x, "rate": y} for x, y in zip(xs, ys)]
     here = next((y for x, y in zip(xs, ys) if x == threshold), None)
+    x = {"field": "threshold", "type": "quantitative", "title": f"{output_label(spec)} threshold",
+         "scale": {"domain": [min(xs), max(xs)] if xs else [0, 1], "nice": False},
+         "axis": {"values": xs, "format": "d"} if spec.integer and len(xs) <= 12 else {}}
+    y = {"field": "rate", "type": "quantitative", "title": measure, "scale": {"domain": [0, 1.05]}, "axis": AXIS_PCT}
+    tip = [{"field": "threshold", "format": ".3~g"}, {"field": "rate", "title": measure, "format": ".1%"}]
+    layer = [{"data": {"values": points},
+              "mark": {"type": "line", "color": "#1565c0", "point": bool(spec.integer)},
+              "encoding": {"x": x, "y": y, "tooltip": tip}},
+             _rule(threshold)]
     if here is not None:
-        fig.add_scatter(x=[threshold], y=[here], mode="markers+text", marker=dict(size=12, color="#111"),
-                        text=[f"{here:.0%}"], textposition="top right", name="now",
-                        hovertemplate=f"threshold in force %{{x}}: %{{y:.1%}} {measure}<extra></extra>")
-    fig.update_layout(height=220, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
-                      xaxis_title=f"{output_label(spec)} threshold", yaxis_title=measure, shapes=[_vline(threshold)])
-    fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
-    return fig
+        now = {"data": {"values": [{"threshold": threshold, "rate": here, "label": f"{here:.0%}"}]},
+               "encoding": {"x": x, "y": y}}
+        layer += [{**now, "mark": {"type": "point", "filled": True, "size": 110, "color": "#111"},
+                   "encoding": {**now["encoding"], "tooltip": tip}},
+                  {**now, "mark": {"type": "text", "align": "left", "dx": 7, "dy": -10, "fontSize": 13},
+                   "encoding": {**now["encoding"], "text": {"field": "label"}}}]
+    return {"usermeta": _meta(f"whatif.{spec.name}"), "height": 180, "width": "container", "layer": layer}

@@ -102,14 +102,15 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 3000})
     page.goto(f"{url}/results?run={rid}")
     settle(page, "What if the threshold moved")
-    page.wait_for_selector(".js-plotly-plot .ytick text", timeout=30_000)
-    charts = page.locator('[data-testid="stPlotlyChart"]')
-    # overview first: its rows name each rate with its value (hand counts over 10 rows)
-    ticks = charts.first.locator(".ytick text").all_text_contents()  # SVG text: no innerText
-    assert ticks == ["protected_material · defect rate 10%", "violence · defect rate 20%",
-                     "f1_score · pass rate 30%", "coherence · pass rate 60%"]
+    chart = '[data-testid="stVegaLiteChart"]'
+    page.wait_for_function(f"() => document.querySelectorAll('{chart} svg.marks').length >= 8", timeout=30_000)
+    charts = page.locator(chart)
+    # overview first: its rows name each rate with its value, top to bottom (hand counts over 10 rows)
+    ticks = charts.first.locator(".role-axis-label text").all_text_contents()  # SVG text: no innerText
+    assert [t for t in ticks if " · " in t] == ["coherence · pass rate 60%", "f1_score · pass rate 30%",
+                                               "violence · defect rate 20%", "protected_material · defect rate 10%"]
     # then 4 distributions three to a row, then 3 what-if curves (no threshold for the label metric) in one row
-    y = tops(page, '[data-testid="stPlotlyChart"]')
+    y = tops(page, chart)
     assert len(y) == 1 + 4 + 3
     assert y[1] == y[2] == y[3] < y[4] and y[5] == y[6] == y[7] > y[4]
     shot(page, "results-metrics-tab")
@@ -121,9 +122,10 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     # the coherence curve (found by its axis title, not its place: a rerun may re-mount the charts)
     what_if = charts.filter(has_text="coherence threshold")
     deadline = time.time() + 30
-    while time.time() < deadline and "40%" not in what_if.locator(".textpoint").all_text_contents():
+    point = what_if.locator(".mark-text.role-mark text")  # the rate written beside the marked point
+    while time.time() < deadline and "40%" not in point.all_text_contents():
         page.wait_for_timeout(200)
-    assert what_if.locator(".textpoint").all_text_contents() == ["40%"]  # 4 of 10 scores at or above 4
+    assert point.all_text_contents() == ["40%"]  # 4 of 10 scores at or above 4
 
     page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
     settle(page, "coherence reason 0")

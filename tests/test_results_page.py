@@ -63,10 +63,31 @@ def cards(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def figure(at, key: str) -> dict:
-    """The plotly figure drawn with ``key`` (Streamlit puts the key in the element id)."""
-    el = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(f"-{key}"))
-    return json.loads(el.proto.spec)
+def charts(at) -> list[dict]:
+    """Every Vega-Lite chart on the page, as the specification the browser receives."""
+    return [json.loads(e.proto.spec) for e in at.get("vega_lite_chart")]
+
+
+def figure(at, name: str) -> dict:
+    """The chart named ``name`` (its ``usermeta.chart``)."""
+    return next(c for c in charts(at) if c.get("usermeta", {}).get("chart") == name)
+
+
+def overview_rows(at) -> list[dict]:
+    """The overview's rate rows, top to bottom (the order the chart sorts its axis by)."""
+    left = figure(at, "overview")["hconcat"][0]
+    rows = {r["metric"]: r for r in left["data"]["values"]}
+    return [rows[m] for m in left["encoding"]["y"]["sort"]]
+
+
+def overview_counts(at) -> dict[str, list[int]]:
+    """The overview's row counts per kind (scored, errored...), one per metric top to bottom."""
+    right = figure(at, "overview")["hconcat"][1]
+    order = right["encoding"]["y"]["sort"]
+    out: dict[str, dict] = {}
+    for c in right["data"]["values"]:
+        out.setdefault(c["rows"], {})[c["metric"]] = c["n"]
+    return {k: [v[m] for m in order] for k, v in out.items()}
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -116,26 +137,26 @@ def test_overview_draws_each_rate_with_its_wilson_interval_coloured_by_the_targe
     app()
     rid = stored_run(home_store, known_results())
     at = app("pages/results.py", run=rid)
-    fig = figure(at, "overview")
-    rate, target = fig["data"][0], fig["data"][1]
-    # hand counts over 10 rows; the figure lists the first metric at the top (plotly's last category)
-    expected = {"coherence · pass rate 60%": (6, "pass"), "f1_score · pass rate 30%": (3, "pass"),
-                "violence · defect rate 20%": (2, "defect"), "protected_material · defect rate 10%": (1, "defect")}
-    assert rate["y"] == list(expected)[::-1]
-    for y, x, plus, minus in zip(rate["y"], rate["x"], rate["error_x"]["array"], rate["error_x"]["arrayminus"]):
-        k, _ = expected[y]
+    rows = overview_rows(at)
+    # hand counts over 10 rows; the first metric at the top
+    expected = {"coherence · pass rate 60%": 6, "f1_score · pass rate 30%": 3,
+                "violence · defect rate 20%": 2, "protected_material · defect rate 10%": 1}
+    assert [r["metric"] for r in rows] == list(expected)
+    for r in rows:
+        k = expected[r["metric"]]
         lo, hi = wilson(k, 10)
-        assert x == pytest.approx(k / 10) and x - minus == pytest.approx(lo, abs=1e-4) and x + plus == pytest.approx(hi, abs=1e-4)
+        assert r["rate"] == pytest.approx(k / 10) and r["low"] == pytest.approx(lo, abs=1e-4)
+        assert r["high"] == pytest.approx(hi, abs=1e-4)
     # target 80%: the defect rates' target is 20%
-    assert target["x"] == pytest.approx([0.2, 0.2, 0.8, 0.8])
+    assert [r["target"] for r in rows] == pytest.approx([0.8, 0.8, 0.2, 0.2])
     # pass intervals: coherence 31-83% straddles 80%; f1 11-60% is below; violence 49-94% and
     # protected material 60-98% (1 - the defect interval) straddle it
-    assert rate["marker"]["color"] == [UNSURE, UNSURE, FAIL, UNSURE]
+    assert [r["colour"] for r in rows] == [UNSURE, FAIL, UNSURE, UNSURE]
     at.number_input(key="target").set_value(50).run()
-    fig = figure(at, "overview")  # at 50%: protected material's 60-98% is wholly above; f1's 11-60% straddles
-    assert fig["data"][0]["marker"]["color"] == [PASS, UNSURE, UNSURE, UNSURE]
+    # at 50%: protected material's 60-98% is wholly above; f1's 11-60% straddles
+    assert [r["colour"] for r in overview_rows(at)] == [UNSURE, UNSURE, UNSURE, PASS]
     at.number_input(key="target").set_value(20).run()
-    assert figure(at, "overview")["data"][0]["marker"]["color"] == [PASS, PASS, UNSURE, PASS]
+    assert [r["colour"] for r in overview_rows(at)] == [PASS, UNSURE, PASS, PASS]
     assert any(c.value.startswith("3 of 4 metric(s) meet the 20% target; 1 too close to tell") for c in at.caption)
 
 
@@ -148,10 +169,10 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     assert cards(at) == {"Rows": "10", "Errored rows": "0", "coherence pass rate": "75%",
                          "f1_score pass rate": "50%", "violence defect rate": "25%",
                          "protected_material defect rate": "0%"}
-    counts = {t["name"]: t["x"] for t in figure(at, "overview")["data"][2:]}
+    counts = overview_counts(at)
     assert counts["scored"] == [4] * 4 and counts["pending"] == [6] * 4 and counts["errored"] == [0] * 4
-    coh = figure(at, "chart.coherence")["data"][0]
-    assert coh["x"] == [1, 2, 3, 4, 5] and coh["y"] == [0, 1, 1, 1, 1]
+    bars = figure(at, "distribution.coherence")["layer"][0]["data"]["values"]
+    assert [(b["score"], b["rows"]) for b in bars] == [(1, 0), (2, 1), (3, 1), (4, 1), (5, 1)]
     # two more rows land, one of them an error: the next render reads them
     more = [r for r in known_results(range(4, 6)) if r.metric != "coherence" or r.row_idx == 5]
     more.append(Result(4, "coherence", 0, "error", error="judge said nothing"))
@@ -159,19 +180,19 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     home_store.update_run(rid, tasks_done=24, heartbeat_at=utcnow())
     at.run()
     assert cards(at)["Errored rows"] == "1" and cards(at)["coherence pass rate"] == "80%"  # 5 4 3 2 5: 4 of 5
-    counts = {t["name"]: t["x"] for t in figure(at, "overview")["data"][2:]}
-    assert counts["errored"] == [0, 0, 0, 1] and counts["scored"] == [6, 6, 6, 5]  # bottom-up: coherence last
+    counts = overview_counts(at)
+    assert counts["errored"] == [1, 0, 0, 0] and counts["scored"] == [5, 6, 6, 6]  # coherence first
 
 
 def test_the_figures_are_drawn_only_while_the_metrics_tab_is_open(home_store):
     app()
     rid = stored_run(home_store, known_results())
     at = app("pages/results.py", run=rid, view="Rows", row="0", **{"th.coherence": "4"})
-    assert len(at.get("plotly_chart")) == 0
+    assert charts(at) == []
     assert cards(at)["coherence pass rate"] == "40%"  # the thresholds still hold on the other tabs
     assert at.slider(key="th.coherence").value == 4
     at = app("pages/results.py", run=rid, view="Metrics")
-    assert len(at.get("plotly_chart")) == 1 + 4 + 3
+    assert len(charts(at)) == 1 + 4 + 3
 
 
 # ------------------------------------------------------------------ thresholds
@@ -180,17 +201,24 @@ def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold
     rid = stored_run(home_store, known_results())
     at = app("pages/results.py", run=rid)
     assert {s.key for s in at.slider if s.key.startswith("th.")} == {"th.coherence", "th.f1_score", "th.violence"}  # no protected_material
-    assert not any(e.proto.id.endswith("-whatif.protected_material") for e in at.get("plotly_chart"))
-    curve, now = figure(at, "whatif.coherence")["data"]
+    assert "whatif.protected_material" not in [c["usermeta"]["chart"] for c in charts(at)]
+
+    def curve(name):
+        return [(p["threshold"], p["rate"]) for p in figure(at, f"whatif.{name}")["layer"][0]["data"]["values"]]
+
+    def now(name):  # the marked point and the rate written beside it
+        point, text = figure(at, f"whatif.{name}")["layer"][2:]
+        assert point["data"] == text["data"]
+        return [(p["threshold"], p["rate"], p["label"]) for p in point["data"]["values"]]
+
     # coherence 5 4 3 2 1 5 4 2 1 3: at least t for t = 1..5 -> 10, 8, 6, 4, 2 of 10
-    assert curve["x"] == [1, 2, 3, 4, 5] and curve["y"] == pytest.approx([1, .8, .6, .4, .2])
-    assert (now["x"], now["y"]) == ([3], [pytest.approx(.6)])
-    severity = figure(at, "whatif.violence")["data"][0]
+    assert [t for t, _ in curve("coherence")] == [1, 2, 3, 4, 5]
+    assert [r for _, r in curve("coherence")] == pytest.approx([1, .8, .6, .4, .2])
+    assert now("coherence") == [(3, pytest.approx(.6), "60%")]
     # severities 0 1 4 0 2 7 0 3 1 0: above t for t = 0..7 -> 6, 4, 3, 2, 1, 1, 1, 0 of 10 (defect rate)
-    assert severity["y"] == pytest.approx([.6, .4, .3, .2, .1, .1, .1, 0])
+    assert [r for _, r in curve("violence")] == pytest.approx([.6, .4, .3, .2, .1, .1, .1, 0])
     at.slider(key="th.coherence").set_value(4.0).run()
-    assert figure(at, "whatif.coherence")["data"][1]["x"] == [4]
-    assert figure(at, "whatif.coherence")["data"][1]["y"] == [pytest.approx(.4)]
+    assert now("coherence") == [(4, pytest.approx(.4), "40%")]
     assert cards(at)["coherence pass rate"] == "40%"
 
 

@@ -101,8 +101,8 @@ def _figure(kind: str, state: tuple, shown: tuple, _build):
 
 def figure(res: RunResults, kind: str, shown: tuple, build):
     """A chart of a run, built once per state of the run and per what it shows (``shown``: the
-    metric, thresholds, target...), for every session: a Plotly figure costs tens of milliseconds
-    to build, a dozen of them most of a Results page's script run. Figures are never mutated."""
+    metric, thresholds, target...), for every session: a dozen charts built on every script run are
+    most of a Results page's script run. Figures (Plotly figures, Vega-Lite dicts) are never mutated."""
     state = getattr(res, "state", None)
     return build() if state is None else _figure(kind, state, shown, build)
 

@@ -8,9 +8,6 @@ from evaluators.results import RunResults
 from ui import loaders, state
 from ui.widgets import grid, metric_panel, uses_threshold
 
-CONFIG = {"displayModeBar": False}
-
-
 def target_control() -> float:
     """The pass rate a metric must reach to "meet" its threshold (in the URL when changed)."""
     pct = st.number_input("Target pass rate (%)", 0, 100, int(charts.DEFAULT_TARGET * 100), 5, key="target", width=220,
@@ -25,7 +22,7 @@ def run_overview(res: RunResults, target: float) -> list[charts.Rate]:
     """Every metric's pass (or defect) rate with its interval, coloured by the target, beside its row counts."""
     rates = [charts.rate_of(s, res.summary(s), target) for s in res.specs]
     shown = (tuple(sorted(res.thresholds.items())), target)
-    st.plotly_chart(loaders.figure(res, "overview", shown, lambda: charts.overview(rates)), key="overview", config=CONFIG)
+    st.vega_lite_chart(loaders.figure(res, "overview", shown, lambda: charts.overview(rates)), width="content")
     meets = sum(r.verdict == "meets" for r in rates)
     unsure = sum(r.verdict == "unsure" for r in rates)
     st.caption(f"{meets} of {len(rates)} metric(s) meet the {target:.0%} target"
@@ -55,9 +52,9 @@ def what_if(res: RunResults, rates: list[charts.Rate]) -> None:
     st.caption("Each curve is recomputed from the stored scores; move a threshold above to mark another point.")
     for col, spec in grid(specs, 3):
         shown = (spec.name, res.thresholds[spec.name], defects[spec.name])
-        col.plotly_chart(loaders.figure(res, "what_if", shown, lambda spec=spec: charts.what_if(
-                             spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defects[spec.name])),
-                         key=f"whatif.{spec.name}", config=CONFIG)
+        col.vega_lite_chart(loaders.figure(res, "what_if", shown, lambda spec=spec: charts.what_if(
+                                spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defects[spec.name])),
+                            width="stretch")
 
 
 def refresh_while_running(run: dict) -> None:

@@ -224,7 +224,7 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
     st.caption(" · ".join(line) or "no scored rows yet")
     fig = loaders.figure(res, "distribution", (spec.name, res.thresholds[spec.name]),
                          lambda: charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name]))
-    st.plotly_chart(fig, key=f"chart.{spec.name}", config={"displayModeBar": False})
+    st.vega_lite_chart(fig, width="stretch")
     st.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
                + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
     if sm.get("noted_rows"):
