@@ -48,6 +48,9 @@ sys.path.insert(0, str(ROOT))
 WILDBENCH = ROOT.parent / "shared" / "fixtures" / "wildbench" / "eval_results"
 JUDGE = ("coherence", "fluency", "relevance")
 CLASSIC = ("f1_score", "bleu", "rouge")
+# the page's charts, all of them drawn: at least ``n`` chart elements, each with its SVG
+DRAWN = """n => { const c = document.querySelectorAll('[data-testid="stVegaLiteChart"]');
+    return c.length >= n && [...c].every(e => e.querySelector('svg.marks')); }"""
 TARGETS = {"first_render": 2.0, "filter": 0.5, "select": 0.5, "rss_mb": 1024, "runs_page": 1.0}
 
 
@@ -159,12 +162,14 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
     out: dict = {}
     done = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
-    def settle(page, text: str | None, timeout=300_000, table: bool = False):
+    def settle(page, text: str | None, timeout=300_000, table: bool = False, charts: int = 0):
         if text:
             page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
         if table:  # a data grid's cells are drawn on a canvas: wait for the grid itself
             page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=timeout)
         page.wait_for_selector(done, timeout=timeout)
+        if charts:  # every chart the script sent is drawn (Vega draws after the elements arrive)
+            page.wait_for_function(DRAWN, arg=charts, polling="raf", timeout=timeout)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -175,17 +180,17 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
         ref = ctx.new_page()  # the same page on a 5-row run: what the machine takes for any Results page
         t = time.perf_counter()
         ref.goto(f"{url}/results?run=small0000000")
-        settle(ref, "f1_score pass rate")
+        settle(ref, "f1_score pass rate", charts=expect["ref_charts"])
         out["reference_render"] = time.perf_counter() - t
         ref.close()
         t = time.perf_counter()
         page.goto(f"{url}/results?run={run_id}")
-        settle(page, "coherence pass rate")
+        settle(page, "coherence pass rate", charts=expect["charts"])
         out["first_render_cold"] = time.perf_counter() - t
         page2 = ctx.new_page()
         t = time.perf_counter()
         page2.goto(f"{url}/results?run={run_id}")
-        settle(page2, "coherence pass rate")
+        settle(page2, "coherence pass rate", charts=expect["charts"])
         out["first_render"] = time.perf_counter() - t
         page2.close()
 
@@ -257,7 +262,9 @@ def main() -> None:
     search_build = time.perf_counter() - t
     expect = {"all": len(res), "fail": res.query(verdict="fail", limit=0)[0],
               "python": res.query(verdict="fail", search="python", limit=0)[0],
-              "function": res.query(verdict="fail", search="function", limit=0)[0]}
+              "function": res.query(verdict="fail", search="function", limit=0)[0],
+              # the Metrics tab: the overview and a distribution per metric (the small runs: f1_score only)
+              "charts": 1 + len(res.specs), "ref_charts": 2}
     t = time.perf_counter()
     for s in res.specs:
         res.summary(s)

@@ -16,25 +16,22 @@ with w.guard():
     w.run_status(run)
     overview.refresh_while_running(run)
     head = st.container()
-    tab_metrics, tab_rows, tab_errors, tab_share = st.tabs(["Metrics", "Rows", "Errors", "Share & export"],
-                                                           key="view", bind=state.URL)
-    with tab_metrics:
-        top, grid, bar = st.container(), st.container(), st.container()
-        with bar:  # drawn below the charts, read first: everything uses the thresholds just chosen
-            st.markdown("#### Thresholds")
-            thresholds = w.threshold_bar(run)
+    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = st.tabs(
+        ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"], key="view", bind=state.URL)
+    with tab_thresholds:  # the sliders are on every run of the page (the thresholds hold on every tab)
+        intro, cells = st.container(), {}
+        thresholds = w.threshold_bar(run, cells)
     res = loaders.results(run, thresholds)
     with head:
         w.headline(res)
     if tab_metrics.open is not False:  # the figures cost passes over the run: drawn only while their tab is open
-        with top:
+        with tab_metrics:
             st.markdown("#### Overview")
-            rates = overview.run_overview(res, overview.target_control())
-        with grid:
+            overview.run_overview(res, overview.target_control())
             st.markdown("#### Score distributions")
             overview.distributions(res)
-        with bar:
-            overview.what_if(res, rates)
+    if tab_thresholds.open is not False:
+        overview.what_if(res, intro, cells)
     # Only the open tab is drawn (the tabs are bound to the URL, so switching one re-runs the page):
     # a first render sends the browser one tab's elements, not a 100-row grid hidden behind another.
     if tab_rows.open is not False:

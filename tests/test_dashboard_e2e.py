@@ -88,6 +88,8 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     shot(page, "3-results")
 
     # raise the coherence threshold by one step with the keyboard: recomputed, not re-run
+    page.get_by_role("tab", name="Thresholds").click()
+    settle(page, "What if the threshold moved")
     page.locator('[data-testid="stSlider"]').filter(has_text="coherence threshold").get_by_role("slider").focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_url("**th.coherence=4**", timeout=30_000)

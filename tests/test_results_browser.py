@@ -101,21 +101,32 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     rid = stored_run(store, known_results())
     page = browser.new_page(viewport={"width": 1400, "height": 3000})
     page.goto(f"{url}/results?run={rid}")
-    settle(page, "What if the threshold moved")
+    settle(page, "Score distributions")
     chart = '[data-testid="stVegaLiteChart"]'
-    page.wait_for_function(f"() => document.querySelectorAll('{chart} svg.marks').length >= 8", timeout=30_000)
+    drawn = f"n => [...document.querySelectorAll('{chart}')].filter(e => e.querySelector('svg.marks')).length >= n"
+    page.wait_for_function(drawn, arg=5, timeout=30_000)
     charts = page.locator(chart)
     # overview first: its rows name each rate with its value, top to bottom (hand counts over 10 rows)
     ticks = charts.first.locator(".role-axis-label text").all_text_contents()  # SVG text: no innerText
     assert [t for t in ticks if " · " in t] == ["coherence · pass rate 60%", "f1_score · pass rate 30%",
                                                "violence · defect rate 20%", "protected_material · defect rate 10%"]
-    # then 4 distributions three to a row, then 3 what-if curves (no threshold for the label metric) in one row
+    # then 4 distributions three to a row
     y = tops(page, chart)
-    assert len(y) == 1 + 4 + 3
-    assert y[1] == y[2] == y[3] < y[4] and y[5] == y[6] == y[7] > y[4]
+    assert len(y) == 1 + 4
+    assert y[1] == y[2] == y[3] < y[4]
     shot(page, "results-metrics-tab")
+    # the Thresholds tab: a slider per metric with a threshold (not the label metric), its curve under it
+    page.get_by_role("tab", name="Thresholds").click()
+    settle(page, "What if the threshold moved")
+    page.wait_for_function(drawn, arg=3, timeout=30_000)
+    sliders = page.locator('[data-testid="stSlider"]')
+    # the tab's rerun over (a rerun shows the old elements until it ends): the three sliders, nothing else
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSlider]').length === 3", timeout=30_000)
+    y_sliders, y_curves = tops(page, '[data-testid="stSlider"]'), tops(page, chart)
+    assert len(set(y_sliders)) == 1 and len(set(y_curves)) == 1 and y_curves[0] > y_sliders[0]
+    shot(page, "results-thresholds-tab")
     # moving the coherence threshold to 4 (keyboard, as a user can) moves the marked point to 40%
-    page.locator('[data-testid="stSlider"]').filter(has_text="coherence threshold").get_by_role("slider").focus()
+    sliders.filter(has_text="coherence threshold").get_by_role("slider").focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_url("**th.coherence=4**", timeout=30_000)
     settle(page)

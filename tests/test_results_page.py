@@ -191,15 +191,17 @@ def test_the_figures_are_drawn_only_while_the_metrics_tab_is_open(home_store):
     assert charts(at) == []
     assert cards(at)["coherence pass rate"] == "40%"  # the thresholds still hold on the other tabs
     assert at.slider(key="th.coherence").value == 4
-    at = app("pages/results.py", run=rid, view="Metrics")
-    assert len(charts(at)) == 1 + 4 + 3
+    at = app("pages/results.py", run=rid, view="Metrics")  # the overview and 4 distributions
+    assert [c["usermeta"]["chart"] for c in charts(at)] == ["overview"] + [f"distribution.{m}" for m in METRICS]
+    at = app("pages/results.py", run=rid, view="Thresholds")  # a curve per metric with a threshold
+    assert [c["usermeta"]["chart"] for c in charts(at)] == [f"whatif.{m}" for m in METRICS[:3]]
 
 
 # ------------------------------------------------------------------ thresholds
 def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold(home_store):
     app()
     rid = stored_run(home_store, known_results())
-    at = app("pages/results.py", run=rid)
+    at = app("pages/results.py", run=rid, view="Thresholds")
     assert {s.key for s in at.slider if s.key.startswith("th.")} == {"th.coherence", "th.f1_score", "th.violence"}  # no protected_material
     assert "whatif.protected_material" not in [c["usermeta"]["chart"] for c in charts(at)]
 
@@ -261,3 +263,17 @@ def test_conversation_turns_carry_their_scores_and_the_worst_turn_is_marked(home
     assert bubbles[1] == ["coherence 4 · pass", "violence 1 · pass"]
     assert bubbles[3] == ["coherence 2 · fail", ":red[**violence 5 · fail · ◀ worst turn, decides the row**]"]
     assert any(m.value == "**coherence: 3** :green[**pass**]" for m in at.markdown)
+
+
+def test_two_runs_of_one_name_started_in_one_minute_stay_apart_in_the_picker(home_store):
+    # Streamlit reads a selectbox's choice back by its text: same-named runs of the same minute once read
+    # back as the other run on the next rerun (a tab click showed another run's thresholds)
+    app()
+    four = stored_run(home_store, known_results())
+    one = stored_run(home_store, [r for r in known_results() if r.metric == "coherence"], metrics=["coherence"])
+    at = app("pages/results.py", run=four)
+    labels = at.selectbox[0].options
+    assert len(labels) == 2 and len(set(labels)) == 2 and all(r in " ".join(labels) for r in (four, one))
+    at.run()  # a rerun, as a tab click makes
+    assert set(cards(at)) >= {"f1_score pass rate", "violence defect rate"}
+    assert at.selectbox[0].value == four

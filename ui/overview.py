@@ -6,7 +6,7 @@ import streamlit as st
 from evaluators import charts_overview as charts
 from evaluators.results import RunResults
 from ui import loaders, state
-from ui.widgets import grid, metric_panel, uses_threshold
+from ui.widgets import grid, metric_panel
 
 def target_control() -> float:
     """The pass rate a metric must reach to "meet" its threshold (in the URL when changed)."""
@@ -38,23 +38,27 @@ def distributions(res: RunResults) -> None:
             metric_panel(res, spec)
 
 
-def what_if(res: RunResults, rates: list[charts.Rate]) -> None:
-    """Per metric whose threshold matters, its pass (or defect) rate at every threshold, the current one marked.
+def what_if(res: RunResults, intro, cells: dict) -> None:
+    """Under each metric's threshold slider, its pass (or defect) rate at every threshold with the
+    current one marked, recomputed from stored scores.
 
     Args:
-        rates: what :func:`run_overview` drew, one per ``res.specs`` (says which metrics read as defect rates).
+        intro: where the explanation goes (above the sliders).
+        cells: metric name -> its slider's grid cell (from ``widgets.threshold_bar``).
     """
-    defects = {s.name: r.measure == "defect rate" for s, r in zip(res.specs, rates)}
-    specs = [s for s in res.specs if uses_threshold(s)]
+    specs = [s for s in res.specs if s.name in cells]
     if not specs:
+        intro.caption("No metric of this run has a threshold to move: labels pass or fail as they are.")
         return
-    st.markdown("#### What if the threshold moved")
-    st.caption("Each curve is recomputed from the stored scores; move a threshold above to mark another point.")
-    for col, spec in grid(specs, 3):
-        shown = (spec.name, res.thresholds[spec.name], defects[spec.name])
-        col.vega_lite_chart(loaders.figure(res, "what_if", shown, lambda spec=spec: charts.what_if(
-                                spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defects[spec.name])),
-                            width="stretch")
+    intro.markdown("#### What if the threshold moved")
+    intro.caption("Under each slider, the metric's pass rate (defect rate for severities) at every threshold, "
+                  "recomputed from the stored scores; the threshold in force is marked. Moving a slider changes "
+                  "the rates on every tab and nothing is re-run.")
+    for spec in specs:
+        defect = charts.rate_of(spec, res.summary(spec)).measure == "defect rate"  # severities, labels
+        shown = (spec.name, res.thresholds[spec.name], defect)
+        cells[spec.name].vega_lite_chart(loaders.figure(res, "what_if", shown, lambda spec=spec, defect=defect: charts.what_if(
+            spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect)), width="stretch")
 
 
 def refresh_while_running(run: dict) -> None:

@@ -1,6 +1,7 @@
 """Shared widgets of the dashboard. Pages compose these; no scoring happens here."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -70,6 +71,10 @@ def run_label(runs: list[dict]):
     for this script run (a widget's options must not change under it)."""
     fresh = {r["id"]: (loaders.run(r["id"]) or r) if r["status"] in ACTIVE else r for r in runs}
     text = {rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}" for rid, r in fresh.items()}
+    # Streamlit hands a selectbox's choice back as its option text: two runs of one name started in the same
+    # minute would read back as the first of them, so such labels carry the run's id
+    seen = collections.Counter(text.values())
+    text = {rid: f"{t} · {rid}" if seen[t] > 1 else t for rid, t in text.items()}
 
     def label(rid: str) -> str:
         return text.get(rid, rid)  # option text: not Markdown
@@ -176,14 +181,17 @@ def uses_threshold(spec: MetricSpec) -> bool:
     return spec.kind != "label"
 
 
-def threshold_bar(run: dict) -> dict[str, float]:
+def threshold_bar(run: dict, cells: dict | None = None) -> dict[str, float]:
     """One threshold slider per metric whose threshold matters (in the URL only when changed), three a
-    row; returns the thresholds in force."""
+    row; returns the thresholds in force. ``cells`` (if given) receives each metric's grid cell, for
+    what goes under its slider."""
     from evaluators.registry import get_metric
 
     specs = [get_metric(name) for name in run["spec"]["metrics"]]
     out = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
     for col, spec in grid([s for s in specs if uses_threshold(s)], 3):
+        if cells is not None:
+            cells[spec.name] = col
         low, high = spec.score_range
         out[spec.name] = col.slider(f"{spec.name} threshold", float(low), float(high), out[spec.name],
                                     1.0 if spec.integer else 0.05, key=f"th.{spec.name}", bind=state.URL,
