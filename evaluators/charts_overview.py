@@ -138,9 +138,13 @@ def _rule(x: float, dash: bool = True) -> dict:
             "encoding": {"x": {"field": "threshold", "type": "quantitative"}}}
 
 
-def distribution(spec: MetricSpec, values, threshold: float) -> dict:
+def distribution(spec: MetricSpec, values, threshold: float, title: tuple[str, list[str]] | None = None) -> dict:
     """Score distribution of one metric from its values (NaN = no value): bars coloured by verdict,
-    the threshold marked. Whole-number scales get one bar per value; others 20 even bins."""
+    the threshold marked. Whole-number scales get one bar per value; others 20 even bins.
+
+    Args:
+        title: the chart's title and lines under it (the metric's summary), if any.
+    """
     import numpy as np
 
     v = np.asarray(values, dtype=float)
@@ -168,7 +172,11 @@ def distribution(spec: MetricSpec, values, threshold: float) -> dict:
         scale = {"domain": [lo, hi], "nice": False}
         axis = {}
     x = {"field": "from", "type": "quantitative", "title": output_label(spec), "scale": scale, "axis": axis}
-    return {"usermeta": _meta(f"distribution.{spec.name}"), "height": 180, "width": "container",
+    head = {} if title is None else {"title": {"text": title[0], "subtitle": title[1], "anchor": "start",
+                                                "fontSize": 14, "subtitleFontSize": 12, "subtitlePadding": 4,
+                                                "subtitleColor": "#555", "offset": 10}}
+    lines = 0 if title is None else 1 + len(title[1])  # the chart's height holds its title: the plot keeps ~160 px
+    return {"usermeta": _meta(f"distribution.{spec.name}"), "height": 190 + 16 * lines, "width": "container", **head,
             "layer": [{"data": {"values": bars}, "mark": {"type": "bar"},
                        "encoding": {"x": x, "x2": {"field": "to"},
                                     "y": {"field": "top", "type": "quantitative", "title": "rows"},

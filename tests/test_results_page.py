@@ -171,8 +171,15 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
                          "protected_material defect rate": "0%"}
     counts = overview_counts(at)
     assert counts["scored"] == [4] * 4 and counts["pending"] == [6] * 4 and counts["errored"] == [0] * 4
-    bars = figure(at, "distribution.coherence")["layer"][0]["data"]["values"]
+    coherence = figure(at, "distribution.coherence")
+    bars = coherence["layer"][0]["data"]["values"]
     assert [(b["score"], b["rows"]) for b in bars] == [(1, 0), (2, 1), (3, 1), (4, 1), (5, 1)]
+    # its title: the average of 5 4 3 2, the pass rate 3 of 4 with its Wilson interval, the counts
+    lo, hi = wilson(3, 4)
+    assert coherence["title"]["text"] == "coherence"
+    assert coherence["title"]["subtitle"][1:] == [f"pass rate 75.0% ({lo:.1%}–{hi:.1%})",
+                                                  "4 scored · 0 errored · 0 skipped · 6 pending"]
+    assert coherence["title"]["subtitle"][0].startswith("average 3.5 (95% CI ")
     # two more rows land, one of them an error: the next render reads them
     more = [r for r in known_results(range(4, 6)) if r.metric != "coherence" or r.row_idx == 5]
     more.append(Result(4, "coherence", 0, "error", error="judge said nothing"))

@@ -219,22 +219,23 @@ def headline(res: RunResults) -> None:
 
 
 def metric_panel(res: RunResults, spec: MetricSpec) -> None:
-    """One small multiple: the metric's average with its interval, its rate, counts and distribution."""
+    """One small multiple: the metric's distribution, titled with its average and interval, its rate and
+    its counts (one chart: each element costs a browser its own rendering, and a grid has many)."""
     sm = res.summary(spec)
     r = rate_of(spec, sm)
-    st.markdown(f"**{output_label(spec)}**")
     mean, (lo, hi) = sm.get(spec.primary), sm.get(f"{spec.primary}_ci95") or (None, None)
     line = []
     if mean is not None and uses_threshold(spec):  # a label's mean is its defect rate, said next
         line.append(f"average {number(mean)}" + ("" if lo is None else f" (95% CI {number(lo)}–{number(hi)})"))
     if r.rate is not None:
         line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
-    st.caption(" · ".join(line) or "no scored rows yet")
-    fig = loaders.figure(res, "distribution", (spec.name, res.thresholds[spec.name]),
-                         lambda: charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name]))
+    counts = (f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
+              + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
+    title = (output_label(spec), [*line, counts] if line else ["no scored rows yet", counts])
+    fig = loaders.figure(res, "distribution", (spec.name, res.thresholds[spec.name], title),
+                         lambda: charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name],
+                                                              title))
     st.vega_lite_chart(fig, width="stretch")
-    st.caption(f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
-               + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
     if sm.get("noted_rows"):
         st.warning(f"{sm['noted_rows']} row(s) flagged. First: {res.first_note(spec.name)}")
 
