@@ -55,8 +55,10 @@ with w.guard():
     only = st.toggle("Show only differences", key="diff", bind=state.URL)
     shown = changes[changes["changed"]] if only else changes
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
-    event = st.dataframe(shown.rename(columns={"changed": "Changed"}), hide_index=True, on_select="rerun",
-                         selection_mode="single-row", key="compare.rows")
+    verdicts = [c for c in shown.columns if c.endswith(" verdict")]  # coloured as on the Results page
+    styled = shown.rename(columns={"changed": "Changed"}).style.map(
+        lambda v: w.PASS_STYLE if v == "pass" else w.FAIL_STYLE if v == "fail" else "", subset=verdicts)
+    event = st.dataframe(styled, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
     k = state.selected(event, len(shown))
     if k is not None:
         state.write("row", int(shown.index[k]))  # the row's index in the dataset, not its place in this table

@@ -118,6 +118,13 @@ def test_compare_page_shows_deltas_and_changed_rows(home_store, judge_server):
     assert int(f1["Regressed rows"]) > 0 and f1["Improved rows"] == "0"
     rows = at.dataframe[0].value
     assert len(rows) == 31
+    # verdict cells coloured as on the Results page: one red cell per failing verdict, one green per passing
+    css = at.dataframe[0].proto.arrow_data.styler.styles  # "sel1, sel2 { background-color: ... }" per style
+    cells = {rule.split("{")[1]: rule.split("{")[0].count("_row") for rule in css.split("}") if "{" in rule}
+    verdicts = rows[[c for c in rows.columns if c.endswith(" verdict")]].to_numpy().ravel().tolist()
+    red = sum(n for style, n in cells.items() if "#ffebee" in style)
+    green = sum(n for style, n in cells.items() if "#e8f5e9" in style)
+    assert red == verdicts.count("fail") > 0 and green == verdicts.count("pass") > 0
     at = app("pages/compare.py", base=a, runs=b, diff="true")
     assert len(at.dataframe[0].value) == changed
 
