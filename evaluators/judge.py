@@ -628,6 +628,8 @@ class EarlyProbe:
         self.config, self.api_key = config, api_key
         self.calls = 0
         self.error: BaseException | None = None
+        self.latency: float | None = None  # seconds the check took, once it passed
+        self.limiter: Any = None  # its own ratelimit.RateLimiter: what the check learnt of the judge's limits
         self._done = threading.Event()
         self._sending = threading.Event()
         threading.Thread(target=self._run, name="judge-probe", daemon=True).start()
@@ -639,11 +641,17 @@ class EarlyProbe:
 
     def _run(self) -> None:
         async def check() -> int:
+            from .ratelimit import RateLimiter
+
             # one connection is all a single call needs (the run's client opens its own pool)
-            client = JudgeClient(replace(self.config, concurrency=1), self.api_key)
+            self.limiter = RateLimiter(1)
+            client = JudgeClient(replace(self.config, concurrency=1), self.api_key, limiter=self.limiter)
             try:
                 self._sending.set()
-                return await client.probe()
+                start = time.perf_counter()
+                calls = await client.probe()
+                self.latency = time.perf_counter() - start
+                return calls
             finally:
                 await client.aclose()
 
