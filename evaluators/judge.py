@@ -21,7 +21,6 @@ import random
 import re
 import threading
 import time
-import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -631,6 +630,8 @@ class EarlyProbe:
         self.latency: float | None = None  # seconds the check took, once it passed
         self.limiter: Any = None  # its own ratelimit.RateLimiter: what the check learnt of the judge's limits
         self._done = threading.Event()
+        self._wake: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []  # runners awaiting result()
+        self._lock = threading.Lock()
         self._sending = threading.Event()
         threading.Thread(target=self._run, name="judge-probe", daemon=True).start()
 
@@ -663,16 +664,27 @@ class EarlyProbe:
             self.error = e
         finally:
             self._sending.set()
-            self._done.set()
+            with self._lock:
+                self._done.set()
+                for loop, event in self._wake:
+                    try:
+                        loop.call_soon_threadsafe(event.set)  # the runner's calls leave the moment it passed
+                    except RuntimeError:  # that loop has closed: nobody waits there any more
+                        pass
 
     async def result(self) -> int:
-        """The calls the check made, once it is over (polled: a cancel is never stuck behind it).
+        """The calls the check made, once it is over (woken by the check's thread the moment it is).
 
         Raises:
             JudgeUnavailable: the judge failed its check.
         """
-        while not self._done.is_set():
-            await asyncio.sleep(0.005)
+        event = asyncio.Event()
+        with self._lock:
+            if not self._done.is_set():
+                self._wake.append((asyncio.get_running_loop(), event))
+            else:
+                event.set()
+        await event.wait()  # (a cancel is never stuck behind it)
         if self.error is not None:
             raise self.error
         return self.calls
