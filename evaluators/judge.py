@@ -615,8 +615,10 @@ class EarlyProbe:
     """The judge's check call, sent from a thread of its own as soon as the judge is known (the CLI
     starts it before the dataset is stored), so the first call leaves within moments of start-up.
 
-    A :class:`Runner` given one waits for its verdict, alongside its first real calls, instead of
-    sending its own check; its failure stops the run before any result is written.
+    A :class:`Runner` given one waits for its verdict (woken the moment it comes) before its first real
+    call, instead of sending its own check; its failure stops the run before any row is judged. What the
+    check met of the judge's rate limits (a 429, its headers) and how long it took are handed to the
+    run's limiter.
 
     Args:
         config: the judge, as the run will call it.

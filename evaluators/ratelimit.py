@@ -5,7 +5,8 @@ A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :m
 - calls in flight start at 16 (or the concurrency, if lower) and double each round trip (slow
   start) up to the configured concurrency; once the judge passed its check with no sign of a limit
   (no 429, no ``x-ratelimit-remaining-requests`` below the concurrency), they also open one by one,
-  evenly over the check's latency (0.1-0.5 s), without waiting for answers (:meth:`RateLimiter.start_ramp`):
+  evenly over the second half of the check's latency (0.2-0.5 s), without waiting for answers
+  (:meth:`RateLimiter.start_ramp`):
   a 429 comes back long before a verdict does, so a limited judge still stops the ramp after its first
   few calls, while an unlimited one (a 500 ms model) is not left at 16 calls for a whole round trip,
   and calls spread over the round trip instead of leaving (and coming back) in bursts;
@@ -38,7 +39,7 @@ PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 come
 INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
 PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
 DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
-RAMP_MIN, RAMP_MAX = 0.1, 0.5  # seconds the ramp after the check takes to open up to the concurrency (start_ramp)
+RAMP_MIN, RAMP_MAX = 0.2, 0.5  # seconds from the check to the ramp fully open (start_ramp); it opens over the second half
 
 
 class TokenBucket:
@@ -126,14 +127,16 @@ class RateLimiter:
 
     def start_ramp(self, check_latency: float) -> None:
         """The judge passed its check, answered in ``check_latency`` s: unless it signalled a limit,
-        calls in flight open one at a time from now, evenly, to reach the concurrency after
-        ``check_latency`` (within 0.1-0.5 s), besides growing as answers come (slow start). A 429 or a
-        remaining-requests header below the concurrency ends the ramp; the usual backoff follows."""
+        calls in flight open one at a time, evenly, from half ``check_latency`` (within 0.2-0.5 s) from
+        now to all of it, besides growing as answers come (slow start). The first half leaves the
+        first calls' 429s, if any, time to come back: a 429 or a remaining-requests header below the
+        concurrency ends the ramp; the usual backoff follows."""
         if self._signalled or self.limit >= self.max:
             return
-        self._ramp_every = min(RAMP_MAX, max(RAMP_MIN, check_latency)) / (self.max - self.limit)
+        span = min(RAMP_MAX, max(RAMP_MIN, check_latency))
+        self._ramp_every = span / 2 / (self.max - self.limit)
         self._ramp_from = self.limit
-        self._ramp_at = self.clock()
+        self._ramp_at = self.clock() + span / 2
 
     def adopt(self, other: "RateLimiter") -> None:
         """Take over what another limiter (the judge check's own) learnt: a pause asked for, a limit signalled."""
@@ -150,7 +153,7 @@ class RateLimiter:
         every = self._ramp_every
         if every is None:
             return
-        ramp = min(self._ramp_from + int((now - self._ramp_at) / every), float(self.max))
+        ramp = min(self._ramp_from + max(0, int((now - self._ramp_at) / every)), float(self.max))
         if ramp > self.limit:
             self.limit = ramp
         if self.limit >= self.max:
@@ -187,8 +190,8 @@ class RateLimiter:
                     await self._freed.wait()
                     continue
                 # a call finishing, or the ramp's next call, whichever comes first
-                step = self._ramp_every
-                left = step - (self.clock() - self._ramp_at) % step
+                step, since = self._ramp_every, self.clock() - self._ramp_at
+                left = -since + step if since < 0 else step - since % step
                 try:
                     await asyncio.wait_for(self._freed.wait(), max(left, 0.001))
                 except asyncio.TimeoutError:

@@ -194,8 +194,9 @@ class Runner:
         take_over: run even if another worker holds the run (its heartbeat is under 30 s old);
             for a user re-running a command whose process was killed.
         probe: the judge's check, already under way (:class:`EarlyProbe`); else the runner sends its
-            own when it has its first call to make. Either way real calls go out alongside the check,
-            and their results are written only once it passed.
+            own when it has its first call to make. Either way no real call leaves before it passed;
+            then calls open up to the concurrency within one check latency unless the check met a
+            rate limit (:meth:`evaluators.ratelimit.RateLimiter.start_ramp`).
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,

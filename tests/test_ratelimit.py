@@ -2,7 +2,7 @@
 check latency when nothing signals a limit, and stay at slow start when something does.
 
 The unit tests drive :class:`RateLimiter` with a clock of their own (the counts follow from it alone:
-16 at once, then one call each ``latency / 48`` s at concurrency 64); the end-to-end test counts the
+16 at once, then from half the check's latency one call each ``latency / 2 / 48`` s at concurrency 64); the end-to-end test counts the
 calls the loopback judge (its own process, 500 ms a call) receives in the first latency window."""
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ def acquired_at(limiter: RateLimiter, now: list[float], times: list[float], call
 
 
 def test_after_a_check_with_no_sign_of_a_limit_calls_open_evenly_up_to_the_concurrency():
-    """Concurrency 64, check answered in 0.5 s: 16 at once, then one call each 0.5 / 48 s: 16 + 24 = 40
-    at 0.26 s, all 64 from 0.5 s on (slow start alone stayed at 16 until answers came back)."""
+    """Concurrency 64, check answered in 0.5 s: 16 at once, none more for 0.25 s (time for 429s to come
+    back), then one call each 0.25 / 48 s: 16 + 24 = 40 at 0.38 s, all 64 from 0.5 s on (slow start
+    alone stayed at 16 until answers came back)."""
     now = [100.0]
     lim = RateLimiter(64, clock=lambda: now[0])
     lim.start_ramp(0.5)
-    assert acquired_at(lim, now, [100.0, 100.26, 100.5, 101.0]) == [INITIAL_WINDOW, 40, 64, 64]
+    assert acquired_at(lim, now, [100.0, 100.2, 100.38, 100.5, 101.0]) == [INITIAL_WINDOW, 16, 40, 64, 64]
 
 
 def test_without_the_ramp_slow_start_waits_for_answers():
