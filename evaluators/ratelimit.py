@@ -5,7 +5,7 @@ A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :m
 - calls in flight start at 16 (or the concurrency, if lower) and double each round trip (slow
   start) up to the configured concurrency; once the judge passed its check with no sign of a limit
   (no 429, no ``x-ratelimit-remaining-requests`` below the concurrency), they also open one by one,
-  evenly over the second half of the check's latency (0.2-0.5 s), without waiting for answers
+  evenly over the second half of the check's latency (0.4-0.5 s), without waiting for answers
   (:meth:`RateLimiter.start_ramp`):
   a 429 comes back long before a verdict does, so a limited judge still stops the ramp after its first
   few calls, while an unlimited one (a 500 ms model) is not left at 16 calls for a whole round trip,
@@ -39,7 +39,7 @@ PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 come
 INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
 PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
 DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
-RAMP_MIN, RAMP_MAX = 0.2, 0.5  # seconds from the check to the ramp fully open (start_ramp); it opens over the second half
+RAMP_MIN, RAMP_MAX = 0.4, 0.5  # seconds from the check to the ramp fully open (start_ramp); it opens over the second half
 
 
 class TokenBucket:
@@ -127,7 +127,7 @@ class RateLimiter:
 
     def start_ramp(self, check_latency: float) -> None:
         """The judge passed its check, answered in ``check_latency`` s: unless it signalled a limit,
-        calls in flight open one at a time, evenly, from half ``check_latency`` (within 0.2-0.5 s) from
+        calls in flight open one at a time, evenly, from half ``check_latency`` (within 0.4-0.5 s) from
         now to all of it, besides growing as answers come (slow start). The first half leaves the
         first calls' 429s, if any, time to come back: a 429 or a remaining-requests header below the
         concurrency ends the ramp; the usual backoff follows."""
