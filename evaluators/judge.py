@@ -476,6 +476,7 @@ class JudgeClient:
                                           verify=verify) for _ in range(shards)]
         self._free = [k for _ in range(SHARD_CONNECTIONS) for k in range(shards)]  # a slot = a shard's index
         self._spill = 0  # more calls in flight than slots (a caller past its concurrency): round robin
+        self.on_sent: Any = None  # called once a request's body is on the wire (the early check says so)
 
     def _retryable(self, exc: Exception, probing: bool = False, attempt: int = 1) -> bool:
         if isinstance(exc, APITimeoutError):
@@ -502,7 +503,11 @@ class JudgeClient:
             slot, self._spill = None, self._spill + 1
         try:
             client = self._shards[slot if slot is not None else self._spill % len(self._shards)]
-            response = await client.post(self._endpoint, content=body, params=self._params)
+            if self.on_sent is None:
+                response = await client.post(self._endpoint, content=body, params=self._params)
+            else:
+                response = await client.post(self._endpoint, content=body, params=self._params,
+                                             extensions={"trace": self._trace})
         except httpx.TimeoutException:
             raise APITimeoutError("Request timed out.") from None
         except httpx.HTTPError as e:  # refused, reset, DNS, a broken protocol
@@ -513,6 +518,10 @@ class JudgeClient:
         if not 200 <= response.status_code < 300:
             raise _status_error(response)
         return response
+
+    async def _trace(self, event: str, info: dict) -> None:
+        if event == "http11.send_request_body.complete" and self.on_sent is not None:
+            self.on_sent()
 
     async def complete(self, messages: list[dict[str, str]], _probing: bool = False) -> JudgeReply:
         """One chat completion, retried as configured.
@@ -638,8 +647,8 @@ class EarlyProbe:
         threading.Thread(target=self._run, name="judge-probe", daemon=True).start()
 
     def wait_sending(self, timeout: float = 0.5) -> None:
-        """Block until the check is about to go out (at most ``timeout`` s): a caller doing heavy work
-        next (imports, storing a dataset) would otherwise share the interpreter with it and delay it."""
+        """Block until the check was sent (at most ``timeout`` s): a caller doing heavy work next
+        (imports, storing a dataset) would otherwise share the interpreter with it and delay it."""
         self._sending.wait(timeout)
 
     def _run(self) -> None:
@@ -649,8 +658,8 @@ class EarlyProbe:
             # one connection is all a single call needs (the run's client opens its own pool)
             self.limiter = RateLimiter(1)
             client = JudgeClient(replace(self.config, concurrency=1), self.api_key, limiter=self.limiter)
+            client.on_sent = self._sending.set  # the caller goes on once the check is on the wire
             try:
-                self._sending.set()
                 start = time.perf_counter()
                 calls = await client.probe()
                 self.latency = time.perf_counter() - start
