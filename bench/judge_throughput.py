@@ -146,7 +146,7 @@ def run_cli(args) -> None:
     if first is not None:
         print(f"first call reached the server {first:.2f} s after the process started "
               f"(target <= 0.30 s: {'PASS' if first <= 0.3 else 'FAIL'})")
-    if arrivals:
+    if arrivals and any(not probe for _, probe in arrivals):
         print(timeline(arrivals, t0, took, latency, conc))
 
 
