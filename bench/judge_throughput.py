@@ -122,6 +122,10 @@ def run_cli(args) -> None:
                 f.write(json.dumps({"query": f"Question {i}: what does the report on item {i} conclude?",
                                     "response": f"Answer {i}: the report concludes that item {i} is fine."}) + "\n")
         env = dict(os.environ, PYTHONPATH=str(ROOT), EVAL_HOME=str(Path(tmp) / "home"))
+        # the package's bytecode compiled beforehand, as an installed package has it (a checkout run with
+        # PYTHONDONTWRITEBYTECODE would otherwise compile every module at every start)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "evaluators")], check=True,
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONDONTWRITEBYTECODE=""))
         cmd = [sys.executable, "-m", "evaluators", "run", str(data), "--metrics", "fluency",
                "--out", str(Path(tmp) / "out"), "--judge-base-url", server.url, "--judge-model", "m", "--concurrency", str(conc), "--quiet"]
         t0 = time.time()
@@ -131,8 +135,10 @@ def run_cli(args) -> None:
         if os.waitstatus_to_exitcode(status):
             sys.stderr.write(proc.stderr.read().decode(errors="replace")[-2000:])
         cpu = usage.ru_utime + usage.ru_stime
-        first_at = server.stats().get("first_at")  # (a server from an older checkout does not say)
+        stats = server.stats()
+        first_at = stats.get("first_at")  # (a server from an older checkout does not say)
         first = None if first_at is None else first_at - t0
+        arrivals = stats.get("arrivals")
     ratio = limit / took
     print(f"CPU time of the CLI process {cpu:.2f} s ({cpu * 1000 / n:.2f} ms a call, start-up included)")
     verdict = "PASS" if ratio >= 0.9 else "FAIL"
@@ -140,6 +146,26 @@ def run_cli(args) -> None:
     if first is not None:
         print(f"first call reached the server {first:.2f} s after the process started "
               f"(target <= 0.30 s: {'PASS' if first <= 0.3 else 'FAIL'})")
+    if arrivals and any(not probe for _, probe in arrivals):
+        print(timeline(arrivals, t0, took, latency, conc))
+
+
+def timeline(arrivals: list, t0: float, took: float, latency: float, conc: int) -> str:
+    """Where the time went, from the server's arrival times: the check, the first row calls, how many
+    calls arrived in each latency window (a full window is ``conc``), and the tail after the last."""
+    checks = [at - t0 for at, probe in arrivals if probe]
+    calls = sorted(at - t0 for at, probe in arrivals if not probe)
+    lines = [f"timeline (s after the process started): check arrived {', '.join(f'{c:.3f}' for c in checks)}; "
+             f"first row call {calls[0]:.3f}; last row call {calls[-1]:.3f}; its answer due {calls[-1] + latency:.3f}; "
+             f"process exited {took:.3f} (tail {took - calls[-1] - latency:.3f})"]
+    start, counts = calls[0], []
+    for c in calls:
+        k = int((c - start) / latency)
+        counts.extend([0] * (k + 1 - len(counts)))
+        counts[k] += 1
+    lines.append(f"row calls arriving in each {latency * 1000:.0f} ms window from the first (full = {conc}): "
+                 + " ".join(map(str, counts)))
+    return "\n".join(lines)
 
 
 def main() -> None:

@@ -7,7 +7,9 @@ The loopback OpenAI-compatible server (tests/judge_server.py, in its own process
 calls a second (a token bucket holding ``burst``) and answers 429 with Retry-After beyond it.
 "sustained / R" is the judged rows a second, from the first results written to the last, divided
 by the limit: 1.0 uses all the judge allows; "overall / R" counts the run's start-up too (the
-openai import, the judge check: issue 11's "first call within 0.3 s", not addressed here). "429 share" is the calls answered 429 over all calls.
+judge check, planning). "429 share" is the calls answered 429 over all calls. The server sends no
+``x-ratelimit-*`` headers, so only its 429s tell the run to slow down: at concurrency 64 the run
+opens past 16 calls after the check (the ramp of ``RateLimiter.start_ramp``) until the first 429.
 With ``--rpm`` the run's own budget applies too.
 """
 from __future__ import annotations

@@ -214,19 +214,35 @@ def print_summary(res, out=sys.stdout) -> None:
             print("  ".join("-" * w for w in widths), file=out)
 
 
-def _early_probe(judge: "JudgeConfig", api_key: str | None, metrics: list[str]):
-    """An :class:`evaluators.runner.EarlyProbe` of the judge when a chosen metric needs one, else None
-    (an unknown metric name is left for the run's own checks to report)."""
+def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: dict[str, float],
+                     api_key: str | None):
+    """The dataset, loaded and checked with the run's settings as :func:`evaluators.api.prepare_run` checks
+    them, without importing the store: whatever would be refused is refused before the judge's check leaves.
+
+    Returns:
+        (the dataset, whether a chosen metric needs the judge).
+    """
+    from .data import load_dataset_streaming
     from .registry import get_metric
+    from .runspec import RunSpec
 
-    try:
-        if not any(get_metric(m).is_judge for m in metrics):
-            return None
-    except EvalError:
-        return None
-    from .judge import EarlyProbe
+    ds = load_dataset_streaming(a.data, _pairs(a.map, "--map"))  # a JSON-lines file is checked, not held
+    if not metrics:
+        raise UsageError("choose at least one metric")
+    ds.check_metrics(metrics)
+    judged = any(get_metric(m).is_judge for m in metrics)
+    spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds),
+                   judge=judge.for_storage() if judged else None, templates=_pairs(a.template, "--template"),
+                   options={m: dict(v) for m, v in cli_wildbench.run_options(a).items()})
+    for name in spec.templates:
+        get_metric(name)  # an unknown metric is named before its template file is looked for
+    spec.read_templates()
+    spec.validate()
+    if judged:
+        from .judge import resolve_api_key
 
-    return EarlyProbe(judge, api_key)
+        resolve_api_key(judge, api_key)  # no key where one is needed: said now, with no call made
+    return ds, judged
 
 
 def cmd_run(a) -> int:
@@ -237,22 +253,21 @@ def cmd_run(a) -> int:
     max_errors = parse_max_errors(a.max_errors)
     api_key = _api_key_from_args(a)
     judge = _judge_from_args(a)
+    ds, judged = _checked_dataset(a, metrics, judge, thresholds, api_key)
+    probe = None
+    if judged:  # everything refusable was refused: the judge's check leaves now, from a thread, while the
+        from .judge import EarlyProbe  # store's code is imported, the dataset stored and the run planned
+
+        probe = EarlyProbe(judge, api_key)
+        probe.wait_sending()  # a few ms: it leaves before the imports and writes compete with it
     from .api import prepare_run
     from .run_outputs import write_run_outputs
     from .runner import Runner
     from .store import Store
 
-    probe = []
-
-    def checked():  # everything refusable was refused: the judge's check leaves now, from a thread,
-        probe.append(_early_probe(judge, api_key, metrics))  # while the dataset is stored and the run planned
-        if probe[0] is not None:
-            probe[0].wait_sending()  # a few ms: it leaves before the dataset's writing competes with it
-
     store = Store(a.db)
-    rid = prepare_run(store, a.data, metrics, judge, thresholds, _pairs(a.map, "--map"),
-                      _pairs(a.template, "--template"), out_dir=a.out, resume=not a.fresh,
-                      options=cli_wildbench.run_options(a), on_checked=checked)
+    rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
+                      resume=not a.fresh, options=cli_wildbench.run_options(a))  # (checked again: cheap)
     last = [0.0]
 
     def progress(p):
@@ -268,8 +283,7 @@ def cmd_run(a) -> int:
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
     # the user re-running a command takes the run over, even from a process killed moments ago
-    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True,
-                    probe=probe[0] if probe else None).run()
+    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe).run()
     if not a.quiet:
         print(file=sys.stderr)
     res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows

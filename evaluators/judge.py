@@ -21,7 +21,6 @@ import random
 import re
 import threading
 import time
-import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -477,6 +476,7 @@ class JudgeClient:
                                           verify=verify) for _ in range(shards)]
         self._free = [k for _ in range(SHARD_CONNECTIONS) for k in range(shards)]  # a slot = a shard's index
         self._spill = 0  # more calls in flight than slots (a caller past its concurrency): round robin
+        self.on_sent: Any = None  # called once a request's body is on the wire (the early check says so)
 
     def _retryable(self, exc: Exception, probing: bool = False, attempt: int = 1) -> bool:
         if isinstance(exc, APITimeoutError):
@@ -503,7 +503,11 @@ class JudgeClient:
             slot, self._spill = None, self._spill + 1
         try:
             client = self._shards[slot if slot is not None else self._spill % len(self._shards)]
-            response = await client.post(self._endpoint, content=body, params=self._params)
+            if self.on_sent is None:
+                response = await client.post(self._endpoint, content=body, params=self._params)
+            else:
+                response = await client.post(self._endpoint, content=body, params=self._params,
+                                             extensions={"trace": self._trace})
         except httpx.TimeoutException:
             raise APITimeoutError("Request timed out.") from None
         except httpx.HTTPError as e:  # refused, reset, DNS, a broken protocol
@@ -514,6 +518,10 @@ class JudgeClient:
         if not 200 <= response.status_code < 300:
             raise _status_error(response)
         return response
+
+    async def _trace(self, event: str, info: dict) -> None:
+        if event == "http11.send_request_body.complete" and self.on_sent is not None:
+            self.on_sent()
 
     async def complete(self, messages: list[dict[str, str]], _probing: bool = False) -> JudgeReply:
         """One chat completion, retried as configured.
@@ -616,8 +624,10 @@ class EarlyProbe:
     """The judge's check call, sent from a thread of its own as soon as the judge is known (the CLI
     starts it before the dataset is stored), so the first call leaves within moments of start-up.
 
-    A :class:`Runner` given one waits for its verdict, alongside its first real calls, instead of
-    sending its own check; its failure stops the run before any result is written.
+    A :class:`Runner` given one waits for its verdict (woken the moment it comes) before its first real
+    call, instead of sending its own check; its failure stops the run before any row is judged. What the
+    check met of the judge's rate limits (a 429, its headers) and how long it took are handed to the
+    run's limiter.
 
     Args:
         config: the judge, as the run will call it.
@@ -628,22 +638,32 @@ class EarlyProbe:
         self.config, self.api_key = config, api_key
         self.calls = 0
         self.error: BaseException | None = None
+        self.latency: float | None = None  # seconds the check took, once it passed
+        self.limiter: Any = None  # its own ratelimit.RateLimiter: what the check learnt of the judge's limits
         self._done = threading.Event()
+        self._wake: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []  # runners awaiting result()
+        self._lock = threading.Lock()
         self._sending = threading.Event()
         threading.Thread(target=self._run, name="judge-probe", daemon=True).start()
 
     def wait_sending(self, timeout: float = 0.5) -> None:
-        """Block until the check is about to go out (at most ``timeout`` s): a caller doing heavy work
-        next (imports, storing a dataset) would otherwise share the interpreter with it and delay it."""
+        """Block until the check was sent (at most ``timeout`` s): a caller doing heavy work next
+        (imports, storing a dataset) would otherwise share the interpreter with it and delay it."""
         self._sending.wait(timeout)
 
     def _run(self) -> None:
         async def check() -> int:
+            from .ratelimit import RateLimiter
+
             # one connection is all a single call needs (the run's client opens its own pool)
-            client = JudgeClient(replace(self.config, concurrency=1), self.api_key)
+            self.limiter = RateLimiter(1)
+            client = JudgeClient(replace(self.config, concurrency=1), self.api_key, limiter=self.limiter)
+            client.on_sent = self._sending.set  # the caller goes on once the check is on the wire
             try:
-                self._sending.set()
-                return await client.probe()
+                start = time.perf_counter()
+                calls = await client.probe()
+                self.latency = time.perf_counter() - start
+                return calls
             finally:
                 await client.aclose()
 
@@ -655,16 +675,27 @@ class EarlyProbe:
             self.error = e
         finally:
             self._sending.set()
-            self._done.set()
+            with self._lock:
+                self._done.set()
+                for loop, event in self._wake:
+                    try:
+                        loop.call_soon_threadsafe(event.set)  # the runner's calls leave the moment it passed
+                    except RuntimeError:  # that loop has closed: nobody waits there any more
+                        pass
 
     async def result(self) -> int:
-        """The calls the check made, once it is over (polled: a cancel is never stuck behind it).
+        """The calls the check made, once it is over (woken by the check's thread the moment it is).
 
         Raises:
             JudgeUnavailable: the judge failed its check.
         """
-        while not self._done.is_set():
-            await asyncio.sleep(0.005)
+        event = asyncio.Event()
+        with self._lock:
+            if not self._done.is_set():
+                self._wake.append((asyncio.get_running_loop(), event))
+            else:
+                event.set()
+        await event.wait()  # (a cancel is never stuck behind it)
         if self.error is not None:
             raise self.error
         return self.calls

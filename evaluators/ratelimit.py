@@ -3,7 +3,13 @@
 A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :meth:`release`):
 
 - calls in flight start at 16 (or the concurrency, if lower) and double each round trip (slow
-  start) up to the configured concurrency;
+  start) up to the configured concurrency; once the judge passed its check with no sign of a limit
+  (no 429, no ``x-ratelimit-remaining-requests`` below the concurrency), they also open one by one,
+  evenly over the second half of the check's latency (0.4-0.5 s), without waiting for answers
+  (:meth:`RateLimiter.start_ramp`):
+  a 429 comes back long before a verdict does, so a limited judge still stops the ramp after its first
+  few calls, while an unlimited one (a 500 ms model) is not left at 16 calls for a whole round trip,
+  and calls spread over the round trip instead of leaving (and coming back) in bursts;
 - a 429 pauses new calls until its ``Retry-After`` (or a short backoff); while the provider's rate
   is unknown it also cuts the calls in flight to one (at most once per pause: the calls 429'd
   together would otherwise retry together), and successes raise them back (doubling up to half the
@@ -33,6 +39,7 @@ PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 come
 INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
 PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
 DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
+RAMP_MIN, RAMP_MAX = 0.4, 0.5  # seconds from the check to the ramp fully open (start_ramp); it opens over the second half
 
 
 class TokenBucket:
@@ -114,6 +121,43 @@ class RateLimiter:
         self.tpm = TokenBucket(tpm / 60, max(1.0, tpm / 60), clock) if tpm else None
         self.calls = self.limited = 0
         self._freed = asyncio.Event()
+        self._signalled = False  # a 429 or a remaining-requests header below the concurrency was seen
+        self._ramp_every: float | None = None  # seconds between two calls opened by the ramp (start_ramp)
+        self._ramp_at = self._ramp_from = 0.0
+
+    def start_ramp(self, check_latency: float) -> None:
+        """The judge passed its check, answered in ``check_latency`` s: unless it signalled a limit,
+        calls in flight open one at a time, evenly, from half ``check_latency`` (within 0.4-0.5 s) from
+        now to all of it, besides growing as answers come (slow start). The first half leaves the
+        first calls' 429s, if any, time to come back: a 429 or a remaining-requests header below the
+        concurrency ends the ramp; the usual backoff follows."""
+        if self._signalled or self.limit >= self.max:
+            return
+        span = min(RAMP_MAX, max(RAMP_MIN, check_latency))
+        self._ramp_every = span / 2 / (self.max - self.limit)
+        self._ramp_from = self.limit
+        self._ramp_at = self.clock() + span / 2
+
+    def adopt(self, other: "RateLimiter") -> None:
+        """Take over what another limiter (the judge check's own) learnt: a pause asked for, a limit signalled."""
+        self.paused_until = max(self.paused_until, other.paused_until)
+        if other._signalled:
+            self._signal()
+
+    def _signal(self) -> None:
+        self._signalled = True
+        self._ramp_every = None
+
+    def _ramped(self, now: float) -> None:
+        """Open calls in flight as the ramp has reached by ``now``."""
+        every = self._ramp_every
+        if every is None:
+            return
+        ramp = min(self._ramp_from + max(0, int((now - self._ramp_at) / every)), float(self.max))
+        if ramp > self.limit:
+            self.limit = ramp
+        if self.limit >= self.max:
+            self._ramp_every = None  # fully open: nothing left to ramp
 
     # ------------------------------------------------------------ before a call
     def _wait(self, tokens: float) -> float | None:
@@ -122,7 +166,9 @@ class RateLimiter:
         if self.paused_until > now:
             return self.paused_until - now
         if self.inflight >= max(1, int(self.limit)):
-            return None
+            self._ramped(now)
+            if self.inflight >= max(1, int(self.limit)):
+                return None
         if self.rate is not None and self._next_send > now:
             return self._next_send - now
         waits = [b.wait(n) for b, n in ((self.rpm, 1), (self.tpm, tokens)) if b is not None]
@@ -140,7 +186,16 @@ class RateLimiter:
                 break
             if wait is None:
                 self._freed.clear()
-                await self._freed.wait()
+                if self._ramp_every is None:
+                    await self._freed.wait()
+                    continue
+                # a call finishing, or the ramp's next call, whichever comes first
+                step, since = self._ramp_every, self.clock() - self._ramp_at
+                left = -since + step if since < 0 else step - since % step
+                try:
+                    await asyncio.wait_for(self._freed.wait(), max(left, 0.001))
+                except asyncio.TimeoutError:
+                    pass
             else:
                 await asyncio.sleep(wait)
         now = self.clock()
@@ -169,6 +224,7 @@ class RateLimiter:
 
     def _on_limited(self, now: float, retry_after: float | None) -> None:
         self.limited += 1
+        self._signal()
         self.paused_until = max(self.paused_until, now + (retry_after if retry_after is not None else DEFAULT_PAUSE))
         if self._limited_at is not None and now - self._limited_at >= RATE_WINDOW and len(self._oks) >= 5:
             # the bucket has been empty since the first 429: what got through since is its refill rate
@@ -210,9 +266,12 @@ class RateLimiter:
             reset = parse_reset(h.get(f"x-ratelimit-reset-{kind}"))
             if left is None or reset is None:
                 continue
+            if kind == "requests" and left < self.max:
+                self._signal()  # no more ramping by time: the answers say how fast to go
             if kind == "requests" and left <= self.inflight:
                 self.paused_until = max(self.paused_until, now + reset)  # the calls out will take what is left
             elif kind == "tokens" and left <= 0:
+                self._signal()
                 self.paused_until = max(self.paused_until, now + reset)
 
     # ------------------------------------------------------------ for progress

@@ -17,121 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .data import Dataset
-from .errors import EvalError, UsageError
+from .errors import EvalError
 from .judge import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
 from .ratelimit import RateLimiter
-from .registry import MetricSpec, get_metric, spec_fingerprint
+from .registry import MetricSpec
+from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
 from .store import KeySet, Result, Store, utcnow
-from .templates import ReplyError, Template, load_template, load_user_template_text, parse_template
+from .templates import ReplyError, Template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
-
-
-@dataclass
-class RunSpec:
-    """What to compute. Thresholds are applied when results are read, not here.
-
-    Attributes:
-        metrics: registry names.
-        thresholds: metric -> threshold (defaults from the registry).
-        judge: judge settings (needed when a judge metric is chosen).
-        templates: metric -> path of a user's template replacing the built-in one(s).
-        options: metric -> {param: value} setting a metric's declared ``params`` for this run
-            (e.g. ``{"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}``).
-        template_texts: metric -> the text of that template, read once when the run is prepared
-            (:meth:`read_templates`), so a resumed run uses the template it started with whoever
-            resumes it and wherever the file has gone.
-    """
-
-    metrics: list[str]
-    thresholds: dict[str, float] = field(default_factory=dict)
-    judge: JudgeConfig | None = None
-    templates: dict[str, str] = field(default_factory=dict)
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    template_texts: dict[str, str] = field(default_factory=dict)
-
-    def specs(self) -> list[MetricSpec]:
-        return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
-
-    def threshold(self, spec: MetricSpec) -> float:
-        return float(self.thresholds.get(spec.name, spec.default_threshold))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
-                "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
-                "options": {k: dict(v) for k, v in self.options.items()},
-                "template_texts": dict(self.template_texts)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
-        return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
-                   judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
-                   templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
-                   template_texts=dict(d.get("template_texts") or {}))
-
-    def read_templates(self) -> None:
-        """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
-        for name, path in self.templates.items():
-            if name not in self.template_texts:
-                self.template_texts[name] = load_user_template_text(path, metric=name)
-
-    def fingerprint(self) -> str:
-        """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
-        tpl = {}
-        for s in self.specs():
-            if s.is_judge:
-                tpl[s.name] = sorted(t.sha for t in resolve_templates(s, self.templates, self.template_texts).values())
-        ident = {"metrics": sorted(self.metrics), "templates": tpl,
-                 "judge": self.judge.identity() if self.judge and tpl else None}
-        if self.options:  # a metric's run options (both orders, a length rule) change its numbers
-            ident["options"] = self.options
-        return spec_fingerprint(ident)
-
-    def validate(self) -> None:
-        specs = self.specs()
-        for name, value in self.thresholds.items():
-            get_metric(name).check_threshold(value)
-        if any(s.is_judge for s in specs) and self.judge is None:
-            judged = ", ".join(s.name for s in specs if s.is_judge)
-            raise UsageError(f"{judged} need(s) an LLM judge: give --judge-base-url/--judge-model (or judge=...)")
-        for name in self.options:
-            if name not in self.metrics:
-                raise UsageError(f"options given for '{name}', which is not among the chosen metrics")
-        for name in self.templates:
-            if not get_metric(name).is_judge:
-                raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
-        if self.judge is not None and any(s.is_judge for s in specs):
-            self.judge.resolved()  # an unknown named judge, or one pointed elsewhere, is refused here
-        for s in specs:
-            if s.is_judge:
-                resolve_templates(s, self.templates, self.template_texts)  # unknown placeholders fail here
-            if s.name == "meteor":
-                from .metrics.wordnet import load_wordnet
-
-                load_wordnet()  # a missing WordNet is a setup error, said once, not per row
-
-
-def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
-                      texts: dict[str, str] | None = None) -> dict[str, Template]:
-    """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's template replacing all modes.
-
-    Args:
-        spec: the metric.
-        overrides: metric -> path of the user's template.
-        texts: metric -> that template's stored text (used instead of reading the path again).
-    """
-    t = spec.templates
-    modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
-    if texts and spec.name in texts:
-        user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template")
-    elif spec.name in overrides:
-        user = parse_template(load_user_template_text(overrides[spec.name], metric=spec.name), overrides[spec.name])
-    else:
-        user = None
-    return {mode: user or load_template(builtin) for mode, builtin in modes.items() if builtin}
 
 
 @dataclass
@@ -297,8 +194,9 @@ class Runner:
         take_over: run even if another worker holds the run (its heartbeat is under 30 s old);
             for a user re-running a command whose process was killed.
         probe: the judge's check, already under way (:class:`EarlyProbe`); else the runner sends its
-            own when it has its first call to make. Either way real calls go out alongside the check,
-            and their results are written only once it passed.
+            own when it has its first call to make. Either way no real call leaves before it passed;
+            then calls open up to the concurrency within one check latency unless the check met a
+            rate limit (:meth:`evaluators.ratelimit.RateLimiter.start_ramp`).
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
@@ -530,6 +428,7 @@ class Runner:
 
     async def _check_judge(self) -> None:
         """Await the judge's check (the early one, or one sent now); on failure stop the run."""
+        start = time.perf_counter()
         try:  # (the count read after the await: workers add theirs meanwhile)
             calls = await (self._early.result() if self._early is not None else self._client.probe())
             self.progress.judge_calls += calls
@@ -541,6 +440,12 @@ class Runner:
             self._fail_check(e)
             raise
         self._trusted = True
+        latency = time.perf_counter() - start  # (the check through this run's client: its limiter saw it)
+        if self._early is not None:
+            latency = self._early.latency if self._early.latency is not None else latency
+            if self._early.limiter is not None:
+                self._limiter.adopt(self._early.limiter)
+        self._limiter.start_ramp(latency)  # no limit signalled: open up to the concurrency within moments
 
     def _fail_check(self, e: BaseException) -> None:
         self._probe_error = e

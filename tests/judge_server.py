@@ -228,7 +228,9 @@ class JudgeServer:
                 with owner._lock:
                     stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served),
                              # wall-clock time the first request (probe or call) arrived, for start-up benches
-                             "first_at": owner.requests[0]["_at"] if owner.requests else None}
+                             "first_at": owner.requests[0]["_at"] if owner.requests else None,
+                             # every request's arrival (wall clock) and whether it was the check, in order
+                             "arrivals": [(r["_at"], r in owner.probes) for r in owner.requests]}
                 self._send(200, json.dumps(stats).encode())
 
             def do_POST(self):

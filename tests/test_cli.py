@@ -237,6 +237,48 @@ def test_missing_template_file_is_an_error(tmp_path, judge_server):
     assert judge_server.requests == []
 
 
+def test_every_refusal_comes_before_the_judge_is_called(tmp_path, judge_server):
+    """The judge's check leaves as soon as the run's settings and rows are checked, before the store is
+    even imported: a refused input never costs a judge call (and stores nothing)."""
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"query": "q", "response": "r"}\n{oops\n')
+    no_response = tmp_path / "q.jsonl"
+    no_response.write_text('{"query": "q", "response": "r"}\n{"query": "q2", "response": ""}\n')
+    tpl = tmp_path / "mine.md"
+    tpl.write_text("Rate {{nonsense}} from 1 to 5.")
+    for data, extra, msg in [(SINGLE, ["--threshold", "coherence=9"], "coherence"),
+                             (SINGLE, ["--template", f"coherence={tpl}"], "nonsense"),
+                             (bad_json, [], "row 2: broken JSON line"),
+                             (no_response, [], "row 2"),
+                             (SINGLE, ["--map", "query=missing"], "no column 'missing'"),
+                             (SINGLE, ["--judge-api-key-env", "NOT_SET_ANYWHERE"], "NOT_SET_ANYWHERE")]:
+        p = cli("run", data, "--metrics", "coherence", "--out", tmp_path / "o", "--judge-base-url", judge_server.url,
+                *extra)
+        assert p.returncode == 2 and msg in p.stderr and p.stderr.count("\n") == 1, (extra, p.stderr)
+        assert judge_server.requests == [], (extra, msg)
+    assert not (tmp_path / "o").exists() and not (tmp_path / "evalhome" / "evals.db").exists()
+    p = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "o", "--judge-base-url", judge_server.url)
+    assert p.returncode == 0, p.stderr
+    assert len(judge_server.probes) == 1 and len(judge_server.calls) == 31
+    assert "wrote" in p.stdout and len(read_rows(tmp_path / "o")) == 31  # (written out before the fast exit)
+
+
+def test_the_cli_checks_a_run_without_loading_sqlalchemy(tmp_path):
+    """What the CLI runs before its judge check (loading and checking the rows and the run's settings,
+    the key's rules, the check's own client) imports neither SQLAlchemy nor the store."""
+    code = ("import sys, argparse; from evaluators import cli; "
+            "a = cli.build_parser().parse_args(['run', sys.argv[1], '--metrics', 'coherence,f1_score', '--out', 'o', "
+            "'--judge-base-url', 'http://127.0.0.1:9/v1', '--threshold', 'coherence=4']); "
+            "ds, judged = cli._checked_dataset(a, ['coherence', 'f1_score'], cli._judge_from_args(a), {'coherence': 4.0}, None); "
+            "from evaluators.judge import EarlyProbe, JudgeClient; import httpx2; "
+            "print(len(ds), judged, sorted(m for m in ('sqlalchemy', 'evaluators.store', 'evaluators.runner', "
+            "'evaluators.results', 'evaluators.api') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code, str(SINGLE)], cwd=ROOT, capture_output=True, text=True,
+                       env=env_for_subprocess())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "31 True []"
+
+
 def test_the_cli_reaches_its_judge_before_loading_sqlalchemy():
     """``python -m evaluators run`` sends the judge's check before the store's code is imported:
     the package and the CLI load without SQLAlchemy, the metrics or the results code."""

@@ -1,0 +1,118 @@
+"""What a run computes (:class:`RunSpec`) and the templates its judge metrics use.
+
+Kept apart from the runner so that the CLI can check a run's settings before it imports the
+store (SQLAlchemy): the judge's check leaves only once everything refusable was refused, and
+within moments of start-up. :mod:`evaluators.runner` re-exports both names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import UsageError
+from .judge import JudgeConfig
+from .registry import MetricSpec, get_metric, spec_fingerprint
+from .templates import Template, load_template, load_user_template_text, parse_template
+
+@dataclass
+class RunSpec:
+    """What to compute. Thresholds are applied when results are read, not here.
+
+    Attributes:
+        metrics: registry names.
+        thresholds: metric -> threshold (defaults from the registry).
+        judge: judge settings (needed when a judge metric is chosen).
+        templates: metric -> path of a user's template replacing the built-in one(s).
+        options: metric -> {param: value} setting a metric's declared ``params`` for this run
+            (e.g. ``{"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}``).
+        template_texts: metric -> the text of that template, read once when the run is prepared
+            (:meth:`read_templates`), so a resumed run uses the template it started with whoever
+            resumes it and wherever the file has gone.
+    """
+
+    metrics: list[str]
+    thresholds: dict[str, float] = field(default_factory=dict)
+    judge: JudgeConfig | None = None
+    templates: dict[str, str] = field(default_factory=dict)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    template_texts: dict[str, str] = field(default_factory=dict)
+
+    def specs(self) -> list[MetricSpec]:
+        return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
+
+    def threshold(self, spec: MetricSpec) -> float:
+        return float(self.thresholds.get(spec.name, spec.default_threshold))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
+                "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
+                "options": {k: dict(v) for k, v in self.options.items()},
+                "template_texts": dict(self.template_texts)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
+        return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
+                   judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
+                   templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
+                   template_texts=dict(d.get("template_texts") or {}))
+
+    def read_templates(self) -> None:
+        """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
+        for name, path in self.templates.items():
+            if name not in self.template_texts:
+                self.template_texts[name] = load_user_template_text(path, metric=name)
+
+    def fingerprint(self) -> str:
+        """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
+        tpl = {}
+        for s in self.specs():
+            if s.is_judge:
+                tpl[s.name] = sorted(t.sha for t in resolve_templates(s, self.templates, self.template_texts).values())
+        ident = {"metrics": sorted(self.metrics), "templates": tpl,
+                 "judge": self.judge.identity() if self.judge and tpl else None}
+        if self.options:  # a metric's run options (both orders, a length rule) change its numbers
+            ident["options"] = self.options
+        return spec_fingerprint(ident)
+
+    def validate(self) -> None:
+        specs = self.specs()
+        for name, value in self.thresholds.items():
+            get_metric(name).check_threshold(value)
+        if any(s.is_judge for s in specs) and self.judge is None:
+            judged = ", ".join(s.name for s in specs if s.is_judge)
+            raise UsageError(f"{judged} need(s) an LLM judge: give --judge-base-url/--judge-model (or judge=...)")
+        for name in self.options:
+            if name not in self.metrics:
+                raise UsageError(f"options given for '{name}', which is not among the chosen metrics")
+        for name in self.templates:
+            if not get_metric(name).is_judge:
+                raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
+        if self.judge is not None and any(s.is_judge for s in specs):
+            self.judge.resolved()  # an unknown named judge, or one pointed elsewhere, is refused here
+        for s in specs:
+            if s.is_judge:
+                resolve_templates(s, self.templates, self.template_texts)  # unknown placeholders fail here
+            if s.name == "meteor":
+                from .metrics.wordnet import load_wordnet
+
+                load_wordnet()  # a missing WordNet is a setup error, said once, not per row
+
+
+def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
+                      texts: dict[str, str] | None = None) -> dict[str, Template]:
+    """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's template replacing all modes.
+
+    Args:
+        spec: the metric.
+        overrides: metric -> path of the user's template.
+        texts: metric -> that template's stored text (used instead of reading the path again).
+    """
+    t = spec.templates
+    modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
+    if texts and spec.name in texts:
+        user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template")
+    elif spec.name in overrides:
+        user = parse_template(load_user_template_text(overrides[spec.name], metric=spec.name), overrides[spec.name])
+    else:
+        user = None
+    return {mode: user or load_template(builtin) for mode, builtin in modes.items() if builtin}

@@ -1,0 +1,119 @@
+"""The limiter's opening after the judge's check: calls in flight reach the concurrency within one
+check latency when nothing signals a limit, and stay at slow start when something does.
+
+The unit tests drive :class:`RateLimiter` with a clock of their own (the counts follow from it alone:
+16 at once, then from half the check's latency one call each ``latency / 2 / 48`` s at concurrency 64); the end-to-end test counts the
+calls the loopback judge (its own process, 500 ms a call) receives in the first latency window."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from evaluators.ratelimit import INITIAL_WINDOW, RateLimiter
+
+
+def acquired_at(limiter: RateLimiter, now: list[float], times: list[float], calls: int = 64) -> list[int]:
+    """How many of ``calls`` waiting acquires got through at each clock time in ``times`` (none released)."""
+
+    async def go() -> list[int]:
+        got = []
+        tasks = [asyncio.create_task(limiter.acquire()) for _ in range(calls)]
+        for t in times:
+            now[0] = t
+            limiter._freed.set()  # (a clock of our own: wake the waiters to look at it again)
+            await asyncio.sleep(0.05)
+            got.append(sum(task.done() for task in tasks))
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return got
+
+    return asyncio.run(go())
+
+
+def test_after_a_check_with_no_sign_of_a_limit_calls_open_evenly_up_to_the_concurrency():
+    """Concurrency 64, check answered in 0.5 s: 16 at once, none more for 0.25 s (time for 429s to come
+    back), then one call each 0.25 / 48 s: 16 + 24 = 40 at 0.38 s, all 64 from 0.5 s on (slow start
+    alone stayed at 16 until answers came back)."""
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.start_ramp(0.5)
+    assert acquired_at(lim, now, [100.0, 100.2, 100.38, 100.5, 101.0]) == [INITIAL_WINDOW, 16, 40, 64, 64]
+
+
+def test_without_the_ramp_slow_start_waits_for_answers():
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    assert acquired_at(lim, now, [100.0, 100.5, 105.0]) == [16, 16, 16]
+
+
+def test_a_429_stops_the_ramp():
+    """The first 429 (it comes back long before a verdict would) ends the ramp: one call at a time from
+    there, as the backoff says, however long the clock runs."""
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.start_ramp(0.5)
+
+    async def go():
+        tasks = [asyncio.create_task(lim.acquire()) for _ in range(64)]
+        await asyncio.sleep(0.05)
+        assert sum(t.done() for t in tasks) == 16
+        lim.release(429, retry_after=0.0)  # one of the 16 comes back 429
+        for t in (100.3, 100.6, 102.0):
+            now[0] = t
+            lim._freed.set()
+            await asyncio.sleep(0.05)
+        got = sum(t.done() for t in tasks)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return got
+
+    assert asyncio.run(go()) == 16  # 15 still in flight, limit cut to 1: nobody else leaves
+
+
+def test_a_check_that_signalled_a_limit_starts_no_ramp():
+    """Remaining requests below the concurrency on the check's reply (OpenAI and Azure send them), or a
+    429 met by the check (the CLI's early check has its own limiter, adopted by the run's): no ramp."""
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.inflight = 1
+    lim.release(200, {"x-ratelimit-remaining-requests": "30", "x-ratelimit-reset-requests": "1s"})  # the check
+    lim.start_ramp(0.5)
+    assert acquired_at(lim, now, [100.0, 101.0]) == [17, 17]  # 16 + 1 for the check's success, no more
+
+    now[0] = 100.0
+    check = RateLimiter(1, clock=lambda: now[0])
+    check.inflight = 1
+    check.release(429, retry_after=0.2)
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.adopt(check)
+    assert lim.waiting_for() == pytest.approx(0.2)  # its pause holds for the run's calls too
+    lim.start_ramp(0.5)
+    assert acquired_at(lim, now, [100.3, 101.0]) == [16, 16]
+
+
+def test_a_run_has_its_concurrency_in_flight_within_one_latency_of_the_check(tmp_path):
+    """End to end: 160 rows at concurrency 64 against a judge answering in 500 ms. The calls arriving
+    at the server in the first 500 ms after the first row call: 64 (slow start sent 16, then 32)."""
+    from evaluators import prepare_run
+    from evaluators.judge import JudgeConfig
+    from evaluators.runner import Runner
+    from evaluators.store import Store
+    from tests.judge_server import JudgeServerProcess
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps({"query": f"Question {i}?", "response": f"Answer {i}."}) + "\n"
+                            for i in range(160)))
+    with JudgeServerProcess(latency=0.5) as server:
+        store = Store(f"sqlite:///{tmp_path}/r.db")
+        cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, concurrency=64)
+        rid = prepare_run(store, str(path), ["fluency"], judge=cfg)
+        assert Runner(store, rid).run() == "completed"
+        arrivals = server.stats()["arrivals"]
+    calls = sorted(at for at, probe in arrivals if not probe)
+    assert len(calls) == 160
+    first_window = sum(1 for at in calls if at - calls[0] < 0.5)
+    assert first_window == 64, first_window
