@@ -30,11 +30,14 @@ def _stemmer():
 # with .get() cost less than lru_cache's wrapper on ~800,000 look-ups for 10,000 short pairs.
 _STEMS: dict[str, str] = {}
 _SYNONYMS: dict[str, frozenset[str]] = {}
+_MEMO_LIMIT = 200_000
 
 
 def _stem(word: str) -> str:
     stem = _STEMS.get(word)
     if stem is None:
+        if len(_STEMS) >= _MEMO_LIMIT:  # bounded: memory stays flat whatever the vocabulary
+            _STEMS.clear()
         stem = _STEMS[word] = _stemmer().stem(word)
     return stem
 
@@ -51,6 +54,8 @@ def _synonyms(word: str) -> frozenset[str]:
     """NLTK's ``hypothesis_syns``: the word's WordNet lemma names without "_", plus the word."""
     syns = _SYNONYMS.get(word)
     if syns is None:
+        if len(_SYNONYMS) >= _MEMO_LIMIT:
+            _SYNONYMS.clear()
         syns = _SYNONYMS[word] = frozenset(n for n in lemma_names(word) if "_" not in n) | {word}
     return syns
 
