@@ -211,6 +211,7 @@ def measure(unit: str, n: int, work: Path, reuse: bool) -> tuple[float, float, i
     t_sdk, cpu_sdk, sdk_out = sdk_way(data, work, reuse)
     print(f"{'':<10} {'wall s':>8} {'CPU s':>8} {'rows/s (CPU)':>13}")
     print(f"{'SDK way':<10} {t_sdk:>8.1f} {cpu_sdk:>8.1f} {len(pairs) / cpu_sdk:>13.1f}")
+    print("load average (1, 5, 15 min) before our run: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     out = work / "out"
     cli = [sys.executable, "-m", "evaluators", "run", str(data), "--metrics", METRICS, "--out", str(out),
            "--db", f"sqlite:///{work / 'bench.db'}", "--fresh", "--quiet"]
@@ -231,6 +232,7 @@ def measure(unit: str, n: int, work: Path, reuse: bool) -> tuple[float, float, i
                     worst = max(worst, abs(a[ours_key] - b[sdk_key]))
     print(f"values compared: {compared} ({len(KEYS)} per row); differing (exact float comparison): {differ}; "
           f"max |diff| {worst:.1e}")
+    print("load average (1, 5, 15 min) after our run: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     return cpu_sdk / cpu_ours, t_sdk / t_ours, differ
 
 

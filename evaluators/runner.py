@@ -492,11 +492,14 @@ class Runner:
             if self._cancelled:
                 return
             batch = []
+            metas: dict[str, dict] = {}  # one meta dict per metric and batch: the store encodes it once
             for t in tasks[start:start + CLASSIC_BATCH]:
                 try:
                     out = t.spec.compute(t.values)
-                    r = Result(t.row, t.spec.name, t.turn, "ok", value=out[t.spec.primary], outputs=out,
-                               meta={"signature": t.spec.signature()})
+                    meta = metas.get(t.spec.name)
+                    if meta is None:
+                        meta = metas[t.spec.name] = {"signature": t.spec.signature()}
+                    r = Result(t.row, t.spec.name, t.turn, "ok", value=out[t.spec.primary], outputs=out, meta=meta)
                 except Exception as e:  # one bad row never aborts a run
                     r = Result(t.row, t.spec.name, t.turn, "error", error=f"{type(e).__name__}: {e}")
                 batch.append(r)

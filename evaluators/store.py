@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, delete, event,
                         func, select, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -150,6 +150,22 @@ def default_url() -> str:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def _once_per_object(process):
+    """``process`` remembering its result per object (by identity) for one batch; the batch's rows
+    hold every object until the batch is written, so no identity is reused meanwhile."""
+    seen: dict[int, Any] = {}
+
+    def once(value):
+        if value is None:
+            return process(value)
+        key = id(value)
+        out = seen.get(key, seen)
+        if out is seen:
+            out = seen[key] = process(value)
+        return out
+    return once
 
 
 class Store:
@@ -360,6 +376,10 @@ class Store:
         cols = list(table.columns)
         keys = [c.name for c in table.primary_key.columns]
         procs = [c.type.dialect_impl(dialect).bind_processor(dialect) for c in cols]
+        # JSON and timestamps: one encoding per distinct object of the batch (a run's results share
+        # one created_at and, per metric, one meta dict: 50,000 json.dumps fewer on 10,000 rows x 5)
+        procs = [_once_per_object(f) if f is not None and isinstance(c.type, (JSON, DateTime)) else f
+                 for f, c in zip(procs, cols)]
         sql = (f"INSERT INTO {table.name} ({', '.join(c.name for c in cols)}) "
                f"VALUES ({', '.join('?' for _ in cols)}) ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
                + ", ".join(f"{c.name} = excluded.{c.name}" for c in cols if c.name not in keys))

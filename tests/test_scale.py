@@ -305,3 +305,18 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
         assert list(got.row_numbers) == want.row_numbers and got.content_hash == want.content_hash, path
         assert got.fields() == want.fields(), path
     assert streamed_ok >= 5  # the good files really went the streaming way
+
+
+def test_a_rows_jsonl_line_is_what_jsonl_text_writes_nan_and_infinities_included():
+    """rows.jsonl's writer skips the per-value clean-up when a row has no NaN or infinity; with one
+    (top level or nested) the line must still be exports.jsonl_text's: top-level ones as null."""
+    from evaluators.exports import jsonl_text
+    from evaluators.run_outputs import _row_line
+
+    rows = [{"inputs.q": "é “q” \u2028", "outputs.x.v": 0.5, "outputs.x.ok": True, "outputs.x.n": None,
+             "outputs.x.props": {"a": [1, 2.5]}},
+            {"outputs.x.v": float("nan"), "outputs.x.w": float("inf"), "outputs.x.z": -float("inf"), "i": 3},
+            {"outputs.x.props": {"a": float("nan")}, "outputs.x.v": 1.0}]
+    for row in rows:
+        assert _row_line(row) == jsonl_text([row])
+    assert json.loads(_row_line(rows[1]))["outputs.x.v"] is None

@@ -178,3 +178,62 @@ def test_note_when_the_sdk_tokenizer_cannot_compare_words(name):
     assert "response and ground_truth" in note and "_unicode" in note
     english = {"response": "Café is open. Dr. Smith said “hi”.", "ground_truth": "The café is open."}
     assert "_note" not in spec.compute(english)  # non-ASCII, but its words are compared
+
+
+def _wildbench_paragraphs(limit: int) -> list[str]:
+    """Blank-line separated paragraphs of real answers (the bench's paragraph-sized texts), ASCII ones."""
+    import re
+
+    paras = []
+    for t in _wildbench_texts(400):
+        paras += [p.strip() for p in re.split(r"\n\s*\n", t) if len(p.split()) >= 8 and p.isascii()]
+    assert len(paras) >= limit, "fewer WildBench paragraphs than expected"
+    return paras[:limit]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "no sentence end here  \n", "\t two lines\nno end \n\n", "a;b: c - d",
+                                  "Ends with a period.", "Dr. Smith? Yes! e.g. this."])
+def test_punkt_without_candidate_breaks_equals_nltk(text):
+    """Our shortcut for text without . ? ! (Punkt's only break characters) gives NLTK's sentences."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    from evaluators.metrics._punkt import english_params
+
+    assert sent_tokenize(text) == PunktSentenceTokenizer(english_params()).tokenize(text)
+
+
+def test_sentences_and_tokens_equal_nltk_on_real_paragraphs():
+    """2,000 real answer paragraphs, each split twice (the second time from the remembered break
+    decisions): sentences equal NLTK's Punkt, tokens equal NLTK's Treebank tokenizer sentence by sentence."""
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    from evaluators.metrics._punkt import english_params
+
+    punkt, treebank = PunktSentenceTokenizer(english_params()), NLTKWordTokenizer()
+    paras = _wildbench_paragraphs(2000)
+    for _ in range(2):
+        differ = []
+        for p in paras:
+            sentences = sent_tokenize(p)
+            if sentences != punkt.tokenize(p) or \
+                    treebank_tokenize_sentences(sentences) != [t for s in sentences for t in treebank.tokenize(s)]:
+                differ.append(p[:60])
+        assert differ == [], f"{len(differ)} of {len(paras)} differ"
+
+
+def test_meteor_equals_nltk_exactly_on_real_paragraph_pairs():
+    """METEOR of 300 pairs of real paragraphs (neighbours: varied words, some shared) equals NLTK's
+    ``meteor_score`` as the SDK calls it, float for float."""
+    from nltk.translate.meteor_score import meteor_score
+
+    from evaluators.metrics.meteor import meteor
+    from evaluators.metrics.wordnet import load_wordnet
+
+    paras = _wildbench_paragraphs(301)
+    toks = [sdk_word_tokenize(p) for p in paras]
+    got = [meteor(toks[i - 1], toks[i]) for i in range(1, len(toks))]
+    expected = [meteor_score([toks[i - 1]], toks[i], wordnet=load_wordnet(), alpha=0.9, beta=3.0, gamma=0.5)
+                for i in range(1, len(toks))]
+    assert sum(v > 0.1 for v in expected) > 30  # the pairs share words: the alignment is exercised
+    assert got == expected

@@ -52,6 +52,9 @@ def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
                Result(1, "bleu", 0, "error", error="ZeroDivisionError: x"),
                Result(2, "fluency", 1, "ok", value=4.0, raw="4", reason="r", prompt_tokens=3, completion_tokens=1,
                       latency_ms=12.5, cached=True, outputs=None, meta=None)]
+    # one meta dict shared by several results (as the runner does per metric and batch), and another
+    results += [Result(3, "bleu", 0, "ok", value=0.5, outputs={"bleu_score": 0.5}, meta=results[0].meta),
+                Result(4, "bleu", 0, "ok", value=0.75, outputs={"bleu_score": 0.75}, meta={"signature": "other"})]
     cache = [dict(key="k" * 64, model="m", reply="4", prompt_tokens=3, completion_tokens=1, latency_ms=12.5)]
     dbs = []
     for fast in (True, False):

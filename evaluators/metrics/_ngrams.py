@@ -25,7 +25,9 @@ def clipped_matches(reference: Sequence[str], hypothesis: Sequence[str]) -> tupl
         if not out or out[-1]:
             hyp = Counter(zip(*(hypothesis[i:] for i in range(n))))
             ref = Counter(zip(*(reference[i:] for i in range(n))))
-            out.append(sum(min(c, ref[g]) for g, c in hyp.items() if g in ref))
+            # the shared n-grams found by one set intersection of the two key views (C), not a
+            # Python loop over every hypothesis n-gram
+            out.append(sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys()))
         else:  # no shared (n-1)-gram: no shared n-gram either
             out.append(0)
     return tuple(out)

@@ -70,10 +70,34 @@ def _tokenizer():
         def is_non_punct(self):
             return non_punct.search(self.type)
 
+    class Tokenizer(P.PunktSentenceTokenizer):
+        def text_contains_sentbreak(self, text: str) -> bool:
+            # Whether a candidate break's context ("word. Next") holds a sentence break is a pure
+            # function of that short string and the fixed English parameters; contexts repeat
+            # across texts (common words around common punctuation), so each is decided once.
+            found = _BREAKS.get(text)
+            if found is None:
+                if len(_BREAKS) >= _MEMO_LIMIT:  # bounded: a huge run of ever new contexts starts over
+                    _BREAKS.clear()
+                found = _BREAKS[text] = super().text_contains_sentbreak(text)
+            return found
+
     # PunktSentenceTokenizer(train_text) takes a PunktParameters object as it is.
-    return P.PunktSentenceTokenizer(english_params(), lang_vars=LangVars(), token_cls=Token)
+    tok = Tokenizer(english_params(), lang_vars=LangVars(), token_cls=Token)
+    tok.end_chars = frozenset(tok._lang_vars.sent_end_chars)  # the only characters Punkt breaks at: . ? !
+    return tok
+
+
+_BREAKS: dict[str, bool] = {}
+_MEMO_LIMIT = 500_000
 
 
 def sent_tokenize(text: str) -> list[str]:
     """``nltk.sent_tokenize(text)`` (English): the sentences ``word_tokenize`` tokenizes one by one."""
-    return _tokenizer().tokenize(text)
+    tok = _tokenizer()
+    if tok.end_chars.isdisjoint(text):
+        # No candidate break (Punkt only looks at . ? !): NLTK yields the one slice
+        # text[0:len(text.rstrip())], kept when not empty.
+        text = text.rstrip()
+        return [text] if text else []
+    return tok.tokenize(text)

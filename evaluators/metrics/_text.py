@@ -12,15 +12,15 @@ from ._nist import international_tokenize
 from ._nltk import import_nltk
 from ._punkt import sent_tokenize
 
-# For each Treebank rule (keyed by its pattern): characters of which a match must
-# contain at least one, checked against the text as it stands when the rule runs.
+# For each Treebank rule (keyed by its pattern): characters (or, in a tuple, substrings) of which
+# a match must contain at least one, checked against the text as it stands when the rule runs.
 # Skipping a rule that cannot match changes nothing; most rules cannot match most
 # text. A pattern not listed here (a future NLTK rule) always runs.
 _NEEDS = {
     "([«“‘„]|[`]+)": "«“‘„`", '^\\"': '"', "(``)": "`", "([ \\(\\[{<])(\\\"|\\'{2})": "\"'",
     "(?i)(?<!\\w)(\\')(?!(?:re|ve|ll|m|t|s|d|n)\\b)(?=\\w)": "'",
     "([^\\.])(\\.)([\\]\\)}>\"\\'»”’ ]*+)\\s*$": ".", "([:,])([^\\d])": ":,", "([:,])$": ":,",
-    "\\.{2,}": ".", "[;@#$%&]": ";@#$%&", "[\\u2012-\\u2015]": "\u2012\u2013\u2014\u2015",
+    "\\.{2,}": ("..",), "[;@#$%&]": ";@#$%&", "[\\u2012-\\u2015]": "\u2012\u2013\u2014\u2015",
     "([^\\.])(\\.)([\\]\\)}>\"\\']*)\\s*$": ".", "[?!]": "?!", "([^'])' ": "'", "[*]": "*",
     "[\\]\\[\\(\\)\\{\\}\\<\\>]": "[](){}<>", "--": "-", "([»”’])": "»”’", "''": "'", '"': '"',
     "([^' ])('[sS]|'[mM]|'[dD]|') ": "'", "([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ": "'",
@@ -54,6 +54,24 @@ def _joined(pattern: str) -> str:
     return out
 
 
+_DOT_FIRST = r"([^\.])(\.)"
+
+
+def _dot_first(pattern: str, sub: str) -> tuple[str, str]:
+    r"""``([^\.])(\.)REST`` (substitution ``\1 ...``) as ``(\.)(?<=[^\.]\.)REST``: the same matches
+    (a period whose preceding character is not a period), the preceding character checked
+    behind instead of consumed, so that ``re`` scans for the literal period instead of trying
+    the pattern at every character. The two sentence-final period rules are of this form; the
+    character no longer consumed is left in place, so the substitution drops its ``\1`` and
+    the other groups move down by one. Any other rule is returned unchanged."""
+    if not pattern.startswith(_DOT_FIRST) or not sub.startswith("\\1") or "\\1" in sub[2:]:
+        return pattern, sub
+    if re.search(r"\\g|\\0|\\[1-9]\d", sub):
+        return pattern, sub
+    return (r"(\.)(?<=[^\.]\.)" + pattern[len(_DOT_FIRST):],
+            re.sub(r"\\([2-9])", lambda m: "\\" + str(int(m[1]) - 1), sub[2:]))
+
+
 @lru_cache(maxsize=2)
 def _treebank_rules(joined: bool):
     """NLTK's own Treebank rules, with guards.
@@ -71,7 +89,14 @@ def _treebank_rules(joined: bool):
         return re.compile(_joined(rx.pattern), rx.flags & _RE_FLAGS) if joined else _unwrap(rx)
 
     def plain(rules):
-        return [(compile_(rx), sub, _NEEDS.get(rx.pattern)) for rx, sub in rules]
+        out = []
+        for rx, sub in rules:
+            needs = _NEEDS.get(rx.pattern)
+            if joined:
+                pattern, sub = _dot_first(rx.pattern, sub)
+                rx = re.compile(_joined(pattern), rx.flags & _RE_FLAGS)
+            out.append((_unwrap(rx), sub, needs))
+        return out
 
     contractions = [compile_(rx) for rx in T.CONTRACTIONS2 + T.CONTRACTIONS3]
     literals = [_CONTRACTION_PARTS.sub("", rx.pattern) for rx in T.CONTRACTIONS2 + T.CONTRACTIONS3]

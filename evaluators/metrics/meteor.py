@@ -7,7 +7,6 @@ instead of once per pair.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from functools import lru_cache
 
 from ._classic import reference_metric
@@ -26,71 +25,110 @@ def _stemmer():
     return PorterStemmer()
 
 
-@lru_cache(maxsize=200_000)
+# Per word, computed once per process: a Porter stem and a WordNet synonym set are pure functions
+# of the word, and words repeat across texts (Zipf) even when no text does. Plain dicts read
+# with .get() cost less than lru_cache's wrapper on ~800,000 look-ups for 10,000 short pairs.
+_STEMS: dict[str, str] = {}
+_SYNONYMS: dict[str, frozenset[str]] = {}
+_MEMO_LIMIT = 200_000
+
+
 def _stem(word: str) -> str:
-    return _stemmer().stem(word)
+    stem = _STEMS.get(word)
+    if stem is None:
+        if len(_STEMS) >= _MEMO_LIMIT:  # bounded: memory stays flat whatever the vocabulary
+            _STEMS.clear()
+        stem = _STEMS[word] = _stemmer().stem(word)
+    return stem
 
 
-@lru_cache(maxsize=200_000)
+def _stems(words: list[str]) -> list[str]:
+    """``[_stem(w) for w in words]``, the known stems read in one pass."""
+    stems = list(map(_STEMS.get, words))
+    if None in stems:
+        stems = [s if s is not None else _stem(w) for s, w in zip(stems, words)]
+    return stems
+
+
 def _synonyms(word: str) -> frozenset[str]:
-    return frozenset(n for n in lemma_names(word) if "_" not in n) | {word}
+    """NLTK's ``hypothesis_syns``: the word's WordNet lemma names without "_", plus the word."""
+    syns = _SYNONYMS.get(word)
+    if syns is None:
+        if len(_SYNONYMS) >= _MEMO_LIMIT:
+            _SYNONYMS.clear()
+        syns = _SYNONYMS[word] = frozenset(n for n in lemma_names(word) if "_" not in n) | {word}
+    return syns
 
 
-def _match(hyp: list[tuple[int, str]], ref: list[tuple[int, str]], synonyms: bool = False):
-    """One alignment stage: each hypothesis word, last first, takes the last free reference word.
+def _align(hpos: list[int], hyp: list[str], rpos: list[int], ref: list[str], out: list, synonyms: bool = False):
+    """One alignment stage of NLTK's METEOR: each hypothesis word, last first, takes the last free
+    reference word equal to it (``synonyms``: equal to one of its WordNet synonyms).
 
     Args:
-        hyp, ref: (original position, word) pairs still unmatched.
-        synonyms: compare the hypothesis word's WordNet synonyms with reference words.
+        hpos, hyp: the unmatched hypothesis words and their original positions (parallel lists).
+        rpos, ref: the same for the reference.
+        out: (hyp position, ref position) of each match made is appended here.
     Returns:
-        (matches as (hyp position, ref position), hyp left, ref left)
+        (hpos, hyp, rpos, ref) of the words still unmatched, in their order.
     """
-    positions: dict[str, list[int]] = defaultdict(list)
-    for j, (_, w) in enumerate(ref):
-        positions[w].append(j)
-    matches, used_h, used_r = [], set(), set()
-    ref_words = frozenset(positions) if synonyms else None
+    if synonyms:
+        ref_words = frozenset(ref)
+        # a hypothesis word none of whose synonyms is a reference word takes part in no match
+        wanted = {w: s for w in set(hyp) if (s := _synonyms(w) & ref_words)}
+        if not wanted:
+            return hpos, hyp, rpos, ref
+        keep = frozenset().union(*wanted.values())
+    else:
+        keep = set(hyp).intersection(ref)
+        if not keep:  # no word in common: nothing to match (the usual case of the stem stage)
+            return hpos, hyp, rpos, ref
+    positions: dict[str, list[int]] = {}
+    for j, w in enumerate(ref):
+        if w in keep:
+            positions.setdefault(w, []).append(j)
+    used_r: set[int] = set()
+    left_h: list[int] = []
     for i in range(len(hyp) - 1, -1, -1):
-        word = hyp[i][1]
         if synonyms:
+            cands = wanted.get(hyp[i])
             best, best_key = -1, None
-            # only synonyms that are reference words can match (one C-level intersection, not a loop)
-            for syn in _synonyms(word) & ref_words:
-                pos = positions.get(syn)
-                if pos and pos[-1] > best:
-                    best, best_key = pos[-1], syn
+            if cands:
+                for syn in cands:
+                    pos = positions.get(syn)
+                    if pos and pos[-1] > best:
+                        best, best_key = pos[-1], syn
             if best_key is None:
+                left_h.append(i)
                 continue
             j = positions[best_key].pop()
         else:
-            pos = positions.get(word)
+            pos = positions.get(hyp[i])
             if not pos:
+                left_h.append(i)
                 continue
             j = pos.pop()
-        used_h.add(i)
         used_r.add(j)
-        matches.append((hyp[i][0], ref[j][0]))
-    return (matches, [p for i, p in enumerate(hyp) if i not in used_h], [p for j, p in enumerate(ref) if j not in used_r])
-
-
-@lru_cache(maxsize=65_536)
-def _lower(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(w.lower() for w in tokens)
+        out.append((hpos[i], rpos[j]))
+    left_h.reverse()
+    left_r = [j for j in range(len(ref)) if j not in used_r]
+    return [hpos[i] for i in left_h], [hyp[i] for i in left_h], [rpos[j] for j in left_r], [ref[j] for j in left_r]
 
 
 def meteor(reference, hypothesis) -> float:
     """METEOR of one hypothesis against one reference (tokens, any case)."""
-    hyp = list(enumerate(_lower(tuple(hypothesis))))
-    ref = list(enumerate(_lower(tuple(reference))))
+    hyp = [w.lower() for w in hypothesis]
+    ref = [w.lower() for w in reference]
     if not hyp or not ref:
         return 0.0
-    exact, h, r = _match(hyp, ref)
+    matches: list[tuple[int, int]] = []
+    hp, h, rp, r = _align(list(range(len(hyp))), hyp, list(range(len(ref))), ref, matches)
     # As in NLTK, the words left after the stem stage stay stemmed for the synonym stage.
-    stem, h, r = _match([(i, _stem(w)) for i, w in h], [(j, _stem(w)) for j, w in r])
-    syn, _, _ = _match(h, r, synonyms=True)
-    matches = sorted(exact + stem + syn)
+    hp, h, rp, r = _align(hp, _stems(h), rp, _stems(r), matches)
+    if h and r:
+        _align(hp, h, rp, r, matches, synonyms=True)
     if not matches:
         return 0.0
+    matches.sort()
     precision, recall = len(matches) / len(hyp), len(matches) / len(ref)
     fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
     chunks = 1 + sum(
