@@ -214,3 +214,18 @@ def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False) -> 
                   {**now, "mark": {"type": "text", "align": "left", "dx": 7, "dy": -10, "fontSize": 13},
                    "encoding": {**now["encoding"], "text": {"field": "label"}}}]
     return {"usermeta": _meta(f"whatif.{spec.name}"), "height": 180, "width": "container", "layer": layer}
+
+
+def small_multiples(panels: list[dict], columns: int = 3, width: int = 220) -> dict:
+    """Charts of :func:`distribution` side by side, ``columns`` to a row, as one chart (rows of
+    ``hconcat`` in a ``vconcat``); each keeps its own scales and title, and its name
+    (``distribution.<metric>``) as the view's ``description``.
+
+    Args:
+        width: each plot's width in pixels (views side by side cannot follow their container's width;
+            three of 220 px with their axes fit the main column of a 1280 px wide window).
+    """
+    views = [{**{k: v for k, v in p.items() if k != "usermeta"}, "description": p["usermeta"]["chart"], "width": width,
+              "height": 150} for p in panels]  # the plot's own size here: titles are laid out above it
+    rows = [{"hconcat": views[k:k + columns], "spacing": 28} for k in range(0, len(views), columns)]
+    return {"usermeta": _meta("distributions"), "vconcat": rows, "spacing": 24}

@@ -69,8 +69,16 @@ def charts(at) -> list[dict]:
 
 
 def figure(at, name: str) -> dict:
-    """The chart named ``name`` (its ``usermeta.chart``)."""
-    return next(c for c in charts(at) if c.get("usermeta", {}).get("chart") == name)
+    """The chart named ``name`` (its ``usermeta.chart``), or the view of a grid of charts so named (its
+    ``description``)."""
+    for c in charts(at):
+        if c.get("usermeta", {}).get("chart") == name:
+            return c
+        for row in c.get("vconcat", []):
+            for view in row.get("hconcat", []):
+                if view.get("description") == name:
+                    return view
+    raise AssertionError(f"no chart {name}")
 
 
 def overview_rows(at) -> list[dict]:
@@ -198,8 +206,11 @@ def test_the_figures_are_drawn_only_while_the_metrics_tab_is_open(home_store):
     assert charts(at) == []
     assert cards(at)["coherence pass rate"] == "40%"  # the thresholds still hold on the other tabs
     assert at.slider(key="th.coherence").value == 4
-    at = app("pages/results.py", run=rid, view="Metrics")  # the overview and 4 distributions
-    assert [c["usermeta"]["chart"] for c in charts(at)] == ["overview"] + [f"distribution.{m}" for m in METRICS]
+    at = app("pages/results.py", run=rid, view="Metrics")  # the overview and 4 distributions, three to a row
+    assert [c["usermeta"]["chart"] for c in charts(at)] == ["overview", "distributions"]
+    rows = figure(at, "distributions")["vconcat"]
+    assert [[v["description"] for v in r["hconcat"]] for r in rows] == [
+        [f"distribution.{m}" for m in METRICS[:3]], [f"distribution.{METRICS[3]}"]]
     at = app("pages/results.py", run=rid, view="Thresholds")  # a curve per metric with a threshold
     assert [c["usermeta"]["chart"] for c in charts(at)] == [f"whatif.{m}" for m in METRICS[:3]]
 

@@ -13,7 +13,6 @@ import re
 import streamlit as st
 
 from evaluators import EvalError
-from evaluators import charts_overview
 from evaluators.charts_overview import number, output_label, rate_of
 from evaluators.exports import csv_text, jsonl_text
 from evaluators.judge import JudgeConfig, judge_url, named_judges
@@ -218,9 +217,9 @@ def headline(res: RunResults) -> None:
             st.metric(label, value, border=True, help=help_, width="content")
 
 
-def metric_panel(res: RunResults, spec: MetricSpec) -> None:
-    """One small multiple: the metric's distribution, titled with its average and interval, its rate and
-    its counts (one chart: each element costs a browser its own rendering, and a grid has many)."""
+def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:
+    """A small multiple's title: the metric, then its average with its interval, its rate with its
+    interval, and its counts."""
     sm = res.summary(spec)
     r = rate_of(spec, sm)
     mean, (lo, hi) = sm.get(spec.primary), sm.get(f"{spec.primary}_ci95") or (None, None)
@@ -231,13 +230,7 @@ def metric_panel(res: RunResults, spec: MetricSpec) -> None:
         line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
     counts = (f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
               + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
-    title = (output_label(spec), [*line, counts] if line else ["no scored rows yet", counts])
-    fig = loaders.figure(res, "distribution", (spec.name, res.thresholds[spec.name], title),
-                         lambda: charts_overview.distribution(spec, res.values(spec.name), res.thresholds[spec.name],
-                                                              title))
-    st.vega_lite_chart(fig, width="stretch")
-    if sm.get("noted_rows"):
-        st.warning(f"{sm['noted_rows']} row(s) flagged. First: {res.first_note(spec.name)}")
+    return output_label(spec), [*line, counts] if line else ["no scored rows yet", counts]
 
 
 ERRORS_SHOWN = 1000  # errored cells listed at once (the data layer reads no more than this, plus one)
