@@ -25,7 +25,8 @@ Chromium (Debian's, /usr/bin/chromium), each against its target:
   0.5 s; then text searches (reported);
 - a row selection (click a row, wait for its detail pane); target 0.5 s;
 - the streamlit server's RSS after all of it; target < 1 GB;
-- the Runs page with ``--runs`` runs; target 1 s;
+- the Runs page with ``--runs`` runs; target 1 s; beside it, for reference, the app's lightest page (the
+  Pairwise inspector with nothing to show: a title, a message, a link) loaded the same way;
 - the same two pages reached inside the app, as a reader moves: a click on the big run in the Runs table
   opens its Results page, the sidebar's "Runs" goes back (no reload of the browser's app).
 
@@ -225,6 +226,12 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
         out["search"] = time.perf_counter() - t
         out["rss_mb"] = rss_mb(pid)
 
+        floor = ctx.new_page()  # what any page of this app takes to load here: a title, a message, a link
+        t = time.perf_counter()
+        floor.goto(f"{url}/pairwise")
+        settle(floor, "No run with wildbench_pairwise yet")
+        out["floor"] = time.perf_counter() - t
+        floor.close()
         page3 = ctx.new_page()
         t = time.perf_counter()
         page3.goto(f"{url}/runs")
@@ -326,6 +333,7 @@ def main() -> None:
             ("text search, first", "search_first", None, "s"),
             ("text search, next", "search", None, "s"),
             ("streamlit server RSS", "rss_mb", "rss_mb", "MB"),
+            ("a page with a title, a message and a link (reference: any page)", "floor", None, "s"),
             (f"Runs page with {args.runs} runs", "runs_page", "runs_page", "s"),
             ("Results page from a click in the Runs table (in the app)", "results_in_app", "first_render", "s"),
             (f"Runs page from the sidebar (in the app, {args.runs} runs)", "runs_in_app", "runs_page", "s")]
