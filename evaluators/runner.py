@@ -227,6 +227,7 @@ class Runner:
         self._classic_batches = 0  # classic batches computed in this process
         self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
         self._classic_computes: dict[str, Callable] | None = None
+        self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
 
     def _walk(self, done: set, stored: set | None, values: bool = True) -> Iterator[_Task | Result]:
         """This run's tasks (lazily): everything not settled, or with ``rows``, those rows' and any never run.
@@ -568,6 +569,7 @@ class Runner:
         if worker.broken:
             for part, items in worker.take_back():
                 self._write_classic(part, compute_all(items, self._computes()))
+                self._classic_batches += 1
 
     async def _classic_finish(self) -> None:
         """Every batch back from the worker and written; the worker ended."""
@@ -581,6 +583,7 @@ class Runner:
 
     def _classic_close(self) -> None:
         if self._classic_worker is not None:
+            self.classic_split = (self._classic_batches, self._classic_worker.batches_done)
             self._classic_worker.close()
             self._classic_worker = None
 
