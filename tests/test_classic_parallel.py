@@ -108,3 +108,27 @@ def test_setting_and_threshold(tmp_path, monkeypatch):
     store = Store(f"sqlite:///{tmp_path / 'small.db'}")
     runner = Runner(store, prepare_run(store, SINGLE, ["f1_score", "bleu", "rouge"]))
     assert runner.run() == "completed" and runner.classic_split is None
+
+
+def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_file, one_process, monkeypatch):
+    monkeypatch.setenv(ENV, "1")
+    store = Store(f"sqlite:///{tmp_path / 'cancel.db'}")
+    rid = prepare_run(store, str(pairs_file), METRICS)
+    pids = []
+
+    def progress(p):
+        runner = holder[0]
+        if runner._classic_worker is not None and runner._classic_worker.outstanding and not pids:
+            pids.append(runner._classic_worker.pid)
+            # what the runner's watcher does on a cancel request (it polls the store every half second,
+            # longer than this small run lasts): batches are out at the worker at this moment
+            runner._cancelled = True
+
+    holder = [Runner(store, rid, on_progress=progress)]
+    assert holder[0].run() == "cancelled"
+    assert pids and not os.path.exists(f"/proc/{pids[0]}/status")  # the worker ended with the run (and was reaped)
+    assert 0 < len(store.done_keys(rid)) < 600 * len(METRICS)
+    assert Runner(store, rid).run() == "completed"
+    write_run_outputs(store, rid, tmp_path / "out")
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (tmp_path / "out" / name).read_bytes() == (one_process / name).read_bytes(), name
