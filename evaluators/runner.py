@@ -18,13 +18,13 @@ from typing import Any, Callable, Iterator
 
 from .data import Dataset
 from .errors import EvalError
-from . import parallel
 from .judge import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from .parallel import ClassicWorker, compute_all
+from .parallel import wanted as classic_worker_wanted
 from .ratelimit import RateLimiter
 from .registry import MetricSpec
 from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
 from .store import KeySet, Result, Store, utcnow
-from .parallel import ClassicWorker, compute_all
 from .templates import ReplyError, Template
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
@@ -537,7 +537,7 @@ class Runner:
         self._classic_decided = True
         specs = self.spec.specs()
         classic = sum(not s.is_judge for s in specs)
-        if not classic or not parallel.wanted(self.progress.total * classic // len(specs)):
+        if not classic or not classic_worker_wanted(self.progress.total * classic // len(specs)):
             return None
         self._classic_worker = ClassicWorker(self._computes())
         return self._classic_worker

@@ -73,19 +73,22 @@ def test_worker_on_writes_the_same_files_as_one_process(tmp_path, pairs_file, on
 
 
 def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeypatch):
+    from evaluators.parallel import ClassicWorker
+
     killed = []
+    submit = ClassicWorker.submit
 
-    def kill_once(runner, progress):
-        w = runner._classic_worker
-        if not killed and w is not None and w.outstanding:
-            os.kill(w.pid, signal.SIGKILL)  # mid-run, batches handed over and not back
-            killed.append(w.outstanding)
+    def submit_then_kill(self, key, items):
+        submit(self, key, items)
+        if not killed:  # the real worker process, killed the moment it was handed its first batch
+            os.kill(self.pid, signal.SIGKILL)
+            killed.append(self.pid)
 
-    runner, status, out = run_once(tmp_path, "killed", pairs_file, monkeypatch, "1", kill_once)
-    assert killed and killed[0] > 0
-    assert status == "completed"
-    here, there = runner.classic_split
-    assert here + there == 600 * len(METRICS) // CLASSIC_BATCH and here > there  # the runner took its batches back
+    monkeypatch.setattr(ClassicWorker, "submit", submit_then_kill)
+    runner, status, out = run_once(tmp_path, "killed", pairs_file, monkeypatch, "1")
+    assert killed and status == "completed"
+    # every batch computed here in the end: the one the dead worker held was taken back
+    assert runner.classic_split == (600 * len(METRICS) // CLASSIC_BATCH, 0)
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
