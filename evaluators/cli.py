@@ -282,6 +282,10 @@ def cmd_run(a) -> int:
     resumed = store.get_run(rid)["tasks_done"] > 0
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
+    import gc
+
+    gc.freeze()  # what start-up and loading made (WordNet's index...) stays out of the collector's walks,
+    gc.set_threshold(20_000, 50, 50)  # and the run's many short-lived objects trigger fewer collections
     # the user re-running a command takes the run over, even from a process killed moments ago
     status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe).run()
     if not a.quiet:

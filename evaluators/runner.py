@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator
 from .data import Dataset
 from .errors import EvalError
 from .judge import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from .parallel import ClassicWorker, compute_all
+from .parallel import wanted as classic_worker_wanted
 from .ratelimit import RateLimiter
 from .registry import MetricSpec
 from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
@@ -221,6 +223,11 @@ class Runner:
         self._probe: asyncio.Task | None = None  # the judge's check, running alongside the first calls
         self._probe_error: BaseException | None = None
         self._trusted = True  # False from the judge's check until it passed: results are held, not written
+        self._classic_worker: ClassicWorker | None = None  # a forked process computing classic batches too
+        self._classic_batches = 0  # classic batches computed in this process
+        self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
+        self._classic_computes: dict[str, Callable] | None = None
+        self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
 
     def _walk(self, done: set, stored: set | None, values: bool = True) -> Iterator[_Task | Result]:
         """This run's tasks (lazily): everything not settled, or with ``rows``, those rows' and any never run.
@@ -341,12 +348,14 @@ class Runner:
                         return
             if chunk:
                 await self._feed(chunk, queue)
+            await self._classic_finish()
             for _ in workers:
                 await queue.put(None)
             await asyncio.gather(*workers)
             if self._probe is not None:
                 await self._probe  # every call is back; the check's verdict decides whether they count
         finally:
+            self._classic_close()
             if self._probe is not None:
                 if not self._probe.done():
                     self._probe.cancel()
@@ -360,7 +369,7 @@ class Runner:
         """Compute a chunk's classic tasks, settle its judged tasks the cache answers, queue the rest."""
         classic = [t for t in chunk if not t.spec.is_judge]
         judged = [t for t in chunk if t.spec.is_judge]
-        if classic:
+        if classic or self._classic_worker is not None:  # (none left: the worker's last batches are written)
             await self._run_classic(classic)
         if not judged or self._cancelled:
             return
@@ -488,25 +497,95 @@ class Runner:
             self.on_progress(self.progress)
 
     async def _run_classic(self, tasks: list[_Task]) -> None:
+        """Compute classic tasks and write their results, a batch at a time.
+
+        On a run large enough (see :mod:`evaluators.parallel`) batches go to a forked worker process
+        while it has room and are computed here otherwise; this process writes every result, the
+        worker's included, as they come back. An empty ``tasks`` (the classic tasks are over) waits
+        for the worker's last batches and ends it.
+        """
+        worker = self._classic_worker_now()
         for start in range(0, len(tasks), CLASSIC_BATCH):
             if self._cancelled:
                 return
-            batch = []
-            metas: dict[str, dict] = {}  # one meta dict per metric and batch: the store encodes it once
-            for t in tasks[start:start + CLASSIC_BATCH]:
+            part = tasks[start:start + CLASSIC_BATCH]
+            if worker is not None and worker.room:
+                worker.submit(part, [(t.spec.name, t.values) for t in part])
+            else:
+                self._write_classic(part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
+                self._classic_batches += 1
+            if worker is not None:
+                self._classic_collect(wait=False)
+            await asyncio.sleep(0)  # let the watcher see a cancel request
+        if not tasks:
+            await self._classic_finish()
+
+    def _computes(self) -> dict[str, Callable]:
+        """Metric name -> compute function, of this run's classic metrics."""
+        if self._classic_computes is None:
+            self._classic_computes = {s.name: s.compute for s in self.spec.specs() if not s.is_judge}
+        return self._classic_computes
+
+    def _classic_worker_now(self) -> ClassicWorker | None:
+        """The worker process for this run's classic batches, forked once this process computed a
+        first batch itself (so WordNet, Punkt's parameters and the memos are loaded and shared); None
+        while in-process, or for good when the run is too small or the setting says so."""
+        if self._classic_worker is not None:
+            return None if self._classic_worker.broken else self._classic_worker
+        if self._classic_decided or self._classic_batches < 1:
+            return None
+        self._classic_decided = True
+        specs = self.spec.specs()
+        classic = sum(not s.is_judge for s in specs)
+        if not classic or not classic_worker_wanted(self.progress.total * classic // len(specs)):
+            return None
+        self._classic_worker = ClassicWorker(self._computes())
+        return self._classic_worker
+
+    def _write_classic(self, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
+        batch = []
+        metas: dict[str, dict] = {}  # one meta dict per metric and batch: the store encodes it once
+        for t, (ok, out) in zip(part, outcomes):
+            if ok:
                 try:
-                    out = t.spec.compute(t.values)
                     meta = metas.get(t.spec.name)
                     if meta is None:
                         meta = metas[t.spec.name] = {"signature": t.spec.signature()}
                     r = Result(t.row, t.spec.name, t.turn, "ok", value=out[t.spec.primary], outputs=out, meta=meta)
                 except Exception as e:  # one bad row never aborts a run
                     r = Result(t.row, t.spec.name, t.turn, "error", error=f"{type(e).__name__}: {e}")
-                batch.append(r)
-            self.store.write_results(self.run_id, batch)
-            for r in batch:
-                self._tick(r)
-            await asyncio.sleep(0)  # let the watcher see a cancel request
+            else:
+                r = Result(t.row, t.spec.name, t.turn, "error", error=out)
+            batch.append(r)
+        self.store.write_results(self.run_id, batch)
+        for r in batch:
+            self._tick(r)
+
+    def _classic_collect(self, wait: bool) -> None:
+        """Write the batches the worker sent back; compute here those a dead worker held."""
+        worker = self._classic_worker
+        for part, outcomes in worker.collect(wait=wait):
+            self._write_classic(part, outcomes)
+        if worker.broken:
+            for part, items in worker.take_back():
+                self._write_classic(part, compute_all(items, self._computes()))
+                self._classic_batches += 1
+
+    async def _classic_finish(self) -> None:
+        """Every batch back from the worker and written; the worker ended."""
+        worker = self._classic_worker
+        if worker is None:
+            return
+        while worker.outstanding and not self._cancelled:
+            self._classic_collect(wait=True)
+            await asyncio.sleep(0)  # heartbeats and cancel requests meanwhile
+        self._classic_close()
+
+    def _classic_close(self) -> None:
+        if self._classic_worker is not None:
+            self.classic_split = (self._classic_batches, self._classic_worker.batches_done)
+            self._classic_worker.close()
+            self._classic_worker = None
 
     def _from_cache(self, tasks: list[_Task]) -> list[tuple[_Task, Template, list[dict], str]]:
         """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""

@@ -1,0 +1,137 @@
+"""Classic metrics computed by a forked worker alongside the runner (evaluators.parallel).
+
+Every value must be the one a one-process run gives: the same run with the worker forced on and
+forced off writes byte-identical rows.jsonl and metrics.json; a worker killed mid-run loses no row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from evaluators import prepare_run
+from evaluators.parallel import ENV, MIN_TASKS
+from evaluators.run_outputs import write_run_outputs
+from evaluators.runner import CLASSIC_BATCH, Runner
+from evaluators.store import Store
+from tests.conftest import SINGLE
+
+METRICS = ["f1_score", "bleu", "gleu", "rouge", "meteor"]
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory):
+    """600 distinct (response, ground truth) pairs: each sample response against other rows' ground truths,
+    plus a row with no words at all on one side (F1/BLEU edge values)."""
+    rows = [json.loads(line) for line in SINGLE.read_text().splitlines()]
+    out = []
+    for k in range(599):
+        a, b = rows[k % len(rows)], rows[(k // len(rows) + k + 1) % len(rows)]
+        out.append({"id": f"p{k}", "response": a["response"], "ground_truth": b["ground_truth"]})
+    out.append({"id": "blank", "response": "...", "ground_truth": "Dr. Smith arrived at 5 p.m. — “late”."})
+    path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in out))
+    return path
+
+
+def run_once(tmp_path, name, data, monkeypatch, setting, on_runner=None):
+    """Run the classic metrics on ``data`` with the worker setting; returns (runner, status, out dir)."""
+    monkeypatch.setenv(ENV, setting)
+    store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
+    rid = prepare_run(store, str(data), METRICS)
+    holder = {}
+    runner = Runner(store, rid, on_progress=lambda p: on_runner(holder["r"], p) if on_runner else None)
+    holder["r"] = runner
+    status = runner.run()
+    out = tmp_path / name
+    write_run_outputs(store, rid, out)
+    return runner, status, out
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory, pairs_file):
+    mp = pytest.MonkeyPatch()
+    try:
+        runner, status, out = run_once(tmp_path_factory.mktemp("off"), "off", pairs_file, mp, "0")
+    finally:
+        mp.undo()
+    assert status == "completed" and runner.classic_split is None  # no worker was forked
+    return out
+
+
+def test_worker_on_writes_the_same_files_as_one_process(tmp_path, pairs_file, one_process, monkeypatch):
+    runner, status, out = run_once(tmp_path, "on", pairs_file, monkeypatch, "1")
+    assert status == "completed"
+    here, there = runner.classic_split
+    assert there > 0 and here > 0 and here + there == 600 * len(METRICS) // CLASSIC_BATCH  # both computed some
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 600 and all(r.get(f"outputs.{m}.{m}_status", "ok") != "error" for r in rows for m in METRICS)
+
+
+def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeypatch):
+    from evaluators.parallel import ClassicWorker
+
+    killed = []
+    submit = ClassicWorker.submit
+
+    def submit_then_kill(self, key, items):
+        submit(self, key, items)
+        if not killed:  # the real worker process, killed the moment it was handed its first batch
+            os.kill(self.pid, signal.SIGKILL)
+            killed.append(self.pid)
+
+    monkeypatch.setattr(ClassicWorker, "submit", submit_then_kill)
+    runner, status, out = run_once(tmp_path, "killed", pairs_file, monkeypatch, "1")
+    assert killed and status == "completed"
+    # every batch computed here in the end: the one the dead worker held was taken back
+    assert runner.classic_split == (600 * len(METRICS) // CLASSIC_BATCH, 0)
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def test_setting_and_threshold(tmp_path, monkeypatch):
+    from evaluators import parallel
+
+    monkeypatch.setenv(ENV, "0")
+    assert not parallel.wanted(10**6)
+    monkeypatch.setenv(ENV, "2")
+    assert parallel.wanted(1)
+    monkeypatch.delenv(ENV)
+    assert not parallel.wanted(MIN_TASKS - 1)  # too small to pay off: in-process
+    assert parallel.wanted(MIN_TASKS) == ((os.cpu_count() or 1) >= 2 and __import__("threading").active_count() == 1)
+    monkeypatch.setenv(ENV, "two")
+    with pytest.raises(ValueError, match=ENV):
+        parallel.wanted(MIN_TASKS)
+    # a small run (31 rows x 3 metrics) stays in one process without any setting
+    monkeypatch.delenv(ENV)
+    store = Store(f"sqlite:///{tmp_path / 'small.db'}")
+    runner = Runner(store, prepare_run(store, SINGLE, ["f1_score", "bleu", "rouge"]))
+    assert runner.run() == "completed" and runner.classic_split is None
+
+
+def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_file, one_process, monkeypatch):
+    monkeypatch.setenv(ENV, "1")
+    store = Store(f"sqlite:///{tmp_path / 'cancel.db'}")
+    rid = prepare_run(store, str(pairs_file), METRICS)
+    pids = []
+
+    def progress(p):
+        runner = holder[0]
+        if runner._classic_worker is not None and runner._classic_worker.outstanding and not pids:
+            pids.append(runner._classic_worker.pid)
+            # what the runner's watcher does on a cancel request (it polls the store every half second,
+            # longer than this small run lasts): batches are out at the worker at this moment
+            runner._cancelled = True
+
+    holder = [Runner(store, rid, on_progress=progress)]
+    assert holder[0].run() == "cancelled"
+    assert pids and not os.path.exists(f"/proc/{pids[0]}/status")  # the worker ended with the run (and was reaped)
+    assert 0 < len(store.done_keys(rid)) < 600 * len(METRICS)
+    assert Runner(store, rid).run() == "completed"
+    write_run_outputs(store, rid, tmp_path / "out")
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (tmp_path / "out" / name).read_bytes() == (one_process / name).read_bytes(), name
