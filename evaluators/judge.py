@@ -418,6 +418,17 @@ def _tls_needed(endpoint: str) -> bool:
     return endpoint.startswith("https") or any(os.environ.get(k, "").lower().startswith("https") for k in proxies)
 
 
+def _warm_http_path() -> None:
+    """Import now what httpx2's first request would import (anyio's asyncio backend and its streams,
+    ~35 ms): made while the judge's check is in flight, the first real calls do not wait for it."""
+    try:
+        import anyio._backends._asyncio  # noqa: F401
+        import anyio.streams.memory  # noqa: F401
+        import anyio.streams.stapled  # noqa: F401
+    except ImportError:  # another anyio layout: the first request imports what it needs, as before
+        pass
+
+
 class JudgeClient:
     """Async chat-completion client with retries; one per run.
 
@@ -437,6 +448,7 @@ class JudgeClient:
 
         headers = self._setup(config, api_key, limiter)
         self._httpx = httpx
+        _warm_http_path()
         # Connections in shards of a few per HTTP client: a client's pool looks at each of its
         # connections on every request, which at 64-256 in flight cost more CPU than the call itself.
         # Each call borrows a free slot of one shard, so no shard's pool ever waits.

@@ -342,13 +342,15 @@ class Runner:
         workers = [asyncio.create_task(self._worker(queue)) for _ in range(n)]
         try:
             chunk: list[_Task] = []
+            # the first chunk no bigger than the queue: the first calls wait for no more rendering than they need
+            size = min(CHUNK, queue.maxsize) if judged else CHUNK
             for x in self._walk(done, stored):
                 if isinstance(x, Result):
                     continue  # recorded before the run started
                 chunk.append(x)
-                if len(chunk) >= CHUNK:
+                if len(chunk) >= size:
                     await self._feed(chunk, queue)
-                    chunk = []
+                    chunk, size = [], CHUNK
                     if self._cancelled:
                         return
             if chunk:
