@@ -31,6 +31,7 @@ CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
+WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
 @dataclass
@@ -299,7 +300,6 @@ class Runner:
             store.write_results(rid, skipped)
             self.progress.total = total
             store.update_run(rid, tasks_total=total, tasks_done=0, tasks_errored=0)
-            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run-store")
             watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
                 self._phase = asyncio.create_task(self._execute(done, stored))
@@ -378,10 +378,11 @@ class Runner:
             await self._run_classic(classic)
         if not judged or self._cancelled:
             return
-        if self._io is not None:  # rendering and the cache lookup on the store's thread, off the event loop
-            prepared = await asyncio.wrap_future(self._io.submit(self._prepare, judged))
-        else:
-            prepared = self._prepare(judged)
+        if self._io is None:  # made with the first judged chunk: classic tasks come first, and a run's classic
+            # batches may go to a forked process, which is forked only while this process runs no other thread
+            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run-store")
+        # rendering and the cache lookup on the store's thread, off the event loop
+        prepared = await asyncio.wrap_future(self._io.submit(self._prepare, judged))
         todo = self._from_cache(judged, prepared)
         if todo and self._client is None:
             judge = self.spec.judge
@@ -485,7 +486,7 @@ class Runner:
             return
         # written by the store's thread, in order; counted (and shown) once written: _settle_writes
         self._writes.append((self._io.submit(self.store.write_results, self.run_id, results, cache), results))
-        self._settle_writes(wait=False)
+        self._settle_writes(wait=len(self._writes) > WRITES_QUEUED)  # a lagging thread is waited for: memory stays flat
 
     def _offloaded(self) -> bool:
         """Whether store work goes to the store's thread: yes, unless the judge has signalled a rate limit.
