@@ -1,9 +1,15 @@
+import gc
 import os
 import sys
 
-from .cli import main
+# Start-up allocates ~100,000 objects that live as long as the process (modules, SQLAlchemy's mappers,
+# the run's set-up) and no garbage worth a collection: collections resume, with those objects frozen
+# out of them, when the run's calls start (cli.resume_gc), ~70 ms sooner on this machine.
+gc.disable()
+from . import cli  # noqa: E402
 
-code = main()
+cli.GC_HELD = True
+code = cli.main()
 try:
     sys.stdout.flush()
     sys.stderr.flush()

@@ -19,6 +19,19 @@ if TYPE_CHECKING:
     from .judge import JudgeConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED, EXIT_FAILED = 0, 1, 2, 3, 4, 5
+GC_HELD = False  # `python -m evaluators` holds the cyclic garbage collector during start-up (__main__)
+
+
+def resume_gc() -> None:
+    """Collections back on, everything start-up made frozen out of them (it lives as long as the process;
+    later collections need not walk it). A no-op unless start-up held them."""
+    global GC_HELD
+    if GC_HELD:
+        import gc
+
+        GC_HELD = False
+        gc.freeze()
+        gc.enable()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -282,6 +295,7 @@ def cmd_run(a) -> int:
     resumed = store.get_run(rid)["tasks_done"] > 0
     if resumed and not a.quiet:
         print(f"resuming run {rid} in {a.out}", file=sys.stderr)
+    resume_gc()  # (the run's own garbage is collected as usual)
     import gc
 
     gc.freeze()  # what start-up and loading made (WordNet's index...) stays out of the collector's walks,
@@ -354,6 +368,8 @@ def cmd_worker(a) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
+        if a.command != "run":
+            resume_gc()
         commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker,
                     **cli_safety.COMMANDS, **cli_wildbench.COMMANDS}
         return commands[a.command](a)

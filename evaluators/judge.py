@@ -418,6 +418,17 @@ def _tls_needed(endpoint: str) -> bool:
     return endpoint.startswith("https") or any(os.environ.get(k, "").lower().startswith("https") for k in proxies)
 
 
+def _warm_http_path() -> None:
+    """Import now what httpx2's first request would import (anyio's asyncio backend and its streams,
+    ~35 ms): made while the judge's check is in flight, the first real calls do not wait for it."""
+    try:
+        import anyio._backends._asyncio  # noqa: F401
+        import anyio.streams.memory  # noqa: F401
+        import anyio.streams.stapled  # noqa: F401
+    except ImportError:  # another anyio layout: the first request imports what it needs, as before
+        pass
+
+
 class JudgeClient:
     """Async chat-completion client with retries; one per run.
 
@@ -435,7 +446,24 @@ class JudgeClient:
     def __init__(self, config: JudgeConfig, api_key: str | None = None, limiter: Any = None):
         import httpx2 as httpx  # the httpx the openai package ships with (pinned in requirements.txt)
 
+        headers = self._setup(config, api_key, limiter)
+        self._httpx = httpx
+        _warm_http_path()
+        # Connections in shards of a few per HTTP client: a client's pool looks at each of its
+        # connections on every request, which at 64-256 in flight cost more CPU than the call itself.
+        # Each call borrows a free slot of one shard, so no shard's pool ever waits.
+        shards = -(-(config.concurrency + 4) // SHARD_CONNECTIONS)
+        verify = _tls_context(httpx, _tls_needed(self._endpoint))  # plain HTTP: no certificates loaded
+        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
+        self._shards = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.config.timeout), limits=limits,
+                                          verify=verify) for _ in range(shards)]
+        self._free = [k for _ in range(SHARD_CONNECTIONS) for k in range(shards)]  # a slot = a shard's index
+        self._spill = 0  # more calls in flight than slots (a caller past its concurrency): round robin
+
+    def _setup(self, config: JudgeConfig, api_key: str | None, limiter: Any) -> dict[str, str]:
+        """Resolve the judge, its key, URL and query parameters; returns the headers every call sends."""
         self.limiter = limiter
+        self.on_sent: Any = None  # called once a request's body is on the wire (the early check says so)
         key = resolve_api_key(config, api_key)
         config = config.resolved()
         self.config = config
@@ -465,18 +493,7 @@ class JudgeClient:
                 headers["Authorization"] = f"Bearer {key}"
         self._endpoint += "/chat/completions"
         self._params = params
-        self._httpx = httpx
-        # Connections in shards of a few per HTTP client: a client's pool looks at each of its
-        # connections on every request, which at 64-256 in flight cost more CPU than the call itself.
-        # Each call borrows a free slot of one shard, so no shard's pool ever waits.
-        shards = -(-(config.concurrency + 4) // SHARD_CONNECTIONS)
-        verify = _tls_context(httpx, _tls_needed(self._endpoint))  # plain HTTP: no certificates loaded
-        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
-        self._shards = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(config.timeout), limits=limits,
-                                          verify=verify) for _ in range(shards)]
-        self._free = [k for _ in range(SHARD_CONNECTIONS) for k in range(shards)]  # a slot = a shard's index
-        self._spill = 0  # more calls in flight than slots (a caller past its concurrency): round robin
-        self.on_sent: Any = None  # called once a request's body is on the wire (the early check says so)
+        return headers
 
     def _retryable(self, exc: Exception, probing: bool = False, attempt: int = 1) -> bool:
         if isinstance(exc, APITimeoutError):
@@ -620,6 +637,69 @@ class JudgeClient:
             await client.aclose()
 
 
+class _StdlibResponse:
+    """What :meth:`JudgeClient.complete` reads of a response (status, headers, body), from ``http.client``."""
+
+    def __init__(self, status_code: int, headers: Any, content: bytes):
+        self.status_code, self.headers, self.content = status_code, headers, content
+
+
+class PlainHTTPCheck(JudgeClient):
+    """The judge's check over the standard library's ``http.client``, for a judge reached over plain HTTP
+    with no proxy in the environment (a local or in-cluster server): the check leaves without waiting for
+    ``httpx2``'s import and client set-up (~0.1 s of a run's start). Same request (URL, headers, body),
+    retries, limiter and errors as :class:`JudgeClient`, whose :meth:`complete` and :meth:`probe` it runs;
+    one connection, one call at a time (the check is one call).
+    """
+
+    def __init__(self, config: JudgeConfig, api_key: str | None = None, limiter: Any = None):
+        self._headers = self._setup(config, api_key, limiter)
+        self._conn: Any = None
+
+    @staticmethod
+    def usable(endpoint: str) -> bool:
+        """Plain HTTP, and no proxy httpx would have gone through (HTTP_PROXY, ALL_PROXY)."""
+        proxies = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+        return endpoint.startswith("http://") and not any(os.environ.get(k) for k in proxies)
+
+    async def _post(self, body: bytes) -> Any:
+        import http.client
+        from urllib.parse import urlencode, urlsplit
+
+        url = urlsplit(self._endpoint)
+        target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        if self._params:
+            target += ("&" if url.query else "?") + urlencode(self._params)
+        try:
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=self.config.timeout)
+            self._conn.request("POST", target, body=body, headers=self._headers)
+            if self.on_sent is not None:
+                self.on_sent()
+            response = self._conn.getresponse()
+            reply = _StdlibResponse(response.status, response.headers, response.read())
+            if response.will_close:
+                self._conn.close()
+                self._conn = None
+        except TimeoutError:
+            self._close()
+            raise APITimeoutError("Request timed out.") from None
+        except (OSError, http.client.HTTPException) as e:  # refused, reset, DNS, a broken protocol
+            self._close()
+            raise APIConnectionError(f"Connection error. ({type(e).__name__}: {e})"[:300]) from None
+        if not 200 <= reply.status_code < 300:
+            raise _status_error(reply)
+        return reply
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def aclose(self) -> None:
+        self._close()
+
+
 class EarlyProbe:
     """The judge's check call, sent from a thread of its own as soon as the judge is known (the CLI
     starts it before the dataset is stored), so the first call leaves within moments of start-up.
@@ -652,36 +732,49 @@ class EarlyProbe:
         self._sending.wait(timeout)
 
     def _run(self) -> None:
-        async def check() -> int:
+        async def check() -> None:
             from .ratelimit import RateLimiter
 
             # one connection is all a single call needs (the run's client opens its own pool)
             self.limiter = RateLimiter(1)
-            client = JudgeClient(replace(self.config, concurrency=1), self.api_key, limiter=self.limiter)
+            config = replace(self.config, concurrency=1)
+            client: JudgeClient = PlainHTTPCheck(config, self.api_key, limiter=self.limiter)
+            if not PlainHTTPCheck.usable(client._endpoint):  # TLS or a proxy: the run's own HTTP client
+                client = JudgeClient(config, self.api_key, limiter=self.limiter)
             client.on_sent = self._sending.set  # the caller goes on once the check is on the wire
             try:
                 start = time.perf_counter()
-                calls = await client.probe()
-                self.latency = time.perf_counter() - start
-                return calls
+                try:
+                    self.calls = await client.probe()
+                    self.latency = time.perf_counter() - start
+                except JudgeUnavailable as e:
+                    self.calls, self.error = e.attempts, e
+                except Exception as e:  # noqa: BLE001 — handed to the runner, which fails the run with it
+                    self.error = e
+                self._announce()  # the verdict goes out now; closing the connection can follow
             finally:
                 await client.aclose()
 
         try:
-            self.calls = asyncio.run(check())
-        except JudgeUnavailable as e:
-            self.calls, self.error = e.attempts, e
+            asyncio.run(check())
         except BaseException as e:  # noqa: BLE001 — handed to the runner, which fails the run with it
-            self.error = e
+            if not self._done.is_set():
+                self.error = e
         finally:
-            self._sending.set()
-            with self._lock:
-                self._done.set()
-                for loop, event in self._wake:
-                    try:
-                        loop.call_soon_threadsafe(event.set)  # the runner's calls leave the moment it passed
-                    except RuntimeError:  # that loop has closed: nobody waits there any more
-                        pass
+            self._announce()
+
+    def _announce(self) -> None:
+        """The check is over (passed, or failed with ``error``): wake whoever waits for it, once."""
+        self._sending.set()
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._done.set()
+            for loop, event in self._wake:
+                try:
+                    loop.call_soon_threadsafe(event.set)  # the runner's calls leave the moment it passed
+                except RuntimeError:  # that loop has closed: nobody waits there any more
+                    pass
 
     async def result(self) -> int:
         """The calls the check made, once it is over (woken by the check's thread the moment it is).

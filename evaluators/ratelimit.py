@@ -138,6 +138,11 @@ class RateLimiter:
         self._ramp_from = self.limit
         self._ramp_at = self.clock() + span / 2
 
+    @property
+    def signalled(self) -> bool:
+        """The judge has said it limits this client (a 429, or a remaining-requests header below the concurrency)."""
+        return self._signalled
+
     def adopt(self, other: "RateLimiter") -> None:
         """Take over what another limiter (the judge check's own) learnt: a pause asked for, a limit signalled."""
         self.paused_until = max(self.paused_until, other.paused_until)

@@ -8,11 +8,13 @@ only calls in flight; running again continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import hashlib
 import json
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -31,6 +33,7 @@ CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
+WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
 @dataclass
@@ -228,6 +231,10 @@ class Runner:
         self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
+        # judge results, progress and cancel checks go to the store from a thread of their own, in order:
+        # a commit (or a busy disk) never holds up the event loop and the answers waiting on it
+        self._io: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes: deque[tuple[concurrent.futures.Future, list[Result]]] = deque()
 
     def _walk(self, done: set, stored: set | None, values: bool = True) -> Iterator[_Task | Result]:
         """This run's tasks (lazily): everything not settled, or with ``rows``, those rows' and any never run.
@@ -313,6 +320,7 @@ class Runner:
             finally:
                 watcher.cancel()
                 self._flush_results()
+                self._settle_writes(wait=True)  # every result written before the outcome is read
             if self._cancelled:
                 status, error = "cancelled", None
             else:
@@ -327,6 +335,10 @@ class Runner:
             self._flush_progress(status="failed", error=msg[:2000], finished_at=utcnow())
             raise
         finally:
+            if self._io is not None:
+                self._settle_writes(wait=True, raise_=False)  # (a failure already on its way out wins)
+                self._io.shutdown(wait=True)
+                self._io = None
             if self._client is not None:
                 await self._client.aclose()
 
@@ -337,13 +349,15 @@ class Runner:
         workers = [asyncio.create_task(self._worker(queue)) for _ in range(n)]
         try:
             chunk: list[_Task] = []
+            # the first chunk no bigger than the queue: the first calls wait for no more rendering than they need
+            size = min(CHUNK, queue.maxsize) if judged else CHUNK
             for x in self._walk(done, stored):
                 if isinstance(x, Result):
                     continue  # recorded before the run started
                 chunk.append(x)
-                if len(chunk) >= CHUNK:
+                if len(chunk) >= size:
                     await self._feed(chunk, queue)
-                    chunk = []
+                    chunk, size = [], CHUNK
                     if self._cancelled:
                         return
             if chunk:
@@ -373,7 +387,12 @@ class Runner:
             await self._run_classic(classic)
         if not judged or self._cancelled:
             return
-        todo = self._from_cache(judged)
+        if self._io is None:  # made with the first judged chunk: classic tasks come first, and a run's classic
+            # batches may go to a forked process, which is forked only while this process runs no other thread
+            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run-store")
+        # rendering and the cache lookup on the store's thread, off the event loop
+        prepared = await asyncio.wrap_future(self._io.submit(self._prepare, judged))
+        todo = self._from_cache(judged, prepared)
         if todo and self._client is None:
             judge = self.spec.judge
             self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
@@ -469,9 +488,41 @@ class Runner:
         self._pending, self._pending_cache = [], []
         if not results and not cache:
             return
-        self.store.write_results(self.run_id, results, cache)
-        for r in results:
-            self._tick(r)
+        if not self._offloaded():
+            self.store.write_results(self.run_id, results, cache)
+            for r in results:
+                self._tick(r)
+            return
+        # written by the store's thread, in order; counted (and shown) once written: _settle_writes
+        self._writes.append((self._io.submit(self.store.write_results, self.run_id, results, cache), results))
+        self._settle_writes(wait=len(self._writes) > WRITES_QUEUED)  # a lagging thread is waited for: memory stays flat
+
+    def _offloaded(self) -> bool:
+        """Whether store work goes to the store's thread: yes, unless the judge has signalled a rate limit.
+        Then the provider sets the pace, not this loop, and the limiter's pacing met more 429s with a second
+        thread taking turns on the interpreter (bench/rate_limits.py at 64 in flight: 8% against 4%)."""
+        if self._io is None:
+            return False
+        if self._limiter is not None and self._limiter.signalled:
+            self._settle_writes(wait=True)  # (once: what the thread holds is written before anything here)
+            return False
+        return True
+
+    def _settle_writes(self, wait: bool, raise_: bool = True) -> None:
+        """Count the results the store's thread has written (all of them, waiting, with ``wait``); a
+        write that failed raises here, on the run's thread, as it did when writes were made here."""
+        writes = self._writes
+        while writes and (wait or writes[0][0].done()):
+            future, results = writes.popleft()
+            try:
+                future.result()
+            except BaseException:
+                if raise_:
+                    writes.clear()
+                    raise
+                continue
+            for r in results:
+                self._tick(r)
 
     async def _watch(self) -> None:
         """Writes finished results, heartbeat and progress; picks up cancel requests."""
@@ -482,8 +533,19 @@ class Runner:
             beat += 1
             if beat % 2:
                 continue
-            self._flush_progress(status="running")  # also after a dashboard marked the held run "queued"
-            if self.store.cancel_requested(self.run_id):
+            if not self._offloaded():
+                self._flush_progress(status="running")
+                requested = self.store.cancel_requested(self.run_id)
+            else:  # both on the store's thread, after the results before them
+                p = self.progress
+                update = self._io.submit(self.store.update_run, self.run_id, tasks_done=p.done, tasks_errored=p.errored,
+                                judge_calls=p.judge_calls, cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
+                                completion_tokens=p.completion_tokens, heartbeat_at=utcnow(),
+                                rate_limited_until=self._rate_limited_until(),
+                                status="running")  # also after a dashboard marked the held run "queued"
+                self._writes.append((update, []))  # awaited before the run's final status is written
+                requested = await asyncio.wrap_future(self._io.submit(self.store.cancel_requested, self.run_id))
+            if requested:
                 self._cancelled = True
                 if self._phase is not None:
                     self._phase.cancel()
@@ -587,10 +649,15 @@ class Runner:
             self._classic_worker.close()
             self._classic_worker = None
 
-    def _from_cache(self, tasks: list[_Task]) -> list[tuple[_Task, Template, list[dict], str]]:
-        """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""
+    def _prepare(self, tasks: list[_Task]) -> tuple[list[tuple[_Task, Template, list[dict], str]], dict]:
+        """(task, template, messages, cache key) for each task, and the cache's replies by key."""
         prepared = render_judge_tasks(tasks, self.spec, self._templates)
-        hits = self.store.cache_get_many([p[3] for p in prepared])
+        return prepared, self.store.cache_get_many([p[3] for p in prepared])
+
+    def _from_cache(self, tasks: list[_Task], prepared: tuple[list, dict] | None = None
+                    ) -> list[tuple[_Task, Template, list[dict], str]]:
+        """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""
+        prepared, hits = self._prepare(tasks) if prepared is None else prepared
         todo = []
         for t, template, messages, key in prepared:
             hit = hits.get(key)

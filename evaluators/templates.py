@@ -7,6 +7,7 @@ user's own file can replace any of them.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -213,15 +214,24 @@ def filled_fields(template: Template, values: dict) -> dict[str, str]:
     Order: the SDK's (query, response, context, ground_truth), then any other field by name.
     """
     filled: dict[str, str] = {}
-    for m in _PLACEHOLDER.finditer((template.system or "") + "\n" + template.user):
-        key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
+    for key, verbatim in _fields_plan((template.system or "") + "\n" + template.user):
         v = values.get(key)
-        if m.group(2):  # WildBench's {$name}: verbatim, empty stays empty (as render() fills it)
-            filled.setdefault(key, "" if v is None else str(v))
+        if verbatim:  # WildBench's {$name}: verbatim, empty stays empty (as render() fills it)
+            filled[key] = "" if v is None else str(v)
         else:
-            filled.setdefault(key, str(v) if v not in (None, "") else "(none)")
-    order = [f for f in SDK_FIELD_ORDER if f in filled] + sorted(set(filled) - set(SDK_FIELD_ORDER))
-    return {f: filled[f] for f in order}
+            filled[key] = str(v) if v not in (None, "") else "(none)"
+    return filled
+
+
+@functools.lru_cache(maxsize=64)
+def _fields_plan(text: str) -> tuple[tuple[str, bool], ...]:
+    """(field, filled verbatim) for each field a template's text uses, once, in :func:`filled_fields`'s
+    order; the first placeholder of a field decides how it is filled. Read once per template, not per row."""
+    first: dict[str, bool] = {}
+    for m in _PLACEHOLDER.finditer(text):
+        first.setdefault(_ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2)), bool(m.group(2)))
+    order = [f for f in SDK_FIELD_ORDER if f in first] + sorted(set(first) - set(SDK_FIELD_ORDER))
+    return tuple((f, first[f]) for f in order)
 
 
 def sample_input(template: Template, values: dict) -> str:

@@ -292,3 +292,35 @@ def test_the_cli_reaches_its_judge_before_loading_sqlalchemy():
     p = subprocess.run([sys.executable, "-c", "from evaluators import Store, evaluate, JudgeConfig; print(Store.__name__)"],
                        cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess())
     assert p.stdout.strip() == "Store", p.stderr
+
+
+def test_start_up_holds_garbage_collection_only_until_the_calls_start(tmp_path, monkeypatch):
+    """``python -m evaluators`` starts with the cyclic collector off (start-up makes long-lived objects,
+    no garbage); a run's judge calls, and every other command, find it back on."""
+    import gc
+
+    from evaluators import cli as cli_mod
+    from tests.judge_server import JudgeServer, default_responder
+
+    seen = []
+
+    def responder(prompt, request):
+        seen.append(gc.isenabled())
+        return default_responder(prompt, request)
+
+    was = gc.isenabled()
+    try:
+        with JudgeServer(responder=responder) as server:
+            gc.disable()
+            monkeypatch.setattr(cli_mod, "GC_HELD", True)
+            assert cli_mod.main(["run", str(SINGLE), "--metrics", "fluency", "--out", str(tmp_path / "o"),
+                                 "--judge-base-url", server.url, "--quiet"]) == 0
+        assert len(seen) == 31 and all(seen), seen  # every row call (the check is answered apart)
+        assert gc.isenabled() and cli_mod.GC_HELD is False
+        gc.disable()
+        monkeypatch.setattr(cli_mod, "GC_HELD", True)
+        assert cli_mod.main(["metrics"]) == 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()

@@ -179,3 +179,104 @@ def test_a_compatible_judge_without_a_key_gets_no_authorization_header(judge_ser
     monkeypatch.setenv("OPENAI_API_KEY", "sk-belongs-to-openai")
     complete(judge_config)
     assert judge_server.calls[0]["_auth"] is None and "api-key" not in {k.lower() for k in judge_server.calls[0]["_headers"]}
+
+
+# ---------------------------------------------------------------- the early check over http.client
+def _early(config, key=None):
+    from evaluators.judge import EarlyProbe
+
+    probe = EarlyProbe(config, key)
+    try:
+        return asyncio.run(probe.result()), probe
+    except Exception as e:  # noqa: BLE001 — the caller compares it
+        return e, probe
+
+
+def test_the_check_of_a_plain_http_judge_sends_what_the_client_sends_without_httpx2(judge_server):
+    """A plain-HTTP judge is checked through the standard library (httpx2's import, ~0.1 s, is not waited
+    for): the request is the one :class:`JudgeClient` sends (path, key header, body)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, env_for_subprocess
+
+    code = ("import asyncio, sys; from evaluators.judge import EarlyProbe, JudgeConfig; "
+            "p = EarlyProbe(JudgeConfig(model='test-judge', provider='compatible', base_url=sys.argv[1], seed=3), "
+            "'key-123'); print(asyncio.run(p.result()), 'httpx2' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code, judge_server.url], cwd=ROOT, capture_output=True, text=True,
+                       env=env_for_subprocess(HTTP_PROXY="", ALL_PROXY="", http_proxy="", all_proxy=""))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["1", "False"]
+    from evaluators.judge import JudgeConfig, check_judge
+
+    assert check_judge(JudgeConfig(model="test-judge", provider="compatible", base_url=judge_server.url, seed=3),
+                       "key-123") == 1  # the same check through httpx2
+    stdlib, client = judge_server.probes
+    strip = {k: v for k, v in stdlib.items() if not k.startswith("_")}
+    assert strip == {k: v for k, v in client.items() if not k.startswith("_")}
+    assert json.dumps(strip)  # (a real body: model, messages, temperature, max_tokens, seed)
+    assert strip["model"] == "test-judge" and strip["seed"] == 3
+    assert stdlib["_auth"] == client["_auth"] == "Bearer key-123"
+    assert stdlib["_headers"]["Content-Type"] == "application/json"
+
+
+def test_the_plain_http_check_fails_and_learns_as_the_client_does():
+    """Refusals read the same through http.client as through httpx2, and a 429 on the check reaches the
+    run's limiter (no ramp for a judge that limits)."""
+    from evaluators.judge import JudgeConfig, JudgeUnavailable, check_judge
+    from tests.judge_server import JudgeServer
+
+    with JudgeServer(require_key="right", models={"known"}) as server:
+        for model, key in (("known", "wrong"), ("unknown", "right")):
+            cfg = JudgeConfig(model=model, provider="compatible", base_url=server.url, max_retries=0)
+            with pytest.raises(JudgeUnavailable) as ref:
+                check_judge(cfg, key)
+            got, _ = _early(cfg, key)
+            assert isinstance(got, JudgeUnavailable) and str(got) == str(ref.value)
+            assert str(got).count("HTTP 401" if key == "wrong" else "answered 404") == 1
+        assert len(server.probes) == 4
+    with JudgeServer() as server:
+        server.queue.append(Action(status=429, headers={"Retry-After": "0.2"}))
+        cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, backoff_base=0.01)
+        t = time.perf_counter()
+        calls, probe = _early(cfg)
+        assert calls == 2 and time.perf_counter() - t >= 0.2 and len(server.probes) == 2
+        assert probe.limiter.limited == 1 and probe.limiter._signalled
+    dead = cfg.with_(base_url=server.url)  # closed now
+    got, probe = _early(dead)
+    assert isinstance(got, JudgeUnavailable) and f"cannot reach the judge at {server.url}" in str(got)
+    assert probe.calls == 1
+
+
+def test_judge_results_are_written_off_the_event_loop(judge_config, store):
+    """A slow store write (a busy disk, a WAL checkpoint) does not hold up the judge's calls: results go to
+    the store from the run's store thread while calls keep leaving; the final counts are the run's."""
+    import threading
+
+    from evaluators import evaluate
+    from tests.judge_server import JudgeServer
+
+    windows: list[tuple[float, float, str]] = []
+    real = store.write_results
+
+    def slow_write(run_id, results, cache=()):
+        results = list(results)
+        start = time.time()
+        real(run_id, results, cache)
+        if any(r.metric == "fluency" for r in results):
+            time.sleep(0.3)
+            windows.append((start, time.time(), threading.current_thread().name))
+
+    store.write_results = slow_write
+    rows = [{"query": f"q{i}", "response": f"The answer number {i}."} for i in range(60)]
+    with JudgeServer(latency=0.05) as server:
+        res = evaluate(rows, ["fluency"], judge=judge_config.with_(base_url=server.url, concurrency=4), store=store)
+        arrivals = [r["_at"] for r in server.calls]
+    assert res.metrics["fluency.scored_rows"] == 60
+    assert windows and all(name.startswith("run-store") for *_, name in windows)
+    # calls sent while a write was under way (arriving 20 ms or more into it: not sent before it)
+    during = [a for a in arrivals if any(s + 0.02 <= a <= e for s, e, _ in windows)]
+    assert len(during) >= 4, (len(during), len(windows))
+    run = store.get_run(res.run_id)
+    assert (run["status"], run["tasks_done"], run["tasks_total"]) == ("completed", 60, 60)
