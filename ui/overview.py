@@ -8,6 +8,7 @@ from evaluators.results import RunResults
 from ui import loaders, state
 from ui.widgets import panel_title
 
+
 def target_control() -> float:
     """The pass rate a metric must reach to "meet" its threshold (in the URL when changed)."""
     pct = st.number_input("Target pass rate (%)", 0, 100, int(charts.DEFAULT_TARGET * 100), 5, key="target", width=220,
@@ -64,8 +65,9 @@ def what_if(res: RunResults, intro, cells: dict) -> None:
     for spec in specs:
         defect = charts.rate_of(spec, res.summary(spec)).measure == "defect rate"  # severities, labels
         shown = (spec.name, res.thresholds[spec.name], defect)
-        cells[spec.name].vega_lite_chart(loaders.figure(res, "what_if", shown, lambda spec=spec, defect=defect: charts.what_if(
-            spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect)), width="stretch")
+        fig = loaders.figure(res, "what_if", shown, lambda spec=spec, defect=defect: charts.what_if(
+            spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect))
+        cells[spec.name].vega_lite_chart(fig, width="stretch")
 
 
 def refresh_while_running(run: dict) -> None:
