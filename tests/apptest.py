@@ -14,7 +14,8 @@ def app(page: str | None = None, at=None, allow_errors: bool = False, **params):
 
     Fails on any exception, and on any error message unless ``allow_errors`` (pages that are
     expected to say what went wrong)."""
-    at = at or st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if at is None:  # (not `at or`: an AppTest that has not run yet is falsy)
+        at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     if page:
         at.switch_page(page)

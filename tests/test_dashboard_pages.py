@@ -80,16 +80,21 @@ def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, 
     assert any(e.label.startswith("coherence:") for e in at.expander)
 
 
-def test_results_page_errors_tab_offers_retry(home_store, judge_server):
+def run_with_an_errored_row(store, judge_server) -> str:
+    """A fluency run of the sample whose fifth row errored (the judge answers it only with HTTP 500)."""
     from tests.judge_server import Action
     from evaluators.data import load_dataset
 
-    app()
     bad = load_dataset(SINGLE).records[4]["response"]
     judge_server.on_prompt(bad, *[Action(status=500)] * 10)
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
                         backoff_base=0.01)
-    rid = evaluate(SINGLE, ["fluency"], judge=judge, store=home_store).run_id
+    return evaluate(SINGLE, ["fluency"], judge=judge, store=store).run_id
+
+
+def test_results_page_errors_tab_offers_retry(home_store, judge_server):
+    app()
+    rid = run_with_an_errored_row(home_store, judge_server)
     at = app("pages/results.py", run=rid, view="Errors")
     assert {m.label: m.value for m in at.metric}["Errored rows"] == "1"
     errors = at.dataframe[-1].value if len(at.dataframe) else None

@@ -163,15 +163,10 @@ def test_connection_test_shows_the_exact_error_never_the_key(home_store, judge_s
 
 
 def test_retry_with_another_judge_is_recorded_with_the_run(home_store, judge_server):
-    from tests.judge_server import Action
-    from evaluators.data import load_dataset
+    from tests.test_dashboard_pages import run_with_an_errored_row
 
     app()
-    bad = load_dataset(SINGLE).records[4]["response"]
-    judge_server.on_prompt(bad, *[Action(status=500)] * 10)
-    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, max_retries=1,
-                        backoff_base=0.01)
-    rid = evaluate(SINGLE, ["fluency"], judge=judge, store=home_store).run_id
+    rid = run_with_an_errored_row(home_store, judge_server)
     at = app("pages/results.py", run=rid, view="Errors")
     at.toggle(key="retry.change").set_value(True).run()
     assert at.text_input(key="retry.model").value == "loopback"  # starts from the run's judge

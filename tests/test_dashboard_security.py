@@ -27,6 +27,7 @@ import pytest
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.data import load_dataset
 from evaluators.workers import KEY_ENV, worker_env
+from tests import apptest
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run
 from tests.judge_server import JudgeServer, expected_score, prompt_text
 from tests.procs import cmdline, environ, needs_proc, wait_for_worker, wait_until
@@ -42,18 +43,14 @@ PASSWORD = "correct horse battery staple"
 
 
 def app(page: str | None = None, secrets: dict | None = None, user: dict | None = None, **params):
+    """tests.apptest.app with the server's secrets and the signed-in user set first (error messages allowed:
+    these tests read what the pages say)."""
     at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     if secrets:
         at.secrets.update(secrets)
     if user is not None:
         at.user = user
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.query_params.update(params)
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return apptest.app(page, at, allow_errors=True, **params)
 
 
 def shown_text(at) -> str:

@@ -55,6 +55,17 @@ def finished(page) -> None:
     settle(page)
 
 
+def run_started_by(page, store, button: str) -> str:
+    """Click ``button``, follow the app to the new run's Results page, wait for the run to complete and for the
+    page to show it finished; the run's id."""
+    page.get_by_role("button", name=button).click()
+    page.wait_for_url("**/results?run=*", timeout=30_000)
+    run_id = page.url.split("run=")[1].split("&")[0]
+    assert wait_for_run(store, run_id, timeout=120)["status"] == "completed"
+    finished(page)
+    return run_id
+
+
 def test_every_page_opens_at_its_own_address_and_the_sample_is_one_click_away(app, browser):
     url, store = app
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -66,11 +77,7 @@ def test_every_page_opens_at_its_own_address_and_the_sample_is_one_click_away(ap
         assert page.url.split("?")[0].rstrip("/") == f"{url}/{path}".rstrip("/"), (path, page.url)
     page.goto(url)
     settle(page, "Try it now")
-    page.get_by_role("button", name="Evaluate the sample").click()
-    page.wait_for_url("**/results?run=*", timeout=30_000)
-    run_id = page.url.split("run=")[1].split("&")[0]
-    assert wait_for_run(store, run_id, timeout=120)["status"] == "completed"
-    finished(page)
+    run_id = run_started_by(page, store, "Evaluate the sample")
     rate = open_results(store, run_id).summary(open_results(store, run_id).specs[0])["pass_rate"]
     text = main_text(page)
     assert "f1_score" in text and (f"{rate:.0%}" in text or f"{rate:.1%}" in text)
@@ -126,13 +133,8 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     wait_text(page, "The judge answered")
     assert len(judge_server.probes) == 1 and not judge_server.calls
     shot(page, "04-new-evaluation")
-    page.get_by_role("button", name="Start evaluation").click()
-    page.wait_for_url("**/results?run=*", timeout=30_000)
-    run_id = page.url.split("run=")[1].split("&")[0]
-
     # 4. overview, once the run has finished (the page follows the worker through the store)
-    assert wait_for_run(store, run_id, timeout=120)["status"] == "completed"
-    finished(page)
+    run_id = run_started_by(page, store, "Start evaluation")
     res = open_results(store, run_id)
     assert res.metrics()["coherence.scored_rows"] == 10 and len(judge_server.calls) == 10
     rate = res.summary(res.specs[0])["pass_rate"]
@@ -172,10 +174,7 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     page.get_by_label("Run name").fill("second look")
     page.get_by_label("Run name").press("Enter")
     settle(page)
-    page.get_by_role("button", name="Start evaluation").click()
-    page.wait_for_url("**/results?run=*", timeout=30_000)
-    assert wait_for_run(store, page.url.split("run=")[1].split("&")[0], timeout=120)["status"] == "completed"
-    finished(page)
+    run_started_by(page, store, "Start evaluation")
     page.get_by_role("link", name="Compare runs").click()
     settle(page, "Compare with")
     page.get_by_role("combobox", name=re.compile("Compare with")).click()

@@ -19,7 +19,7 @@ def target_control() -> float:
     return pct / 100
 
 
-def run_overview(res: RunResults, target: float) -> list[charts.Rate]:
+def run_overview(res: RunResults, target: float) -> None:
     """Every metric's pass (or defect) rate with its interval, coloured by the target, beside its row counts."""
     rates = [charts.rate_of(s, res.summary(s), target) for s in res.specs]
     shown = (tuple(sorted(res.thresholds.items())), target)
@@ -29,7 +29,6 @@ def run_overview(res: RunResults, target: float) -> list[charts.Rate]:
     st.caption(f"{meets} of {len(rates)} metric(s) meet the {target:.0%} target"
                + (f"; {unsure} too close to tell on these rows" if unsure else "")
                + ". Errored, skipped and pending rows are left out of every rate.")
-    return rates
 
 
 def distributions(res: RunResults) -> None:
