@@ -559,14 +559,14 @@ class JudgeClient:
         while True:
             attempt += 1
             if limiter is not None:
-                await limiter.acquire(tokens)
+                sent_at = await limiter.acquire(tokens)
             start = time.perf_counter()
             try:
                 try:
                     response = await self._post(body)
                 except asyncio.CancelledError:
                     if limiter is not None:
-                        limiter.release(None)
+                        limiter.release(None, sent_at=sent_at)
                     raise
                 except APIError as exc:
                     if limiter is not None:
@@ -574,10 +574,10 @@ class JudgeClient:
                         hinted = _retry_after(exc)
                         if hinted is None and status == 429:
                             hinted = self._delay(attempt - 1, exc)
-                        limiter.release(status, getattr(exc.response, "headers", None), hinted)
+                        limiter.release(status, getattr(exc.response, "headers", None), hinted, sent_at)
                     raise
                 if limiter is not None:
-                    limiter.release(response.status_code, response.headers)
+                    limiter.release(response.status_code, response.headers, sent_at=sent_at)
                 latency = (time.perf_counter() - start) * 1000
                 try:
                     data = json.loads(response.content)

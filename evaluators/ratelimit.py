@@ -14,10 +14,16 @@ A :class:`RateLimiter` sits in front of every call attempt (:meth:`acquire` / :m
   is unknown it also cuts the calls in flight to one (at most once per pause: the calls 429'd
   together would otherwise retry together), and successes raise them back (doubling up to half the
   old level, then by one a round trip);
-- after a 429 the provider's bucket is empty, so the successes that follow measure its refill
-  rate: calls are then paced at just under that rate, creeping up a few percent a second until the
-  next 429 says where the limit is (never below half the best rate measured, so 429s that come
-  whatever the pace, from a flaky server, cannot pace a run down to nothing);
+- after a 429 the provider's bucket is empty, so the calls sent from then on that get through
+  measure its refill rate (answers to calls sent before it were taken from the full bucket; each
+  call's send time comes back with its outcome): calls are then paced at just under that rate,
+  creeping up, faster the longer no 429 comes, until the next 429 says where the limit is (never
+  below half the best rate measured, so 429s that come whatever the pace, from a flaky server,
+  cannot pace a run down to nothing). A measurement is
+  trusted to lower the pace only when the client was over the limit throughout it (several 429s
+  in it): a lone 429 after a spell in which the client itself sent less than its pace (a busy
+  machine, a slow answer or two) says only that the limit was touched, and lowers the pace by a few
+  percent, never below what got through;
 - ``x-ratelimit-remaining-requests`` / ``-tokens`` with ``x-ratelimit-reset-requests`` / ``-tokens``
   (OpenAI, Azure), where given, pause new calls before a 429 when what is left would be taken by the
   calls already in flight;
@@ -28,16 +34,20 @@ Nothing here imports the HTTP client; the judge client reports each attempt's st
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections import deque
 from typing import Callable, Mapping
 
-RATE_WINDOW = 0.5  # seconds of successes after a 429 before they are trusted as the provider's rate
+RATE_WINDOW = 0.5  # a 429 this long after the first of a measurement starts the next one
+MEASURE_WINDOW = 0.3  # seconds of calls sent after a 429 (and come back) before they measure the provider's rate
 PACE_FACTOR = 0.97  # paced just under the measured rate
-PACE_GROWTH = 0.02  # pacing rate grows this fraction a second while no 429 comes
+PACE_GROWTH = 0.02  # pacing rate grows this fraction a second just after a 429...
+PACE_PROBE = 2.0  # ...and one more PACE_GROWTH a second for each PACE_PROBE seconds without one
 INITIAL_WINDOW = 16  # calls in flight at first; doubled each round trip (slow start) up to the concurrency
 PACE_FLOOR = 0.5  # pacing never drops below this share of the best rate measured
+SATURATED = 3  # 429s in a measurement (its last included) that show the client was over the limit throughout
 DEFAULT_PAUSE = 0.5  # a 429 without Retry-After pauses new calls this long (seconds)
 RAMP_MIN, RAMP_MAX = 0.4, 0.5  # seconds from the check to the ramp fully open (start_ramp); it opens over the second half
 
@@ -115,6 +125,8 @@ class RateLimiter:
         self._rate_set_at = 0.0
         self._limited_at: float | None = None  # first 429 of the current measurement
         self._oks: deque[float] = deque()  # times of successes since then
+        self._window_429s = 0  # 429s since then, this one included
+        self._rtt: float | None = None  # a success's round trip (moving average), when calls say when they left
         self._decreased_at = -1e9
         self._best = 0.0  # the best refill rate measured
         self.rpm = TokenBucket(rpm / 60, max(1.0, rpm / 60), clock) if rpm else None
@@ -179,11 +191,14 @@ class RateLimiter:
         waits = [b.wait(n) for b, n in ((self.rpm, 1), (self.tpm, tokens)) if b is not None]
         return max(waits, default=0.0)
 
-    async def acquire(self, tokens: float = 0.0) -> None:
+    async def acquire(self, tokens: float = 0.0) -> float:
         """Wait until a call may leave, and count it in flight.
 
         Args:
             tokens: the call's estimated tokens (for a ``tpm`` budget).
+
+        Returns:
+            when it left (this limiter's clock), to give back to :meth:`release`.
         """
         while True:
             wait = self._wait(tokens)
@@ -212,18 +227,20 @@ class RateLimiter:
         for b, n in ((self.rpm, 1), (self.tpm, tokens)):
             if b is not None:
                 b.take(n)
+        return now
 
     # ------------------------------------------------------------ after a call
     def release(self, status: int | None, headers: Mapping[str, str] | None = None,
-                retry_after: float | None = None) -> None:
-        """Report an attempt's outcome: its HTTP status (None: no answer), headers and Retry-After."""
+                retry_after: float | None = None, sent_at: float | None = None) -> None:
+        """Report an attempt's outcome: its HTTP status (None: no answer), headers, Retry-After, and
+        when it left (what :meth:`acquire` returned)."""
         self.inflight -= 1
         self._freed.set()
         now = self.clock()
         if status == 429:
             self._on_limited(now, retry_after)
         elif status is not None and status < 400:
-            self._on_ok(now)
+            self._on_ok(now, sent_at)
         if headers:
             self._read_headers(now, headers)
 
@@ -231,19 +248,29 @@ class RateLimiter:
         self.limited += 1
         self._signal()
         self.paused_until = max(self.paused_until, now + (retry_after if retry_after is not None else DEFAULT_PAUSE))
-        if self._limited_at is not None and now - self._limited_at >= RATE_WINDOW and len(self._oks) >= 5:
-            # the bucket has been empty since the first 429: what got through since is its refill rate
-            measured = len(self._oks) / (now - self._limited_at)
-            self._best = max(self._best, measured)
+        self._window_429s += 1
+        # the calls that left since then and got through, over the time they had to come back
+        span = now - self._limited_at - (self._rtt or 0.0) if self._limited_at is not None else 0.0
+        if span >= MEASURE_WINDOW and len(self._oks) >= 5:
+            # the bucket has been empty since the first 429: what got through since is its refill rate,
+            # if the client was over the limit throughout (several 429s in the window)
+            measured = len(self._oks) / span
             pace = PACE_FACTOR * measured
-            self.rate = pace if self.rate is None else min(pace, self.rate * PACE_FACTOR)
-            # 429s that come whatever the pace (a flaky server, not a limit) must not pace a run down to
-            # nothing: never below half the best rate measured
-            self.rate = max(self.rate, PACE_FLOOR * self._best)
-            self._rate_set_at = now
-            self._next_send = max(self._next_send, self.paused_until)
+            if self._window_429s >= SATURATED:  # the measure is the limit
+                self._best = max(self._best, measured)
+                self.rate = pace if self.rate is None else min(pace, self.rate * PACE_FACTOR)
+            elif self.rate is not None:  # a lone 429 after a spell under the limit: the client sent less
+                # than it could; what got through is at most the limit, so the pace goes down a little,
+                # not below that. (With no pace yet, the window says nothing: the next one is measured.)
+                self.rate = max(pace, self.rate * PACE_FACTOR)
+            if self.rate is not None:
+                # 429s that come whatever the pace (a flaky server, not a limit) must not pace a run down
+                # to nothing: never below half the best rate measured
+                self.rate = max(self.rate, PACE_FLOOR * self._best)
+                self._rate_set_at = now
+                self._next_send = max(self._next_send, self.paused_until)
         if self._limited_at is None or now - self._limited_at >= RATE_WINDOW:
-            self._limited_at, self._oks = now, deque()
+            self._limited_at, self._oks, self._window_429s = now, deque(), 1
         if self.rate is None and now - self._decreased_at >= max(0.05, self.paused_until - now):  # once per pause
             self._threshold = max(1.0, self.limit / 2)
             # while the provider's rate is unknown, start again from one call (the calls 429'd together
@@ -251,17 +278,25 @@ class RateLimiter:
             self.limit = 1.0
             self._decreased_at = now
 
-    def _on_ok(self, now: float) -> None:
-        if self._limited_at is not None:
+    def _on_ok(self, now: float, sent_at: float | None = None) -> None:
+        if sent_at is not None:
+            took = now - sent_at
+            self._rtt = took if self._rtt is None else 0.8 * self._rtt + 0.2 * took
+        # a call that left before the first 429 was taken from the bucket before it ran dry
+        if self._limited_at is not None and (sent_at is None or sent_at >= self._limited_at):
             self._oks.append(now)
         step = 1.0 if self.limit < self._threshold else 1.0 / max(1.0, self.limit)  # slow start, then additive
         self.limit = min(float(self.max), self.limit + step)
 
     def _grow(self, now: float) -> None:
+        """The pace creeps up while no 429 comes, faster the longer none has come (as TCP's CUBIC
+        probes): just after a 429 the limit is near, long after it the pace was set too low."""
         if self.rate is not None:
             dt = now - self._rate_set_at
             if dt > 0:
-                self.rate *= (1 + PACE_GROWTH) ** dt
+                s1 = now - (self._limited_at if self._limited_at is not None else self._rate_set_at)
+                s0 = max(0.0, s1 - dt)
+                self.rate *= math.exp(PACE_GROWTH * (dt + (s1 * s1 - s0 * s0) / (2 * PACE_PROBE)))
                 self._rate_set_at = now
 
     def _read_headers(self, now: float, headers: Mapping[str, str]) -> None:

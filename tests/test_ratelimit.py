@@ -117,3 +117,61 @@ def test_a_run_has_its_concurrency_in_flight_within_one_latency_of_the_check(tmp
     assert len(calls) == 160
     first_window = sum(1 for at in calls if at - calls[0] < 0.5)
     assert first_window == 64, first_window
+
+
+# ---------------------------------------------------------------------------- pacing after 429s
+def test_the_pace_is_measured_from_calls_sent_after_the_first_429():
+    """A provider allowing 40 calls/s, 50 ms a call. The first 429 comes back at t = 100 while 20 calls
+    the provider took before its bucket ran dry are still out: their answers come in the next 50 ms and
+    say nothing of its refill rate. From t = 100 one call leaves each 25 ms (40/s) and gets through;
+    two more 429s show the client is over the limit. At t = 100.4 a 429 closes the measurement: the
+    calls sent from t = 100 and back by then (sent at 100.025 ... 100.35: 14) over the 0.35 s they had
+    (0.4 s less one 50 ms round trip) are 40/s; paced at 0.97 of that, 38.8/s. Counting every answer
+    in the window (34 in 0.4 s) would pace at 82/s, twice the limit."""
+    now = [99.95]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.inflight = 100
+    now[0] = 100.0
+    lim.release(200, sent_at=99.95)  # a round trip of 50 ms
+    lim.release(429, retry_after=0.0, sent_at=100.0)
+    events = [(99.951 + i * 0.0024 + 0.05, 200, 99.951 + i * 0.0024) for i in range(20)]  # taken before it ran dry
+    events += [(100.0 + k * 0.025 + 0.05, 200, 100.0 + k * 0.025) for k in range(1, 15)]
+    events += [(100.1, 429, 100.1), (100.2, 429, 100.2)]
+    for at, status, sent in sorted(events):
+        now[0] = at
+        lim.release(status, retry_after=0.0, sent_at=sent)
+    assert lim.rate is None
+    now[0] = 100.4
+    lim.release(429, retry_after=0.0, sent_at=100.4)
+    assert lim.rate == pytest.approx(0.97 * 40)
+
+
+def test_a_lone_429_after_a_slow_spell_lowers_the_pace_a_little():
+    """Paced at 40/s, the client itself sends only 30/s for 3 s (a busy machine), with a 429 at each end
+    of the spell. Those 3 s measure the client, not the provider (at most its limit got through): the
+    pace goes down 3% to 38.8, not to 0.97 x 30."""
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.inflight = 200
+    lim.rate, lim._rate_set_at = 40.0, 100.0
+    lim.release(429, retry_after=0.0, sent_at=100.0)
+    for k in range(90):
+        now[0] = 100.0 + k / 30 + 0.05
+        lim.release(200, sent_at=100.0 + k / 30)
+    now[0] = 103.0
+    lim.release(429, retry_after=0.0, sent_at=103.0)
+    assert lim.rate == pytest.approx(0.97 * 40)
+
+
+def test_the_pace_grows_faster_the_longer_no_429_comes():
+    """Paced at 40/s from a 429 at t = 100, no 429 since: at t = 104 the pace has grown by
+    exp(0.02 x (4 + 4^2 / (2 x 2))) = exp(0.16), to 46.94/s (a constant 2% a second would be 43.30):
+    a pace set low by one bad measurement comes back up within seconds."""
+    now = [100.0]
+    lim = RateLimiter(64, clock=lambda: now[0])
+    lim.inflight = 1
+    lim.release(429, retry_after=0.0, sent_at=100.0)
+    lim.rate, lim._rate_set_at = 40.0, 100.0
+    now[0] = 104.0
+    asyncio.run(lim.acquire())
+    assert lim.rate == pytest.approx(46.94, abs=0.01)
