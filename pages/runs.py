@@ -1,9 +1,13 @@
-"""Runs: every evaluation in the store, newest first; pick one to read it."""
-import hashlib
+"""Runs: every evaluation in the store, newest first, a page at a time; a run's name opens its results.
 
+A list of links, not a data grid: the grid's code costs a browser about half a second to load
+before it draws anything (bench/dashboard_scale.py), and a link opens a run in one click.
+"""
 import streamlit as st
 
 from ui import loaders, state, widgets as w
+
+PER_PAGE = 25
 
 st.title("Runs")
 with w.guard():
@@ -13,15 +17,19 @@ with w.guard():
         st.info("No runs yet. The bundled sample datasets are ready: start a new evaluation; classic metrics need no key.")
         st.stop()
     names = {d["id"]: d["name"] for d in loaders.datasets(st.query_params.get("dataset"))}
-    table = [{"run": r["name"], "dataset": names.get(r["dataset_id"], r["dataset_id"]), "status": r["status"],
-              "progress": (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0,
-              "errored": r["tasks_errored"], "metrics": ", ".join(r["spec"]["metrics"]),
-              "judge": (r["spec"].get("judge") or {}).get("model", "–"), "created": r["created_at"],
-              "by": r.get("created_by") or "–"} for r in runs]
-    # keyed by the runs listed: a selection made in an older list never names another run
-    key = "runs.table." + hashlib.sha1(",".join(r["id"] for r in runs).encode()).hexdigest()[:12]
-    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key=key,
-                         column_config={"progress": st.column_config.ProgressColumn(min_value=0, max_value=1)})
-    k = state.selected(event, len(runs))
-    if k is not None:
-        st.switch_page("pages/results.py", query_params={"run": runs[k]["id"]})
+    query = st.text_input("Filter", key="q", bind=state.URL, placeholder="a run's name, dataset, metric, status, judge or author",
+                          on_change=lambda: st.query_params.pop("page", None))  # a new filter starts at its first page
+    listed = w.run_lines(runs, names, query)
+    pages = max(1, -(-len(listed) // PER_PAGE))
+    page = min(max(state.read("page", 1, int), 1), pages)
+    first = (page - 1) * PER_PAGE
+    st.caption(f"{len(listed):,} of {len(runs):,} runs" if query else f"{len(runs):,} runs")
+    if not listed:
+        st.info("No run matches the filter.")
+    for run, line in listed[first:first + PER_PAGE]:
+        with st.container(gap=None):
+            st.page_link("pages/results.py", label=w.literal(run["name"]), query_params={"run": run["id"]},
+                         icon=w.STATUS_ICONS.get(w.status_word(run), ":material/circle:"))
+            st.text(line)  # names and datasets are data: plain text, never Markdown
+    if pages > 1:
+        w.pager("pages/runs.py", page, pages, {"q": query} if query else {})

@@ -223,3 +223,34 @@ def test_compare_sees_a_run_that_completed_within_the_list_cache(home_store, fin
     at.run()  # the same session, well within the list's 2 s
     assert not any("Two completed runs" in i.value for i in at.info)
     assert [m.label for m in at.multiselect] == ["Compare with"]
+
+
+def test_runs_page_lists_25_runs_a_page_newest_first_each_name_opening_its_results(home_store):
+    from tests.test_results_page import known_results, stored_run
+
+    app()
+    ids = []
+    for k in range(30):
+        ids.append(stored_run(home_store, known_results()))
+        home_store.update_run(ids[-1], name=f"nightly {k:02d}" if k % 2 else f"weekly {k:02d}")
+    from ui import loaders
+    loaders.forget_lists()
+
+    def listed(at):  # (label, run in the link) of each run shown; the first link starts a new evaluation
+        links = list(at.get("page_link"))[1:]
+        return [(e.proto.label.strip("` "), e.proto.query_string) for e in links if "run=" in e.proto.query_string]
+
+    at = app("pages/runs.py")
+    shown = listed(at)
+    assert [name for name, _ in shown] == [f"{'nightly' if k % 2 else 'weekly'} {k:02d}" for k in range(29, 4, -1)]
+    assert [q for _, q in shown] == [f"run={rid}" for rid in ids[29:4:-1]]
+    assert "Page 1 of 2" in [c.value for c in at.caption]
+    newest = home_store.get_run(ids[29])
+    assert at.main.text[0].value == ("<data> · completed · coherence, f1_score, violence, protected_material · "
+                                     f"{newest['created_at']:%Y-%m-%d %H:%M}")  # plain text, not Markdown
+    at = app("pages/runs.py", page="2")
+    assert [name for name, _ in listed(at)] == ["weekly 04", "nightly 03", "weekly 02", "nightly 01", "weekly 00"]
+    assert [q for _, q in listed(at)] == [f"run={rid}" for rid in ids[4::-1]]
+    at = app("pages/runs.py", q="NIGHTLY")  # any case; 15 of 30, one page
+    assert [name for name, _ in listed(at)] == [f"nightly {k:02d}" for k in range(29, 0, -2)]
+    assert "15 of 30 runs" in [c.value for c in at.caption] and not any("Page" in c.value for c in at.caption)

@@ -80,6 +80,38 @@ def run_label(runs: list[dict]):
     return label
 
 
+STATUS_ICONS = {"completed": ":material/check_circle:", "running": ":material/pending:", "queued": ":material/schedule:",
+                "failed": ":material/error:", "cancelled": ":material/cancel:", "stopped": ":material/pause_circle:"}
+
+
+def run_lines(runs: list[dict], dataset_names: dict[str, str], query: str = "") -> list[tuple[dict, str]]:
+    """Each run with one line of plain text about it (dataset, state, progress, metrics, judge, when,
+    by whom), the runs whose name or line holds ``query`` (any case) only."""
+    out = []
+    for r in runs:
+        done = (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0
+        state_ = status_word(r) + ("" if r["status"] == "completed" else f" {done:.0%}")
+        parts = [dataset_names.get(r["dataset_id"], r["dataset_id"]), state_,
+                 f"{r['tasks_errored']:,} errored" if r["tasks_errored"] else "",
+                 ", ".join(r["spec"]["metrics"]), (r["spec"].get("judge") or {}).get("model", ""),
+                 f"{r['created_at']:%Y-%m-%d %H:%M}", f"by {r['created_by']}" if r.get("created_by") else ""]
+        out.append((r, " · ".join(p for p in parts if p)))
+    q = query.strip().lower()
+    return [(r, line) for r, line in out if q in r["name"].lower() or q in line.lower()] if q else out
+
+
+def pager(page_path: str, page: int, pages: int, params: dict) -> None:
+    """Links to the previous and next page of a list (``page`` in the URL), and where this one is."""
+    with st.container(horizontal=True, gap="medium", vertical_alignment="center"):
+        if page > 1:
+            st.page_link(page_path, label="Newer", icon=":material/chevron_left:",
+                         query_params={**params, "page": str(page - 1)})
+        st.caption(f"Page {page} of {pages}")
+        if page < pages:
+            st.page_link(page_path, label="Older", icon=":material/chevron_right:",
+                         query_params={**params, "page": str(page + 1)})
+
+
 def run_status(run: dict) -> None:
     """Live progress while a run is active (outside the script run: read from the store), or its end state."""
     stopped = worker_stopped(run)
