@@ -18,9 +18,9 @@ with w.guard():
     head = st.container()
     tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = st.tabs(
         ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"], key="view", bind=state.URL)
-    with tab_thresholds:  # the sliders are on every run of the page (the thresholds hold on every tab)
+    with tab_thresholds:  # sliders only in their tab; the thresholds they set (in the URL) hold on every tab
         intro, cells = st.container(), {}
-        thresholds = w.threshold_bar(run, cells)
+        thresholds = w.threshold_bar(run, cells, shown=tab_thresholds.open is not False)
     res = loaders.results(run, thresholds)
     with head:
         w.headline(res)

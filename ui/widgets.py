@@ -212,22 +212,36 @@ def uses_threshold(spec: MetricSpec) -> bool:
     return spec.kind != "label"
 
 
-def threshold_bar(run: dict, cells: dict | None = None) -> dict[str, float]:
-    """One threshold slider per metric whose threshold matters (in the URL only when changed), three a
-    row; returns the thresholds in force. ``cells`` (if given) receives each metric's grid cell, for
-    what goes under its slider."""
+def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> dict[str, float]:
+    """The thresholds in force: the run's own, or what a slider set (``th.<metric>`` in the URL, only
+    when changed). ``shown``: one slider per metric whose threshold matters, three a row, ``cells`` (if
+    given) receiving each metric's grid cell for what goes under its slider; not shown (their tab is
+    closed), no sliders: the page draws six widgets fewer and the URL keeps what they set. (Not bound
+    with Streamlit's ``bind``: a bound parameter leaves the URL with its widget.)"""
     from evaluators.registry import get_metric
 
     specs = [get_metric(name) for name in run["spec"]["metrics"]]
     out = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
+    for spec in filter(uses_threshold, specs):
+        low, high = spec.score_range
+        out[spec.name] = min(max(state.read(f"th.{spec.name}", out[spec.name], float), float(low)), float(high))
+    if not shown:
+        return out
     for col, spec in grid([s for s in specs if uses_threshold(s)], 3):
         if cells is not None:
             cells[spec.name] = col
         low, high = spec.score_range
+        default = float(run["spec"]["thresholds"].get(spec.name, spec.default_threshold))
         out[spec.name] = col.slider(f"{spec.name} threshold", float(low), float(high), out[spec.name],
-                                    1.0 if spec.integer else 0.05, key=f"th.{spec.name}", bind=state.URL,
+                                    1.0 if spec.integer else 0.05, key=f"th.{spec.name}",
+                                    on_change=_threshold_to_url, args=(spec.name, default),
                                     help="Pass rates are recomputed from stored scores; nothing is re-run.")
     return out
+
+
+def _threshold_to_url(name: str, default: float) -> None:
+    value = st.session_state[f"th.{name}"]
+    state.write(f"th.{name}", f"{value:g}" if value != default else None)
 
 
 def headline(res: RunResults) -> None:
