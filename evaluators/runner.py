@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .data import Dataset
 from .errors import EvalError
@@ -28,6 +28,9 @@ from .registry import MetricSpec
 from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
 from .store import KeySet, Result, Store, utcnow
 from .templates import ReplyError, Template
+
+if TYPE_CHECKING:
+    from .run_outputs import LiveRunOutputs
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
@@ -66,6 +69,7 @@ class _Task:
     values: dict[str, Any]
     mode: str
     facts: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None  # the row's record, on single-turn classic tasks (for rows.jsonl)
 
 
 @dataclass
@@ -129,14 +133,14 @@ def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
         for i in range(len(ds)):
             if rows is not None and i not in rows:
                 continue
-            canonical = None
+            canonical = record = None
             for mspec in rowwise:
                 key = (i, mspec.name, 0)
                 if key in done or (keep is not None and not keep(key)):
                     continue
                 if values and canonical is None:
-                    canonical = ds.canonical(i)
-                yield _Task(i, mspec, 0, canonical, "single")
+                    canonical, record = ds.canonical(i), ds.records[i]
+                yield _Task(i, mspec, 0, canonical, "single", record=record)
     for mspec in specs:
         if any(mspec is s for s in rowwise):
             continue
@@ -202,11 +206,15 @@ class Runner:
             own when it has its first call to make. Either way no real call leaves before it passed;
             then calls open up to the concurrency within one check latency unless the check met a
             rate limit (:meth:`evaluators.ratelimit.RateLimiter.start_ramp`).
+        outputs: ``rows.jsonl`` and ``metrics.json`` written as the results are (the CLI's); given every
+            classic batch in walk order when this run computes every task of every row itself (fresh,
+            single-turn, classic metrics only), abandoned otherwise (the caller then reads the store).
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
                  on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None,
-                 take_over: bool = False, probe: EarlyProbe | None = None):
+                 take_over: bool = False, probe: EarlyProbe | None = None,
+                 outputs: "LiveRunOutputs | None" = None):
         self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
         # records read from the store a chunk at a time as the run walks them: flat in the rows
@@ -231,6 +239,8 @@ class Runner:
         self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
+        self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
+        self._live = outputs
         # judge results, progress and cancel checks go to the store from a thread of their own, in order:
         # a commit (or a busy disk) never holds up the event loop and the answers waiting on it
         self._io: concurrent.futures.ThreadPoolExecutor | None = None
@@ -295,10 +305,11 @@ class Runner:
                 # a named judge's URL and model are read now, from the server's configuration
                 self.spec.judge = self.spec.judge.resolved()
             done, stored = self._snapshot()
-            total, skipped = 0, []
+            total, skipped, any_skipped = 0, [], False
             for x in self._walk(done, stored, values=False):  # counts without rendering, records skipped turns
                 if isinstance(x, Result):
                     skipped.append(x)
+                    any_skipped = True
                     if len(skipped) >= CHUNK:
                         store.write_results(rid, skipped)
                         skipped = []
@@ -306,6 +317,9 @@ class Runner:
                     total += 1
             store.write_results(rid, skipped)
             self.progress.total = total
+            if self._live is not None and not self._computes_every_task(total, any_skipped):
+                self._live.abandon()
+                self._live = None
             store.update_run(rid, tasks_total=total, tasks_done=0, tasks_errored=0)
             watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
@@ -571,16 +585,26 @@ class Runner:
             if self._cancelled:
                 return
             part = tasks[start:start + CLASSIC_BATCH]
+            seq = self._classic_seq
+            self._classic_seq += 1
             if worker is not None and worker.room:
-                worker.submit(part, [(t.spec.name, t.values) for t in part])
+                worker.submit((seq, part), [(t.spec.name, t.values) for t in part])
             else:
-                self._write_classic(part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
+                self._write_classic(seq, part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
                 self._classic_batches += 1
             if worker is not None:
                 self._classic_collect(wait=False)
             await asyncio.sleep(0)  # let the watcher see a cancel request
         if not tasks:
             await self._classic_finish()
+
+    def _computes_every_task(self, total: int, any_skipped: bool) -> bool:
+        """Whether this run computes one classic result for every row and metric, row by row (what
+        :class:`evaluators.run_outputs.LiveRunOutputs` writes rows from)."""
+        specs = self.spec.specs()
+        return (self.rows is None and not any_skipped and self.dataset.shape == "single"
+                and all(not s.is_judge and s.row_tasks is None for s in specs)
+                and total == len(self.dataset) * len(specs))
 
     def _computes(self) -> dict[str, Callable]:
         """Metric name -> compute function, of this run's classic metrics."""
@@ -604,7 +628,8 @@ class Runner:
         self._classic_worker = ClassicWorker(self._computes())
         return self._classic_worker
 
-    def _write_classic(self, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
+    def _write_classic(self, seq: int, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
+        """Store batch ``seq``'s results (and hand them to the live outputs, if any)."""
         batch = []
         metas: dict[str, dict] = {}  # one meta dict per metric and batch: the store encodes it once
         for t, (ok, out) in zip(part, outcomes):
@@ -620,17 +645,19 @@ class Runner:
                 r = Result(t.row, t.spec.name, t.turn, "error", error=out)
             batch.append(r)
         self.store.write_results(self.run_id, batch)
+        if self._live is not None:
+            self._live.add(seq, [t.record for t in part], batch)
         for r in batch:
             self._tick(r)
 
     def _classic_collect(self, wait: bool) -> None:
         """Write the batches the worker sent back; compute here those a dead worker held."""
         worker = self._classic_worker
-        for part, outcomes in worker.collect(wait=wait):
-            self._write_classic(part, outcomes)
+        for (seq, part), outcomes in worker.collect(wait=wait):
+            self._write_classic(seq, part, outcomes)
         if worker.broken:
-            for part, items in worker.take_back():
-                self._write_classic(part, compute_all(items, self._computes()))
+            for (seq, part), items in worker.take_back():
+                self._write_classic(seq, part, compute_all(items, self._computes()))
                 self._classic_batches += 1
 
     async def _classic_finish(self) -> None:

@@ -135,3 +135,66 @@ def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_f
     write_run_outputs(store, rid, tmp_path / "out")
     for name in ("rows.jsonl", "metrics.json"):
         assert (tmp_path / "out" / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def live_run(tmp_path, name, data, monkeypatch, setting, metrics=METRICS):
+    """A run whose rows.jsonl and metrics.json are written as its results are (what the CLI does);
+    returns (store, run id, out dir, the live writer's summary or None when it was abandoned)."""
+    from evaluators.run_outputs import LiveRunOutputs
+
+    monkeypatch.setenv(ENV, setting)
+    store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
+    rid = prepare_run(store, str(data), metrics)
+    out = tmp_path / name
+    live = LiveRunOutputs(store, rid, out)
+    assert Runner(store, rid, outputs=live).run() == "completed"
+    return store, rid, out, live.finish()
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_files_written_during_the_run_equal_the_files_read_from_the_store(tmp_path, pairs_file, one_process,
+                                                                          monkeypatch, setting):
+    """The CLI writes a fresh classic run's rows.jsonl from the results as they are stored (batches come
+    back out of order from the worker); the bytes are those read back from the store after the run."""
+    store, rid, out, summary = live_run(tmp_path, "live", pairs_file, monkeypatch, setting)
+    assert summary is not None  # written live, not abandoned
+    assert summary.metrics() == json.loads((out / "metrics.json").read_text())
+    write_run_outputs(store, rid, tmp_path / "from_store")
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (tmp_path / "from_store" / name).read_bytes(), name
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "rows.jsonl"]  # no temporary file left
+
+
+def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_row(tmp_path, pairs_file, one_process,
+                                                                                 monkeypatch):
+    """A resumed run (part of its results from before) abandons the live files: nothing is written and no
+    temporary file is left, so the caller reads the store."""
+    from evaluators.run_outputs import LiveRunOutputs
+
+    monkeypatch.setenv(ENV, "0")
+    store = Store(f"sqlite:///{tmp_path / 'resume.db'}")
+    rid = prepare_run(store, str(pairs_file), METRICS)
+    store.write_results(rid, [r for r in _first_rows(pairs_file, 7)])
+    out = tmp_path / "out"
+    live = LiveRunOutputs(store, rid, out)
+    assert Runner(store, rid, outputs=live).run() == "completed"
+    assert live.finish() is None and list(out.iterdir()) == []
+    write_run_outputs(store, rid, out)  # what the CLI does then
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def _first_rows(data, n):
+    """Results of the first ``n`` rows of every metric, computed here (as a run killed early leaves them)."""
+    from evaluators.registry import get_metric
+    from evaluators.store import Result
+
+    rows = [json.loads(x) for x in data.read_text().splitlines()[:n]]
+    out = []
+    for i, row in enumerate(rows):
+        for m in METRICS:
+            spec = get_metric(m)
+            v = spec.compute({"response": row["response"], "ground_truth": row["ground_truth"]})
+            out.append(Result(i, m, 0, "ok", value=v[spec.primary], outputs=v, meta={"signature": spec.signature()}))
+    return out
