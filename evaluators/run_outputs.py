@@ -245,17 +245,23 @@ class LiveRunOutputs:
         self._file.row(self._rec, mine)
         self._row, self._rec, self._mine = None, None, {}
 
-    def finish(self) -> RunSummary | None:
-        """Both files in place and the run's summary, when every row came with one result per metric;
-        else None (nothing written)."""
+    def complete(self) -> bool:
+        """Whether every row came, with one result per metric (the last row is written now)."""
         if self._file is None:
-            return None
+            return False
         try:
             self._flush()
             if self._held or self._file.rows != self._n:
                 raise ValueError("rows missing")
         except Exception:  # noqa: BLE001
             self.abandon()
+            return False
+        return True
+
+    def finish(self) -> RunSummary | None:
+        """Both files in place and the run's summary, when every row came with one result per metric;
+        else None (nothing written)."""
+        if not self.complete():
             return None
         f, self._file = self._file, None
         try:

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from .run_outputs import LiveRunOutputs
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
+# the last CLASSIC_TAIL batches' worth of a run's classic tasks go in batches CLASSIC_TAIL times smaller: the
+# runner, done with the walk, then waits for a worker holding DEPTH small batches, not DEPTH big ones
+CLASSIC_TAIL = 5
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
@@ -240,6 +243,8 @@ class Runner:
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
         self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
+        self._classic_walked = 0  # classic tasks handed to a batch so far
+        self._classic_forked = False  # a worker was forked for this run (alive or not since)
         self._live = outputs
         # judge results, progress and cancel checks go to the store from a thread of their own, in order:
         # a commit (or a busy disk) never holds up the event loop and the answers waiting on it
@@ -438,10 +443,13 @@ class Runner:
     def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
         """The final status: never "completed" while a planned task has no stored result, and
         "failed" (with the first error and the judge's URL) when no judged row succeeded."""
-        stored = self.store.result_keyset(self.run_id)
-        lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before, values=False)
-                if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
-        del stored
+        if self._live is not None and self._live.complete():
+            lost = []  # each row's results were stored before the live outputs had them, and every row came
+        else:
+            stored = self.store.result_keyset(self.run_id)
+            lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before, values=False)
+                    if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
+            del stored
         if lost:  # every path records a result; this is the last guard should one ever not
             self.store.write_results(self.run_id, [Result(r, m, t, "error", error="no result was recorded for this task")
                                                    for r, m, t in lost])
@@ -579,12 +587,30 @@ class Runner:
         while it has room and are computed here otherwise; this process writes every result, the
         worker's included, as they come back. An empty ``tasks`` (the classic tasks are over) waits
         for the worker's last batches and ends it.
+
+        The first row is computed here before anything else, alone: what the metrics load on first use
+        (Punkt's tables, the tokenizers, the stemmer) is then in this process's memory when the worker is
+        forked, which then computes from the first batch on. Near the end of the walk batches are smaller
+        (:data:`CLASSIC_TAIL`): the runner, which has nothing left to compute, waits for less.
         """
+        start = 0
+        if not self._classic_decided and tasks:
+            first = next((k for k, t in enumerate(tasks) if t.row != tasks[0].row), len(tasks))
+            self._write_classic(self._classic_seq, tasks[:first],
+                                compute_all([(t.spec.name, t.values) for t in tasks[:first]], self._computes()))
+            self._classic_seq += 1
+            self._classic_walked += first
+            start = first
         worker = self._classic_worker_now()
-        for start in range(0, len(tasks), CLASSIC_BATCH):
+        while start < len(tasks):
             if self._cancelled:
                 return
-            part = tasks[start:start + CLASSIC_BATCH]
+            size = CLASSIC_BATCH
+            if self._classic_forked and self.progress.total - self._classic_walked <= CLASSIC_TAIL * CLASSIC_BATCH:
+                size = CLASSIC_BATCH // CLASSIC_TAIL
+            part = tasks[start:start + size]
+            start += len(part)
+            self._classic_walked += len(part)
             seq = self._classic_seq
             self._classic_seq += 1
             if worker is not None and worker.room:
@@ -613,12 +639,12 @@ class Runner:
         return self._classic_computes
 
     def _classic_worker_now(self) -> ClassicWorker | None:
-        """The worker process for this run's classic batches, forked once this process computed a
-        first batch itself (so WordNet, Punkt's parameters and the memos are loaded and shared); None
+        """The worker process for this run's classic batches, forked once this process computed the
+        first row itself (so WordNet, Punkt's parameters and the tokenizers are loaded and shared); None
         while in-process, or for good when the run is too small or the setting says so."""
         if self._classic_worker is not None:
             return None if self._classic_worker.broken else self._classic_worker
-        if self._classic_decided or self._classic_batches < 1:
+        if self._classic_decided:
             return None
         self._classic_decided = True
         specs = self.spec.specs()
@@ -626,6 +652,7 @@ class Runner:
         if not classic or not classic_worker_wanted(self.progress.total * classic // len(specs)):
             return None
         self._classic_worker = ClassicWorker(self._computes())
+        self._classic_forked = True
         return self._classic_worker
 
     def _write_classic(self, seq: int, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
