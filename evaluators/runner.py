@@ -36,6 +36,9 @@ CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 # the last CLASSIC_TAIL batches' worth of a run's classic tasks go in batches CLASSIC_TAIL times smaller: the
 # runner, done with the walk, then waits for a worker holding DEPTH small batches, not DEPTH big ones
 CLASSIC_TAIL = 5
+# rows computed in-process before the worker is forked (shared with it): a whole first batch (100 rows of 5
+# metrics) kept the other core idle ~0.5 s; one row left the commonest words' memos to be built twice
+CLASSIC_WARM_ROWS = 20
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
@@ -588,14 +591,15 @@ class Runner:
         worker's included, as they come back. An empty ``tasks`` (the classic tasks are over) waits
         for the worker's last batches and ends it.
 
-        The first row is computed here before anything else, alone: what the metrics load on first use
-        (Punkt's tables, the tokenizers, the stemmer) is then in this process's memory when the worker is
-        forked, which then computes from the first batch on. Near the end of the walk batches are smaller
+        The first :data:`CLASSIC_WARM_ROWS` rows are computed here before anything else: what the metrics
+        load on first use (Punkt's tables, the tokenizers, the stemmer) and the memos of the commonest
+        words are then in this process's memory when the worker is forked, which computes from the
+        first batch on. Near the end of the walk batches are smaller
         (:data:`CLASSIC_TAIL`): the runner, which has nothing left to compute, waits for less.
         """
         start = 0
         if not self._classic_decided and tasks:
-            first = next((k for k, t in enumerate(tasks) if t.row != tasks[0].row), len(tasks))
+            first = next((k for k, t in enumerate(tasks) if t.row >= tasks[0].row + CLASSIC_WARM_ROWS), len(tasks))
             self._write_classic(self._classic_seq, tasks[:first],
                                 compute_all([(t.spec.name, t.values) for t in tasks[:first]], self._computes()))
             self._classic_seq += 1
@@ -640,7 +644,7 @@ class Runner:
 
     def _classic_worker_now(self) -> ClassicWorker | None:
         """The worker process for this run's classic batches, forked once this process computed the
-        first row itself (so WordNet, Punkt's parameters and the tokenizers are loaded and shared); None
+        first rows itself (so WordNet, Punkt's parameters and the tokenizers are loaded and shared); None
         while in-process, or for good when the run is too small or the setting says so."""
         if self._classic_worker is not None:
             return None if self._classic_worker.broken else self._classic_worker

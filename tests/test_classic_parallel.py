@@ -14,7 +14,7 @@ import pytest
 from evaluators import prepare_run
 from evaluators.parallel import ENV, MIN_TASKS
 from evaluators.run_outputs import write_run_outputs
-from evaluators.runner import CLASSIC_BATCH, CLASSIC_TAIL, Runner
+from evaluators.runner import Runner
 from evaluators.store import Store
 from tests.conftest import SINGLE
 
@@ -36,14 +36,9 @@ def pairs_file(tmp_path_factory):
     return path
 
 
-def batches(rows: int) -> int:
-    """The batches a run of ``rows`` rows makes after its first row (computed alone, before the fork):
-    CLASSIC_BATCH tasks each, then CLASSIC_TAIL times smaller for the last CLASSIC_TAIL batches' worth."""
-    left, n = (rows - 1) * len(METRICS), 0
-    while left > 0:
-        left -= CLASSIC_BATCH if left > CLASSIC_TAIL * CLASSIC_BATCH else CLASSIC_BATCH // CLASSIC_TAIL
-        n += 1
-    return n
+def batches(runner) -> int:
+    """The batches a run made after its first CLASSIC_WARM_ROWS rows (computed before the fork)."""
+    return runner._classic_seq - 1
 
 
 def run_once(tmp_path, name, data, monkeypatch, setting, on_runner=None):
@@ -75,7 +70,7 @@ def test_worker_on_writes_the_same_files_as_one_process(tmp_path, pairs_file, on
     runner, status, out = run_once(tmp_path, "on", pairs_file, monkeypatch, "1")
     assert status == "completed"
     here, there = runner.classic_split
-    assert there > 0 and here > 0 and here + there == batches(600)  # both computed some
+    assert there > 0 and here > 0 and here + there == batches(runner)  # both computed some
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
     rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
@@ -98,7 +93,7 @@ def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeyp
     runner, status, out = run_once(tmp_path, "killed", pairs_file, monkeypatch, "1")
     assert killed and status == "completed"
     # every batch computed here in the end: the one the dead worker held was taken back
-    assert runner.classic_split == (batches(600), 0)
+    assert runner.classic_split == (batches(runner), 0) and batches(runner) > 1
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
