@@ -123,6 +123,7 @@ class _RowsFile:
         self.cells: dict[str, list] = {s.name: [] for s in specs}
         self._slim = _Slim()
         self._kinds = [(s, s.kind_impl, th[s.name], self.cells[s.name]) for s in specs]  # looked up once
+        self._named: dict[str, dict[str, str]] = {s.name: {} for s in specs}
         self.rows = 0  # rows written
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +138,12 @@ class _RowsFile:
             got = mine.get(s.name)
             cell = kind.combine(s, got) if got else None
             keys = kind.row_keys(s, cell, threshold, conversation, **extra)
-            row.update({f"outputs.{s.name}.{k}": v for k, v in keys.items()})
+            named = self._named[s.name]  # "outputs.<metric>.<key>", made once per key, not once per row
+            for k, v in keys.items():
+                name = named.get(k)
+                if name is None:
+                    name = named[k] = f"outputs.{s.name}.{k}"
+                row[name] = v
             cells.append(slim(cell))
         self._f.write(_row_line(row))
         self.rows += 1
