@@ -228,3 +228,23 @@ def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs
     assert runner.run() == "failed" and runner.dropped
     assert "1 task(s) ended without a result" in store.get_run(rid)["error"]
     assert live.finish() is None and list((tmp_path / "out").iterdir()) == []
+
+
+def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monkeypatch):
+    """The batches a killed worker held are computed here, in walk order for the live files: same bytes."""
+    from evaluators.parallel import ClassicWorker
+
+    killed = []
+    submit = ClassicWorker.submit
+
+    def submit_then_kill(self, key, items):
+        submit(self, key, items)
+        if len(self._sent) == 2 and not killed:  # two batches out when it dies
+            os.kill(self.pid, signal.SIGKILL)
+            killed.append(self.pid)
+
+    monkeypatch.setattr(ClassicWorker, "submit", submit_then_kill)
+    store, rid, out, summary = live_run(tmp_path, "live_killed", pairs_file, monkeypatch, "1")
+    assert killed and summary is not None
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
