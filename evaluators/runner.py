@@ -242,7 +242,7 @@ class Runner:
         self._trusted = True  # False from the judge's check until it passed: results are held, not written
         self._classic_worker: ClassicWorker | None = None  # a forked process computing classic batches too
         self._classic_batches = 0  # classic batches computed in this process
-        self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
+        self._classic_decided = False  # whether the worker question was settled (asked once, after the first rows)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
         self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
