@@ -274,7 +274,7 @@ def cmd_run(a) -> int:
         probe = EarlyProbe(judge, api_key)
         probe.wait_sending()  # a few ms: it leaves before the imports and writes compete with it
     from .api import prepare_run
-    from .run_outputs import write_run_outputs
+    from .run_outputs import LiveRunOutputs, write_run_outputs
     from .runner import Runner
     from .store import Store
 
@@ -300,11 +300,21 @@ def cmd_run(a) -> int:
 
     gc.freeze()  # what start-up and loading made (WordNet's index...) stays out of the collector's walks,
     gc.set_threshold(20_000, 50, 50)  # and the run's many short-lived objects trigger fewer collections
-    # the user re-running a command takes the run over, even from a process killed moments ago
-    status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe).run()
+    # a classic run's rows.jsonl is written as its results are (the runner abandons it unless the run
+    # computes every row itself); otherwise, and for a judged run, it is read back from the store after the run
+    live = None if judged else LiveRunOutputs(store, rid, a.out)
+    try:
+        # the user re-running a command takes the run over, even from a process killed moments ago
+        status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe,
+                        outputs=live).run()
+        res = live.finish() if live is not None else None
+    finally:
+        if live is not None:
+            live.abandon()  # (a no-op once finished) no temporary file left behind by an interrupted run
     if not a.quiet:
         print(file=sys.stderr)
-    res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
+    if res is None:
+        res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
     metrics_out = res.metrics()
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
     print_summary(res)

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .data import Dataset
 from .errors import EvalError
@@ -29,7 +29,16 @@ from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives th
 from .store import KeySet, Result, Store, utcnow
 from .templates import ReplyError, Template
 
+if TYPE_CHECKING:
+    from .run_outputs import LiveRunOutputs
+
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
+# the last CLASSIC_TAIL batches' worth of a run's classic tasks go in batches CLASSIC_TAIL times smaller: the
+# runner, done with the walk, then waits for a worker holding DEPTH small batches, not DEPTH big ones
+CLASSIC_TAIL = 5
+# rows computed in-process before the worker is forked (shared with it): a whole first batch (100 rows of 5
+# metrics) kept the other core idle ~0.5 s; one row left the commonest words' memos to be built twice
+CLASSIC_WARM_ROWS = 20
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
@@ -66,6 +75,7 @@ class _Task:
     values: dict[str, Any]
     mode: str
     facts: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None  # the row's record, on single-turn classic tasks (for rows.jsonl)
 
 
 @dataclass
@@ -129,14 +139,14 @@ def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
         for i in range(len(ds)):
             if rows is not None and i not in rows:
                 continue
-            canonical = None
+            canonical = record = None
             for mspec in rowwise:
                 key = (i, mspec.name, 0)
                 if key in done or (keep is not None and not keep(key)):
                     continue
                 if values and canonical is None:
-                    canonical = ds.canonical(i)
-                yield _Task(i, mspec, 0, canonical, "single")
+                    canonical, record = ds.canonical(i), ds.records[i]
+                yield _Task(i, mspec, 0, canonical, "single", record=record)
     for mspec in specs:
         if any(mspec is s for s in rowwise):
             continue
@@ -202,11 +212,15 @@ class Runner:
             own when it has its first call to make. Either way no real call leaves before it passed;
             then calls open up to the concurrency within one check latency unless the check met a
             rate limit (:meth:`evaluators.ratelimit.RateLimiter.start_ramp`).
+        outputs: ``rows.jsonl`` and ``metrics.json`` written as the results are (the CLI's); given every
+            classic batch in walk order when this run computes every task of every row itself (fresh,
+            single-turn, classic metrics only), abandoned otherwise (the caller then reads the store).
     """
 
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
                  on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None,
-                 take_over: bool = False, probe: EarlyProbe | None = None):
+                 take_over: bool = False, probe: EarlyProbe | None = None,
+                 outputs: "LiveRunOutputs | None" = None):
         self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
         # records read from the store a chunk at a time as the run walks them: flat in the rows
@@ -228,9 +242,13 @@ class Runner:
         self._trusted = True  # False from the judge's check until it passed: results are held, not written
         self._classic_worker: ClassicWorker | None = None  # a forked process computing classic batches too
         self._classic_batches = 0  # classic batches computed in this process
-        self._classic_decided = False  # whether the worker question was settled (asked once, after one batch)
+        self._classic_decided = False  # whether the worker question was settled (asked once, after the first rows)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
+        self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
+        self._classic_walked = 0  # classic tasks handed to a batch so far
+        self._classic_forked = False  # a worker was forked for this run (alive or not since)
+        self._live = outputs
         # judge results, progress and cancel checks go to the store from a thread of their own, in order:
         # a commit (or a busy disk) never holds up the event loop and the answers waiting on it
         self._io: concurrent.futures.ThreadPoolExecutor | None = None
@@ -295,10 +313,11 @@ class Runner:
                 # a named judge's URL and model are read now, from the server's configuration
                 self.spec.judge = self.spec.judge.resolved()
             done, stored = self._snapshot()
-            total, skipped = 0, []
+            total, skipped, any_skipped = 0, [], False
             for x in self._walk(done, stored, values=False):  # counts without rendering, records skipped turns
                 if isinstance(x, Result):
                     skipped.append(x)
+                    any_skipped = True
                     if len(skipped) >= CHUNK:
                         store.write_results(rid, skipped)
                         skipped = []
@@ -306,6 +325,9 @@ class Runner:
                     total += 1
             store.write_results(rid, skipped)
             self.progress.total = total
+            if self._live is not None and not self._computes_every_task(total, any_skipped):
+                self._live.abandon()
+                self._live = None
             store.update_run(rid, tasks_total=total, tasks_done=0, tasks_errored=0)
             watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
@@ -424,10 +446,13 @@ class Runner:
     def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
         """The final status: never "completed" while a planned task has no stored result, and
         "failed" (with the first error and the judge's URL) when no judged row succeeded."""
-        stored = self.store.result_keyset(self.run_id)
-        lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before, values=False)
-                if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
-        del stored
+        if self._live is not None and self._live.complete():
+            lost = []  # each row's results were stored before the live outputs had them, and every row came
+        else:
+            stored = self.store.result_keyset(self.run_id)
+            lost = [(x.row, x.spec.name, x.turn) for x in self._walk(done, stored_before, values=False)
+                    if isinstance(x, _Task) and (x.row, x.spec.name, x.turn) not in stored]
+            del stored
         if lost:  # every path records a result; this is the last guard should one ever not
             self.store.write_results(self.run_id, [Result(r, m, t, "error", error="no result was recorded for this task")
                                                    for r, m, t in lost])
@@ -565,22 +590,51 @@ class Runner:
         while it has room and are computed here otherwise; this process writes every result, the
         worker's included, as they come back. An empty ``tasks`` (the classic tasks are over) waits
         for the worker's last batches and ends it.
+
+        The first :data:`CLASSIC_WARM_ROWS` rows are computed here before anything else: what the metrics
+        load on first use (Punkt's tables, the tokenizers, the stemmer) and the memos of the commonest
+        words are then in this process's memory when the worker is forked, which computes from the
+        first batch on. Near the end of the walk batches are smaller
+        (:data:`CLASSIC_TAIL`): the runner, which has nothing left to compute, waits for less.
         """
+        start = 0
+        if not self._classic_decided and tasks:
+            first = next((k for k, t in enumerate(tasks) if t.row >= tasks[0].row + CLASSIC_WARM_ROWS), len(tasks))
+            self._write_classic(self._classic_seq, tasks[:first],
+                                compute_all([(t.spec.name, t.values) for t in tasks[:first]], self._computes()))
+            self._classic_seq += 1
+            self._classic_walked += first
+            start = first
         worker = self._classic_worker_now()
-        for start in range(0, len(tasks), CLASSIC_BATCH):
+        while start < len(tasks):
             if self._cancelled:
                 return
-            part = tasks[start:start + CLASSIC_BATCH]
+            size = CLASSIC_BATCH
+            if self._classic_forked and self.progress.total - self._classic_walked <= CLASSIC_TAIL * CLASSIC_BATCH:
+                size = CLASSIC_BATCH // CLASSIC_TAIL
+            part = tasks[start:start + size]
+            start += len(part)
+            self._classic_walked += len(part)
+            seq = self._classic_seq
+            self._classic_seq += 1
             if worker is not None and worker.room:
-                worker.submit(part, [(t.spec.name, t.values) for t in part])
+                worker.submit((seq, part), [(t.spec.name, t.values) for t in part])
             else:
-                self._write_classic(part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
+                self._write_classic(seq, part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
                 self._classic_batches += 1
             if worker is not None:
                 self._classic_collect(wait=False)
             await asyncio.sleep(0)  # let the watcher see a cancel request
         if not tasks:
             await self._classic_finish()
+
+    def _computes_every_task(self, total: int, any_skipped: bool) -> bool:
+        """Whether this run computes one classic result for every row and metric, row by row (what
+        :class:`evaluators.run_outputs.LiveRunOutputs` writes rows from)."""
+        specs = self.spec.specs()
+        return (self.rows is None and not any_skipped and self.dataset.shape == "single"
+                and all(not s.is_judge and s.row_tasks is None for s in specs)
+                and total == len(self.dataset) * len(specs))
 
     def _computes(self) -> dict[str, Callable]:
         """Metric name -> compute function, of this run's classic metrics."""
@@ -589,12 +643,12 @@ class Runner:
         return self._classic_computes
 
     def _classic_worker_now(self) -> ClassicWorker | None:
-        """The worker process for this run's classic batches, forked once this process computed a
-        first batch itself (so WordNet, Punkt's parameters and the memos are loaded and shared); None
+        """The worker process for this run's classic batches, forked once this process computed the
+        first rows itself (so WordNet, Punkt's parameters and the tokenizers are loaded and shared); None
         while in-process, or for good when the run is too small or the setting says so."""
         if self._classic_worker is not None:
             return None if self._classic_worker.broken else self._classic_worker
-        if self._classic_decided or self._classic_batches < 1:
+        if self._classic_decided:
             return None
         self._classic_decided = True
         specs = self.spec.specs()
@@ -602,9 +656,11 @@ class Runner:
         if not classic or not classic_worker_wanted(self.progress.total * classic // len(specs)):
             return None
         self._classic_worker = ClassicWorker(self._computes())
+        self._classic_forked = True
         return self._classic_worker
 
-    def _write_classic(self, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
+    def _write_classic(self, seq: int, part: list[_Task], outcomes: list[tuple[bool, Any]]) -> None:
+        """Store batch ``seq``'s results (and hand them to the live outputs, if any)."""
         batch = []
         metas: dict[str, dict] = {}  # one meta dict per metric and batch: the store encodes it once
         for t, (ok, out) in zip(part, outcomes):
@@ -620,17 +676,19 @@ class Runner:
                 r = Result(t.row, t.spec.name, t.turn, "error", error=out)
             batch.append(r)
         self.store.write_results(self.run_id, batch)
+        if self._live is not None:
+            self._live.add(seq, [t.record for t in part], batch)
         for r in batch:
             self._tick(r)
 
     def _classic_collect(self, wait: bool) -> None:
         """Write the batches the worker sent back; compute here those a dead worker held."""
         worker = self._classic_worker
-        for part, outcomes in worker.collect(wait=wait):
-            self._write_classic(part, outcomes)
+        for (seq, part), outcomes in worker.collect(wait=wait):
+            self._write_classic(seq, part, outcomes)
         if worker.broken:
-            for part, items in worker.take_back():
-                self._write_classic(part, compute_all(items, self._computes()))
+            for (seq, part), items in worker.take_back():
+                self._write_classic(seq, part, compute_all(items, self._computes()))
                 self._classic_batches += 1
 
     async def _classic_finish(self) -> None:

@@ -14,7 +14,7 @@ import pytest
 from evaluators import prepare_run
 from evaluators.parallel import ENV, MIN_TASKS
 from evaluators.run_outputs import write_run_outputs
-from evaluators.runner import CLASSIC_BATCH, Runner
+from evaluators.runner import Runner
 from evaluators.store import Store
 from tests.conftest import SINGLE
 
@@ -34,6 +34,11 @@ def pairs_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in out))
     return path
+
+
+def batches(runner) -> int:
+    """The batches a run made after its first CLASSIC_WARM_ROWS rows (computed before the fork)."""
+    return runner._classic_seq - 1
 
 
 def run_once(tmp_path, name, data, monkeypatch, setting, on_runner=None):
@@ -65,7 +70,7 @@ def test_worker_on_writes_the_same_files_as_one_process(tmp_path, pairs_file, on
     runner, status, out = run_once(tmp_path, "on", pairs_file, monkeypatch, "1")
     assert status == "completed"
     here, there = runner.classic_split
-    assert there > 0 and here > 0 and here + there == 600 * len(METRICS) // CLASSIC_BATCH  # both computed some
+    assert there > 0 and here > 0 and here + there == batches(runner)  # both computed some
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
     rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
@@ -88,7 +93,7 @@ def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeyp
     runner, status, out = run_once(tmp_path, "killed", pairs_file, monkeypatch, "1")
     assert killed and status == "completed"
     # every batch computed here in the end: the one the dead worker held was taken back
-    assert runner.classic_split == (600 * len(METRICS) // CLASSIC_BATCH, 0)
+    assert runner.classic_split == (batches(runner), 0) and batches(runner) > 1
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
@@ -135,3 +140,111 @@ def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_f
     write_run_outputs(store, rid, tmp_path / "out")
     for name in ("rows.jsonl", "metrics.json"):
         assert (tmp_path / "out" / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def live_run(tmp_path, name, data, monkeypatch, setting, metrics=METRICS):
+    """A run whose rows.jsonl and metrics.json are written as its results are (what the CLI does);
+    returns (store, run id, out dir, the live writer's summary or None when it was abandoned)."""
+    from evaluators.run_outputs import LiveRunOutputs
+
+    monkeypatch.setenv(ENV, setting)
+    store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
+    rid = prepare_run(store, str(data), metrics)
+    out = tmp_path / name
+    live = LiveRunOutputs(store, rid, out)
+    assert Runner(store, rid, outputs=live).run() == "completed"
+    return store, rid, out, live.finish()
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_files_written_during_the_run_equal_the_files_read_from_the_store(tmp_path, pairs_file, one_process,
+                                                                          monkeypatch, setting):
+    """The CLI writes a fresh classic run's rows.jsonl from the results as they are stored (batches come
+    back out of order from the worker); the bytes are those read back from the store after the run."""
+    store, rid, out, summary = live_run(tmp_path, "live", pairs_file, monkeypatch, setting)
+    assert summary is not None  # written live, not abandoned
+    assert summary.metrics() == json.loads((out / "metrics.json").read_text())
+    write_run_outputs(store, rid, tmp_path / "from_store")
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (tmp_path / "from_store" / name).read_bytes(), name
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "rows.jsonl"]  # no temporary file left
+
+
+def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_row(tmp_path, pairs_file, one_process,
+                                                                                 monkeypatch):
+    """A resumed run (part of its results from before) abandons the live files: nothing is written and no
+    temporary file is left, so the caller reads the store."""
+    from evaluators.run_outputs import LiveRunOutputs
+
+    monkeypatch.setenv(ENV, "0")
+    store = Store(f"sqlite:///{tmp_path / 'resume.db'}")
+    rid = prepare_run(store, str(pairs_file), METRICS)
+    store.write_results(rid, [r for r in _first_rows(pairs_file, 7)])
+    out = tmp_path / "out"
+    live = LiveRunOutputs(store, rid, out)
+    assert Runner(store, rid, outputs=live).run() == "completed"
+    assert live.finish() is None and list(out.iterdir()) == []
+    write_run_outputs(store, rid, out)  # what the CLI does then
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def _first_rows(data, n):
+    """Results of the first ``n`` rows of every metric, computed here (as a run killed early leaves them)."""
+    from evaluators.registry import get_metric
+    from evaluators.store import Result
+
+    rows = [json.loads(x) for x in data.read_text().splitlines()[:n]]
+    out = []
+    for i, row in enumerate(rows):
+        for m in METRICS:
+            spec = get_metric(m)
+            v = spec.compute({"response": row["response"], "ground_truth": row["ground_truth"]})
+            out.append(Result(i, m, 0, "ok", value=v[spec.primary], outputs=v, meta={"signature": spec.signature()}))
+    return out
+
+
+def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs_file, monkeypatch):
+    """With live files the runner skips re-reading every stored key at the end only when the live files
+    saw every row's every result; a task lost on the way is still found: the run ends failed, nothing
+    is written live (the files then come from the store, the lost task an error row)."""
+    from evaluators.run_outputs import LiveRunOutputs
+
+    class Leaky(Runner):
+        dropped = False
+
+        def _write_classic(self, seq, part, outcomes):
+            if not self.dropped and len(part) > 7:  # drops one task of its first full batch on the floor
+                self.dropped = True
+                part, outcomes = part[:3] + part[4:], outcomes[:3] + outcomes[4:]
+            super()._write_classic(seq, part, outcomes)
+
+    monkeypatch.setenv(ENV, "0")
+    store = Store(f"sqlite:///{tmp_path / 'leak.db'}")
+    rid = prepare_run(store, str(pairs_file), METRICS)
+    live = LiveRunOutputs(store, rid, tmp_path / "out")
+    runner = Leaky(store, rid, outputs=live)
+    assert runner.run() == "failed" and runner.dropped
+    assert "1 task(s) ended without a result" in store.get_run(rid)["error"]
+    assert live.finish() is None and list((tmp_path / "out").iterdir()) == []
+
+
+def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monkeypatch):
+    """The batches a killed worker held are computed here, in walk order for the live files: same bytes."""
+    from evaluators.parallel import ClassicWorker
+
+    killed = []
+    submit = ClassicWorker.submit
+
+    def submit_then_kill(self, key, items):
+        submit(self, key, items)
+        if len(self._sent) == 2 and not killed:  # two batches out when it dies
+            os.kill(self.pid, signal.SIGKILL)
+            killed.append(self.pid)
+
+    monkeypatch.setattr(ClassicWorker, "submit", submit_then_kill)
+    store, rid, out, summary = live_run(tmp_path, "live_killed", pairs_file, monkeypatch, "1")
+    assert killed and summary is not None
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
