@@ -778,15 +778,21 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
 
 class FileRecords(Sequence):
     """A JSON-lines file's records, read from disk, checked and converted as :func:`build_dataset`
-    does each time they are walked: a dataset of any size without its rows in memory."""
+    does each time they are walked: a dataset of any size without its rows in memory. A small file's
+    checked records may be given (``kept``): walks then read them, not the file (each walk of the
+    file parses every line again; a CLI run walks its dataset three times after the check)."""
 
-    def __init__(self, path: Path, mapping: dict[str, str], n: int):
-        self.path, self.mapping, self.n = path, mapping, n
+    def __init__(self, path: Path, mapping: dict[str, str], n: int, kept: list[dict] | None = None):
+        self.path, self.mapping, self.n, self.kept = path, mapping, n, kept
 
     def __len__(self) -> int:
         return self.n
 
     def __iter__(self):
+        if self.kept is not None:
+            for rec in self.kept:
+                yield dict(rec)  # a fresh dict each walk, as a walk of the file gives
+            return
         problems = ProblemCollector(self.path.name)
         k = 0
         for rec, row in _jsonl_file(self.path, problems):
@@ -821,6 +827,9 @@ class FileDataset(Dataset):
         return set(self.known_fields)
 
 
+KEEP_BYTES = 32 * 2**20  # a JSON-lines file up to this size keeps its checked records in memory after the check
+
+
 def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None = None,
                            name: str | None = None) -> Dataset:
     """:func:`load_dataset`, reading a JSON-lines file from disk without holding its rows: one pass
@@ -844,8 +853,15 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
         return load_dataset(data, column_mapping, name)
     columns: dict[str, None] = {}
     n = 0
-    for rec, _ in _jsonl_file(path, problems):
+    try:
+        small = path.stat().st_size <= KEEP_BYTES
+    except OSError:
+        small = False
+    parsed: list | None = [] if small else None  # a small file is parsed once; a big one streamed each walk
+    for rec, row in _jsonl_file(path, problems):
         n += 1
+        if parsed is not None:
+            parsed.append((rec, row))
         for c in rec:
             if c not in columns:
                 columns[c] = None
@@ -858,10 +874,14 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
     chunk: list[dict] = []
     probe = Dataset(name="", records=chunk, columns=cols, mapping=mapping, shape=shape)  # fields() of a chunk
 
+    kept: list[dict] | None = [] if parsed is not None else None
+
     def checked():
-        for rec, row in _jsonl_file(path, problems):
+        for rec, row in (parsed if parsed is not None else _jsonl_file(path, problems)):
             out = _check_row(rec, row, mapping, problems)
             numbers.append(row)
+            if kept is not None:
+                kept.append(out)
             chunk.append(out)
             if len(chunk) >= 1000:
                 fields.update(probe.fields())
@@ -872,7 +892,8 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
     fields.update(probe.fields() if chunk else ())
     if problems.problems or len(numbers) != n:
         return load_dataset(data, column_mapping, name)
-    return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n), columns=cols,
+    parsed = None
+    return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n, kept), columns=cols,
                        mapping=mapping, shape=shape, source=path.name, detected=schema, row_numbers=numbers,
                        known_hash=digest, known_fields=frozenset(fields))
 

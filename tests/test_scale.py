@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import tracemalloc
 
+import pytest
+
 from evaluators import prepare_run
 from evaluators.judge import JudgeConfig
 from evaluators import runner as runner_mod
@@ -279,11 +281,15 @@ def _jsonl_cases(tmp_path):
     return cases
 
 
-def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_path):
+@pytest.mark.parametrize("keep", [True, False], ids=["small-file-kept", "streamed"])
+def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_path, monkeypatch, keep):
     """Streaming (two passes over the file, rows never held) must give the same records, columns,
     mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
-    every hostile file."""
+    every hostile file; so must a small file parsed once, its checked records kept."""
+    from evaluators import data
     from evaluators.data import FileDataset, load_dataset, load_dataset_streaming
+
+    monkeypatch.setattr(data, "KEEP_BYTES", data.KEEP_BYTES if keep else -1)
 
     streamed_ok = 0
     for path, mapping in _jsonl_cases(tmp_path):
@@ -299,6 +305,12 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
             continue
         got = load_dataset_streaming(path, mapping)
         streamed_ok += isinstance(got, FileDataset)
+        if isinstance(got, FileDataset):
+            assert (got.records.kept is not None) == keep, path
+            first = list(got.records)
+            for rec in first:
+                rec.clear()  # what a reader does to the records it is given stays with it
+            assert list(got.records) == want.records, path
         assert list(got.records) == want.records and len(got) == len(want), path
         assert (got.columns, got.mapping, got.shape, got.detected, got.source, got.name) == \
                (want.columns, want.mapping, want.shape, want.detected, want.source, want.name), path
