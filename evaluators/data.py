@@ -893,7 +893,6 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
     fields.update(probe.fields() if chunk else ())
     if problems.problems or len(numbers) != n:
         return load_dataset(data, column_mapping, name)
-    parsed = None
     return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n, kept), columns=cols,
                        mapping=mapping, shape=shape, source=path.name, detected=schema, row_numbers=numbers,
                        known_hash=digest, known_fields=frozenset(fields))

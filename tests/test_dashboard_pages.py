@@ -236,9 +236,9 @@ def test_runs_page_lists_25_runs_a_page_newest_first_each_name_opening_its_resul
     from ui import loaders
     loaders.forget_lists()
 
-    def listed(at):  # (label, run in the link) of each run shown; the first link starts a new evaluation
-        links = list(at.get("page_link"))[1:]
-        return [(e.proto.label.strip("` "), e.proto.query_string) for e in links if "run=" in e.proto.query_string]
+    def listed(at):  # (label, run in the link) of each run shown (not "Start a new evaluation", not the pager)
+        return [(e.proto.label.strip("` "), e.proto.query_string) for e in at.get("page_link")
+                if "run=" in e.proto.query_string]
 
     at = app("pages/runs.py")
     shown = listed(at)

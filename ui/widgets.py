@@ -221,20 +221,21 @@ def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> d
     from evaluators.registry import get_metric
 
     specs = [get_metric(name) for name in run["spec"]["metrics"]]
-    out = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
-    for spec in filter(uses_threshold, specs):
-        low, high = spec.score_range
-        out[spec.name] = min(max(state.read(f"th.{spec.name}", out[spec.name], float), float(low)), float(high))
+    own = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
+    out = dict(own)
+    movable = [s for s in specs if uses_threshold(s)]
+    for spec in movable:
+        low, high = map(float, spec.score_range)
+        out[spec.name] = min(max(state.read(f"th.{spec.name}", own[spec.name], float), low), high)
     if not shown:
         return out
-    for col, spec in grid([s for s in specs if uses_threshold(s)], 3):
+    for col, spec in grid(movable, 3):
         if cells is not None:
             cells[spec.name] = col
-        low, high = spec.score_range
-        default = float(run["spec"]["thresholds"].get(spec.name, spec.default_threshold))
-        out[spec.name] = col.slider(f"{spec.name} threshold", float(low), float(high), out[spec.name],
+        low, high = map(float, spec.score_range)
+        out[spec.name] = col.slider(f"{spec.name} threshold", low, high, out[spec.name],
                                     1.0 if spec.integer else 0.05, key=f"th.{spec.name}",
-                                    on_change=_threshold_to_url, args=(spec.name, default),
+                                    on_change=_threshold_to_url, args=(spec.name, own[spec.name]),
                                     help="Pass rates are recomputed from stored scores; nothing is re-run.")
     return out
 
