@@ -10,8 +10,7 @@ with w.guard():
         st.info("No runs yet.")
         st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
-    ids = [r["id"] for r in runs]
-    run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))
+    run_id = w.run_picker(runs)
     run = loaders.run(run_id)
     w.run_status(run)
     overview.refresh_while_running(run)

@@ -227,6 +227,9 @@ def _no_payload_in_markdown(at) -> None:
     for e in at.get("page_link"):  # links' labels (the Runs list's run names) render Markdown too
         for p in PAYLOADS:
             assert p not in _outside_code_spans(str(e.proto.label)), e.proto.label
+    for e in at.get("popover"):  # the run picker's button names the run: Markdown as well
+        for p in PAYLOADS:
+            assert p not in _outside_code_spans(str(e.proto.popover.label)), e.proto.popover.label
 
 
 def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path):

@@ -295,3 +295,22 @@ def test_two_runs_of_one_name_started_in_one_minute_stay_apart_in_the_picker(hom
     at.run()  # a rerun, as a tab click makes
     assert set(cards(at)) >= {"f1_score pass rate", "violence defect rate"}
     assert at.selectbox[0].value == four
+
+
+def test_the_run_picker_opens_the_run_picked_and_a_link_still_opens_the_run_it_names(home_store):
+    # The picker is a selectbox inside a popover (built only when opened): what it picks must reach
+    # the URL and the page at once, and a link naming a run must win over an earlier pick.
+    app()
+    four = stored_run(home_store, known_results())
+    one = stored_run(home_store, [r for r in known_results() if r.metric == "coherence"], metrics=["coherence"])
+    at = app("pages/results.py", run=four)
+    assert "violence defect rate" in cards(at)
+    label = at.get("popover")[0].proto.popover.label  # the button names the run shown (two same-named runs: by id)
+    assert label.startswith("Run: ") and "known scores" in label and four in label and one not in label
+    at.selectbox[0].set_value(one).run()
+    assert at.query_params["run"] == one
+    assert "coherence pass rate" in cards(at) and "violence defect rate" not in cards(at)
+    assert one in at.get("popover")[0].proto.popover.label
+    at.query_params["run"] = four  # a link to the first run, followed in the same session
+    at.run()
+    assert "violence defect rate" in cards(at) and at.selectbox[0].value == four

@@ -80,6 +80,29 @@ def run_label(runs: list[dict]):
     return label
 
 
+def run_picker(runs: list[dict]) -> str:
+    """The run a page is of, pinned in the URL as ``run`` (the newest when none is given), shown as a
+    button naming it that opens the list of runs to pick another.
+
+    The list is a selectbox inside a popover, built in the browser only when opened: drawn on the
+    page, its code costs every first render ~0.2 s of the browser's main thread (bench/dashboard_scale.py).
+    """
+    ids = [r["id"] for r in runs]
+    chosen = st.query_params.get("run")
+    if chosen not in ids:
+        chosen = ids[0]
+        state.write("run", chosen)  # a shared link keeps pointing at this run after newer ones appear
+    label = run_label(runs)
+    key = f"run_picker.{chosen}"  # a new run in the URL (a link) is a new widget, set from the URL
+
+    def picked() -> None:
+        state.write("run", st.session_state[key])
+
+    with st.popover(f"Run: {literal(label(chosen))}"):
+        st.selectbox("Run", ids, index=ids.index(chosen), format_func=label, key=key, on_change=picked)
+    return chosen
+
+
 STATUS_ICONS = {"completed": ":material/check_circle:", "running": ":material/pending:", "queued": ":material/schedule:",
                 "failed": ":material/error:", "cancelled": ":material/cancel:", "stopped": ":material/pause_circle:"}
 
