@@ -31,7 +31,10 @@ Chromium (Debian's, /usr/bin/chromium), each against its target:
   opens its Results page, the sidebar's "Runs" goes back (no reload of the browser's app).
 
 A figure is the time from the action to the moment the expected content is shown and Streamlit reports
-its script run finished. Exits with SKIPPED when ../shared is absent.
+its script run finished. Each is measured ``--reps`` times (3; a new tab each time, a different row
+each time, the filter set back between two changes) and its median is the figure, every sample
+printed beside it: one load on a 2-core machine varies by a few tenths of a second. The cold first
+render happens once. Exits with SKIPPED when ../shared is absent.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ import datetime as dt
 import json
 import random
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,12 +162,14 @@ def rss_mb(pid: int) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
-def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
+def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dict:
+    """Each figure ``reps`` times (a list of seconds), but the cold first render (once)."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser import ARGS, CHROMIUM
 
-    out: dict = {}
+    out: dict = {k: [] for k in ("reference_render", "first_render", "filter", "select", "floor", "runs_page",
+                                 "results_in_app", "runs_in_app")}
     done = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
     def settle(page, text: str | None, timeout=300_000, table: bool = False, charts: int = 0):
@@ -175,44 +181,58 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
         if charts:  # every chart the script sent is drawn (Vega draws after the elements arrive)
             page.wait_for_function(DRAWN, arg=charts, polling="raf", timeout=timeout)
 
+    def new_tab(ctx, path: str, text: str, charts: int = 0, key: str | None = None):
+        """Open ``path`` in a new tab, time it until ``text`` (and the charts) show; keep the tab open."""
+        page = ctx.new_page()
+        t = time.perf_counter()
+        page.goto(f"{url}{path}")
+        settle(page, text, charts=charts)
+        if key:
+            out[key].append(time.perf_counter() - t)
+        return page
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
-        page = ctx.new_page()
-        page.goto(f"{url}/runs")  # the app's first start (store, samples) is not the Results page's time
-        settle(page, "Page 1 of")
-        ref = ctx.new_page()  # the same page on a 5-row run: what the machine takes for any Results page
-        t = time.perf_counter()
-        ref.goto(f"{url}/results?run=small0000000")
-        settle(ref, "f1_score pass rate", charts=expect["ref_charts"])
-        out["reference_render"] = time.perf_counter() - t
-        ref.close()
+        page = new_tab(ctx, "/runs", "Page 1 of")  # the app's first start (store, samples) is not a page's time
+        for _ in range(reps):  # the same page on a 5-row run: what the machine takes for any Results page
+            new_tab(ctx, "/results?run=small0000000", "f1_score pass rate", expect["ref_charts"], "reference_render").close()
         t = time.perf_counter()
         page.goto(f"{url}/results?run={run_id}")
         settle(page, "coherence pass rate", charts=expect["charts"])
         out["first_render_cold"] = time.perf_counter() - t
-        page2 = ctx.new_page()
-        t = time.perf_counter()
-        page2.goto(f"{url}/results?run={run_id}")
-        settle(page2, "coherence pass rate", charts=expect["charts"])
-        out["first_render"] = time.perf_counter() - t
-        page2.close()
+        for _ in range(reps):
+            new_tab(ctx, f"/results?run={run_id}", "coherence pass rate", expect["charts"], "first_render").close()
 
         page.get_by_role("tab", name="Rows").click()
         settle(page, f"of {expect['all']:,} matching")
-        page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict").click()
-        option = page.get_by_role("option", name="fail", exact=True)
-        option.wait_for()
-        t = time.perf_counter()  # from the choice to the table it gives (opening the list is not the change)
-        option.click()
+        verdict = page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict")
+        for _ in range(reps):
+            verdict.click()
+            option = page.get_by_role("option", name="fail", exact=True)
+            option.wait_for()
+            t = time.perf_counter()  # from the choice to the table it gives (opening the list is not the change)
+            option.click()
+            settle(page, f"of {expect['fail']:,} matching")
+            out["filter"].append(time.perf_counter() - t)
+            verdict.click()  # back to every row, untimed
+            page.get_by_role("option", name="all", exact=True).click()
+            settle(page, f"of {expect['all']:,} matching")
+        verdict.click()
+        page.get_by_role("option", name="fail", exact=True).click()
         settle(page, f"of {expect['fail']:,} matching")
-        out["filter"] = time.perf_counter() - t
         box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
-        t = time.perf_counter()
-        page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row's selection box
-        page.wait_for_url("**row=**", timeout=60_000)
-        settle(page, "Judge's reasoning")
-        out["select"] = time.perf_counter() - t
+        heading = '[data-testid="stMain"] h3'
+        for k in range(reps):  # a different row each time: its selection box, then its detail pane
+            before = page.url
+            t = time.perf_counter()
+            page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 35 * k)
+            page.wait_for_function("u => location.href !== u && location.href.includes('row=')", arg=before,
+                                   polling="raf", timeout=60_000)
+            settle(page, "Judge's reasoning")
+            page.wait_for_function("s => [...document.querySelectorAll(s)].some(h => h.innerText.startsWith('Row '))",
+                                   arg=heading, polling="raf", timeout=60_000)
+            out["select"].append(time.perf_counter() - t)
         search = page.get_by_label("Search query and response")
         t = time.perf_counter()
         search.fill("python")
@@ -226,33 +246,29 @@ def measure(url: str, run_id: str, pid: int, expect: dict) -> dict:
         out["search"] = time.perf_counter() - t
         out["rss_mb"] = rss_mb(pid)
 
-        floor = ctx.new_page()  # what any page of this app takes to load here: a title, a message, a link
-        t = time.perf_counter()
-        floor.goto(f"{url}/pairwise")
-        settle(floor, "No run with wildbench_pairwise yet")
-        out["floor"] = time.perf_counter() - t
-        floor.close()
-        page3 = ctx.new_page()
-        t = time.perf_counter()
-        page3.goto(f"{url}/runs")
-        settle(page3, "Page 1 of")  # the first 25 runs listed, the pager under them
-        out["runs_page"] = time.perf_counter() - t
+        for _ in range(reps):  # what any page of this app takes to load here: a title, a message, a link
+            new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet", key="floor").close()
+        for _ in range(reps):
+            last = new_tab(ctx, "/runs", "Page 1 of", key="runs_page")  # the first 25 runs listed, the pager under them
+            if _ < reps - 1:
+                last.close()
 
         # Within the app, as a reader moves: from the Runs page, click the big run (the newest, listed
         # first) to open its Results; from there, the sidebar's "Runs" back to the list. Streamlit swaps
         # the page without reloading the browser's app, so these leave out its start-up.
-        link = page3.locator('[data-testid="stPageLink"] a').filter(has_text="big run").first
-        t = time.perf_counter()
-        link.click()
-        page3.wait_for_url(f"**/results?run={run_id}**", timeout=60_000)
-        settle(page3, "coherence pass rate", charts=expect["charts"])
-        out["results_in_app"] = time.perf_counter() - t
-        t = time.perf_counter()
-        page3.locator('[data-testid="stSidebarNav"] a').filter(has_text="Runs").first.click()
-        page3.wait_for_url("**/runs**", timeout=60_000)
-        page3.wait_for_function("() => !document.querySelector('[data-testid=stVegaLiteChart]')", polling="raf")
-        settle(page3, "Page 1 of")
-        out["runs_in_app"] = time.perf_counter() - t
+        for _ in range(reps):
+            link = last.locator('[data-testid="stPageLink"] a').filter(has_text="big run").first
+            t = time.perf_counter()
+            link.click()
+            last.wait_for_url(f"**/results?run={run_id}**", timeout=60_000)
+            settle(last, "coherence pass rate", charts=expect["charts"])
+            out["results_in_app"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            last.locator('[data-testid="stSidebarNav"] a').filter(has_text="Runs").first.click()
+            last.wait_for_url("**/runs**", timeout=60_000)
+            last.wait_for_function("() => !document.querySelector('[data-testid=stVegaLiteChart]')", polling="raf")
+            settle(last, "Page 1 of")
+            out["runs_in_app"].append(time.perf_counter() - t)
         browser.close()
     return out
 
@@ -261,6 +277,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
+    ap.add_argument("--reps", type=int, default=3, help="times each figure is measured (the median is reported)")
     ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
     args = ap.parse_args()
     if not WILDBENCH.is_dir():
@@ -321,7 +338,7 @@ def main() -> None:
                 if time.time() > deadline:
                     raise SystemExit("the dashboard did not start")
                 time.sleep(0.2)
-        got = measure(url, run_id, proc.pid, expect)
+        got = measure(url, run_id, proc.pid, expect, args.reps)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -337,14 +354,18 @@ def main() -> None:
             (f"Runs page with {args.runs} runs", "runs_page", "runs_page", "s"),
             ("Results page from a click in the Runs list (in the app)", "results_in_app", "first_render", "s"),
             (f"Runs page from the sidebar (in the app, {args.runs} runs)", "runs_in_app", "runs_page", "s")]
-    print(f"\n{'figure':52s} {'measured':>10s} {'target':>9s}  verdict")
+    print(f"\n{'figure (repeated ones: the median, then each sample)':58s} {'measured':>10s} {'target':>9s}  verdict")
     for label, key, target, unit in rows:
         v = got[key]
+        samples = ""
+        if isinstance(v, list):  # repeated: the median is the figure, every sample is printed beside it
+            samples = "(" + ", ".join(f"{x:.2f}" for x in v) + ")"
+            v = statistics.median(v)
         tv = TARGETS.get(target) if target else None
         verdict = "" if tv is None else ("PASS" if v <= tv else "FAIL")
         fmt = f"{v:.0f} {unit}" if unit == "MB" else f"{v:.2f} {unit}"
         tfmt = "" if tv is None else (f"< {tv} {unit}" if unit == "MB" else f"<= {tv} {unit}")
-        print(f"{label:52s} {fmt:>10s} {tfmt:>9s}  {verdict}")
+        print(f"{label:58s} {fmt:>10s} {tfmt:>9s}  {verdict:4s}  {samples}")
 
 
 if __name__ == "__main__":
