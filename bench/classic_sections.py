@@ -63,6 +63,14 @@ wrap(runner.Runner, "run", "run")
 wrap(runner.Runner, "_outcome", "outcome")
 wrap(runner.Runner, "_classic_finish", "wait for the worker's last batches", is_async=True)
 # (the first "until wait..." section is the run on both processes)
+split = {}
+close = runner.Runner._classic_close
+def closing(self):
+    if self._classic_worker is not None:
+        split.update(batches=[self._classic_batches, self._classic_worker.batches_done],
+                     kept=self._classic_worker.kept)
+    close(self)
+runner.Runner._classic_close = closing
 init = parallel.ClassicWorker.__init__
 def forked(self, *a, **k):
     mark("fork")
@@ -72,7 +80,7 @@ code = cli.main(sys.argv[1:])
 mark("end")
 ch = resource.getrusage(resource.RUSAGE_CHILDREN)
 out = {"marks": [(n, w - T0w, c - T0c) for n, w, c in marks], "worker_cpu": ch.ru_utime + ch.ru_stime,
-       "code": code}
+       "code": code, "split": split}
 print("SECTIONS " + __import__("json").dumps(out), file=sys.stderr)
 sys.stdout.flush()
 os._exit(code)
@@ -120,6 +128,10 @@ def report(res: dict) -> float:
     path = fork + max(here, worker) + (end - done)
     print(f"  runner CPU: {fork:.2f} before the fork, {here:.2f} while the worker ran, {end - done:.2f} after; "
           f"worker CPU {worker:.2f}")
+    split = res.get("split") or {}
+    if split:
+        print(f"  batches computed by the runner / the worker: {split['batches'][0]} / {split['batches'][1]}; "
+              f"worker outcomes computed ahead (an early worker) and used: {split['kept']}")
     print(f"  critical path (CPU s): {fork:.2f} + max({here:.2f}, {worker:.2f}) + {end - done:.2f} = {path:.2f}; "
           f"wall {marks[-1][1]:.2f} s; load average before: {res['load']:.1f}")
     return path
