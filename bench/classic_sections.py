@@ -11,6 +11,10 @@ and the run's **critical path in CPU seconds**: the runner's CPU before the fork
 runner's and the worker's CPU from the fork to the worker's end + the runner's CPU after it. On a
 quiet 2-core machine that is about the wall time; on a shared one, wall time measures the others'
 load, CPU time much less (it still inflates under load: compare A/B runs made back to back).
+The CLI forks its worker right after start-up (``parallel.start_early``: it computes rows ahead
+while the runner loads, checks and stores the file), so "before the fork" is the imports; the run
+line also says how many batches each process computed and how many of the worker's outcomes came
+from the rows it computed ahead.
 """
 from __future__ import annotations
 
@@ -108,7 +112,7 @@ def report(res: dict) -> float:
     prev_w = prev_c = 0.0
     print(f"  {'section (runner process)':<44} {'wall s':>7} {'CPU s':>7}")
     for name, w, c in marks:
-        label = {"imports": "start-up imports", "fork": "until the worker's fork (first row, here)",
+        label = {"imports": "start-up imports", "fork": "until the worker's fork",
                  "end": "until the end (summary printed)"}.get(name)
         if label is None:
             label = "until " + name[:-6] if name.endswith(" start") else name[:-4] if name.endswith(" end") else name
