@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue
 import signal
 import threading
 from collections import deque
@@ -33,6 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 ENV = "EVALDASH_CLASSIC_WORKERS"
 MIN_TASKS = 2_000  # below this, forking costs more than it saves
 DEPTH = 3  # batches handed to the worker and not yet back: enough to keep it busy, memory stays flat
+PARENT_CHECK = 1.0  # seconds between two looks at whether the runner's process is still there
 AHEAD_ROWS = 3_000  # rows an early worker computes before the runner asks: bounded, memory stays flat
 
 # (metric name, the row's values) in; (True, outputs) or (False, "Error: message") out
@@ -83,7 +85,7 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return True
 
 
-def _compute_ahead(computes, tasks, ahead) -> dict:
+def _compute_ahead(computes, tasks, ahead, parent: int) -> dict:
     """An early worker's rows computed before the first batch arrives: (row, metric) -> (values, outcome)."""
     import gc
 
@@ -94,7 +96,7 @@ def _compute_ahead(computes, tasks, ahead) -> dict:
         gc.enable()  # the collector's walks (an early fork inherits the start-up's held collector)
         gc.set_threshold(20_000, 50, 50)
         for row, values in rows:
-            if not tasks.empty() or len(stock) >= AHEAD_ROWS * len(computes):
+            if not tasks.empty() or len(stock) >= AHEAD_ROWS * len(computes) or os.getppid() != parent:
                 break
             for name, outcome in zip(computes, compute_all([(name, values) for name in computes], computes)):
                 stock[(row, name)] = (values, outcome)
@@ -103,13 +105,25 @@ def _compute_ahead(computes, tasks, ahead) -> dict:
     return stock
 
 
-def _serve(computes, tasks, conn, parent_end, ahead=None) -> None:
+def _next(tasks, parent: int):
+    """The next batch, or None at the end: the runner's None, or the runner gone (killed: nothing can
+    end us then; the queue's writing end is ours too, so no end of file ever comes)."""
+    while True:
+        try:
+            return tasks.get(timeout=PARENT_CHECK)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return None
+
+
+def _serve(computes, tasks, conn, parent_end, ahead=None, parent=None) -> None:
     """The worker: batches in, outcomes out, until the None that ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends us
     parent_end.close()
-    stock = _compute_ahead(computes, tasks, ahead) if ahead is not None else {}
+    parent = parent or os.getppid()
+    stock = _compute_ahead(computes, tasks, ahead, parent) if ahead is not None else {}
     while True:
-        msg = tasks.get()
+        msg = _next(tasks, parent)
         if msg is None:
             break
         rows, batch = msg
@@ -144,7 +158,8 @@ class ClassicWorker:
         ctx = mp.get_context("fork")
         self._tasks = ctx.Queue()  # a feeder thread sends: the parent never blocks on a full pipe
         self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_serve, args=(dict(computes), self._tasks, send, self._recv, ahead),
+        args = (dict(computes), self._tasks, send, self._recv, ahead, os.getpid())
+        self._proc = ctx.Process(target=_serve, args=args,
                                  name="evaldash-classic", daemon=True)
         self._proc.start()
         send.close()  # the child holds the only writing end: its death is an end of file here

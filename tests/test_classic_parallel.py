@@ -368,3 +368,49 @@ def test_same_values_means_same_types():
     assert not _same(a, dict(a, context=""))
     assert not _same({"x": 1}, {"x": 1.0}) and not _same({"x": 1}, {"x": True}) and _same({"x": [1]}, {"x": [1]})
     assert not _same(a, {"response": "a b", "ground_truth": "b"})
+
+
+def test_a_worker_whose_runner_was_killed_ends(tmp_path):
+    """The runner's process killed (SIGKILL: no clean-up runs) while its worker waits for a batch or computes
+    rows ahead: the worker notices within about a second and ends instead of waiting forever."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, env_for_subprocess
+
+    code = (
+        "import sys, time\n"
+        "from evaluators import parallel\n"
+        "idle = parallel.ClassicWorker({'f1_score': lambda v: {}})\n"
+        "ahead = parallel.ClassicWorker({'f1_score': lambda v: time.sleep(0.01) or {}},\n"
+        "                               ahead=lambda: ((i, {}) for i in range(10**6)))\n"
+        "print(idle.pid, ahead.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE,
+                         text=True)
+    pids = [int(x) for x in p.stdout.readline().split()]
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+        except FileNotFoundError:
+            return False
+
+    time.sleep(0.5)
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    p.kill()
+    p.wait()
+    try:
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in pids), pids
+    finally:
+        for pid in pids:  # (when the test fails: no process of ours left behind)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
