@@ -11,6 +11,10 @@ and the run's **critical path in CPU seconds**: the runner's CPU before the fork
 runner's and the worker's CPU from the fork to the worker's end + the runner's CPU after it. On a
 quiet 2-core machine that is about the wall time; on a shared one, wall time measures the others'
 load, CPU time much less (it still inflates under load: compare A/B runs made back to back).
+The CLI forks its worker right after start-up (``parallel.start_early``: it computes rows ahead
+while the runner loads, checks and stores the file), so "before the fork" is the imports; the run
+line also says how many batches each process computed and how many of the worker's outcomes came
+from the rows it computed ahead.
 """
 from __future__ import annotations
 
@@ -63,6 +67,14 @@ wrap(runner.Runner, "run", "run")
 wrap(runner.Runner, "_outcome", "outcome")
 wrap(runner.Runner, "_classic_finish", "wait for the worker's last batches", is_async=True)
 # (the first "until wait..." section is the run on both processes)
+split = {}
+close = runner.Runner._classic_close
+def closing(self):
+    if self._classic_worker is not None:
+        split.update(batches=[self._classic_batches, self._classic_worker.batches_done],
+                     kept=self._classic_worker.kept)
+    close(self)
+runner.Runner._classic_close = closing
 init = parallel.ClassicWorker.__init__
 def forked(self, *a, **k):
     mark("fork")
@@ -72,7 +84,7 @@ code = cli.main(sys.argv[1:])
 mark("end")
 ch = resource.getrusage(resource.RUSAGE_CHILDREN)
 out = {"marks": [(n, w - T0w, c - T0c) for n, w, c in marks], "worker_cpu": ch.ru_utime + ch.ru_stime,
-       "code": code}
+       "code": code, "split": split}
 print("SECTIONS " + __import__("json").dumps(out), file=sys.stderr)
 sys.stdout.flush()
 os._exit(code)
@@ -100,7 +112,7 @@ def report(res: dict) -> float:
     prev_w = prev_c = 0.0
     print(f"  {'section (runner process)':<44} {'wall s':>7} {'CPU s':>7}")
     for name, w, c in marks:
-        label = {"imports": "start-up imports", "fork": "until the worker's fork (first row, here)",
+        label = {"imports": "start-up imports", "fork": "until the worker's fork",
                  "end": "until the end (summary printed)"}.get(name)
         if label is None:
             label = "until " + name[:-6] if name.endswith(" start") else name[:-4] if name.endswith(" end") else name
@@ -120,6 +132,10 @@ def report(res: dict) -> float:
     path = fork + max(here, worker) + (end - done)
     print(f"  runner CPU: {fork:.2f} before the fork, {here:.2f} while the worker ran, {end - done:.2f} after; "
           f"worker CPU {worker:.2f}")
+    split = res.get("split") or {}
+    if split:
+        print(f"  batches computed by the runner / the worker: {split['batches'][0]} / {split['batches'][1]}; "
+              f"worker outcomes computed ahead (an early worker) and used: {split['kept']}")
     print(f"  critical path (CPU s): {fork:.2f} + max({here:.2f}, {worker:.2f}) + {end - done:.2f} = {path:.2f}; "
           f"wall {marks[-1][1]:.2f} s; load average before: {res['load']:.1f}")
     return path

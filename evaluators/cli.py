@@ -258,8 +258,34 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     return ds, judged
 
 
+def _early_classic_worker(a, metrics: list[str]):
+    """For a run of classic metrics only: the worker process forked now, computing rows ahead while this
+    process loads, checks and stores the file (:func:`evaluators.parallel.start_early`); None otherwise.
+    It computes only (nothing is stored, no call is made): a run refused at the check ends it unused."""
+    from . import parallel
+    from .registry import get_metric
+
+    try:
+        options = cli_wildbench.run_options(a)
+        specs = [get_metric(m).with_params(options.get(m)) for m in dict.fromkeys(metrics)]
+        if not specs or any(s.is_judge for s in specs) or a.template:
+            return None
+        return parallel.start_early(a.data, _pairs(a.map, "--map"), specs)
+    except Exception:  # noqa: BLE001 — anything wrong with the arguments is said by the check that follows
+        return None
+
+
 def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
+    early = _early_classic_worker(a, metrics)
+    try:
+        return _cmd_run(a, metrics, early)
+    finally:
+        if early is not None:
+            early.close()  # (a no-op when the run ended it: it was its classic worker)
+
+
+def _cmd_run(a, metrics: list[str], early) -> int:
     thresholds = _floats(a.threshold, "--threshold")
     gates = _floats(a.fail_under, "--fail-under")
     gate_keys = check_gates(gates, metrics)  # a typo in a gate is said now, not after an hour of judging
@@ -306,7 +332,7 @@ def cmd_run(a) -> int:
     try:
         # the user re-running a command takes the run over, even from a process killed moments ago
         status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe,
-                        outputs=live).run()
+                        outputs=live, classic_worker=early).run()
         res = live.finish() if live is not None else None
     finally:
         if live is not None:

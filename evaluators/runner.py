@@ -220,7 +220,7 @@ class Runner:
     def __init__(self, store: Store, run_id: str, api_key: str | None = None,
                  on_progress: Callable[[Progress], None] | None = None, rows: set[int] | None = None,
                  take_over: bool = False, probe: EarlyProbe | None = None,
-                 outputs: "LiveRunOutputs | None" = None):
+                 outputs: "LiveRunOutputs | None" = None, classic_worker: ClassicWorker | None = None):
         self.store, self.run_id, self.api_key, self.take_over = store, run_id, api_key, take_over
         run = store.get_run(run_id)
         # records read from the store a chunk at a time as the run walks them: flat in the rows
@@ -245,10 +245,12 @@ class Runner:
         self._classic_decided = False  # whether the worker question was settled (asked once, after the first rows)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
+        self.classic_kept_ahead = 0  # of the worker's outcomes, those it had computed ahead (an early worker)
         self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
         self._classic_walked = 0  # classic tasks handed to a batch so far
         self._classic_forked = False  # a worker was forked for this run (alive or not since)
         self._live = outputs
+        self._early_worker = classic_worker  # forked by the caller before loading (parallel.start_early), if any
         # judge results, progress and cancel checks go to the store from a thread of their own, in order:
         # a commit (or a busy disk) never holds up the event loop and the answers waiting on it
         self._io: concurrent.futures.ThreadPoolExecutor | None = None
@@ -594,11 +596,12 @@ class Runner:
         The first :data:`CLASSIC_WARM_ROWS` rows are computed here before anything else: what the metrics
         load on first use (Punkt's tables, the tokenizers, the stemmer) and the memos of the commonest
         words are then in this process's memory when the worker is forked, which computes from the
-        first batch on. Near the end of the walk batches are smaller
+        first batch on (not done with a worker started early, which has its own memos by then and computes
+        from the first row). Near the end of the walk batches are smaller
         (:data:`CLASSIC_TAIL`): the runner, which has nothing left to compute, waits for less.
         """
         start = 0
-        if not self._classic_decided and tasks:
+        if not self._classic_decided and tasks and self._early_worker is None:
             first = next((k for k, t in enumerate(tasks) if t.row >= tasks[0].row + CLASSIC_WARM_ROWS), len(tasks))
             self._write_classic(self._classic_seq, tasks[:first],
                                 compute_all([(t.spec.name, t.values) for t in tasks[:first]], self._computes()))
@@ -617,8 +620,10 @@ class Runner:
             self._classic_walked += len(part)
             seq = self._classic_seq
             self._classic_seq += 1
+            if worker is not None and not worker.room and worker.ahead:
+                self._classic_collect(wait=True)  # it answers from rows computed ahead: waiting costs less
             if worker is not None and worker.room:
-                worker.submit((seq, part), [(t.spec.name, t.values) for t in part])
+                worker.submit((seq, part), [(t.spec.name, t.values) for t in part], [t.row for t in part])
             else:
                 self._write_classic(seq, part, compute_all([(t.spec.name, t.values) for t in part], self._computes()))
                 self._classic_batches += 1
@@ -653,9 +658,17 @@ class Runner:
         self._classic_decided = True
         specs = self.spec.specs()
         classic = sum(not s.is_judge for s in specs)
+        early, self._early_worker = self._early_worker, None
         if not classic or not classic_worker_wanted(self.progress.total * classic // len(specs)):
+            if early is not None:
+                early.close()  # not this run's way (a resumed run's few rows...): the other core is freed now
             return None
-        self._classic_worker = ClassicWorker(self._computes())
+        if early is not None and early.signatures == {s.name: s.signature() for s in specs if not s.is_judge}:
+            self._classic_worker = early  # already computing this run's rows ahead
+        else:
+            if early is not None:
+                early.close()
+            self._classic_worker = ClassicWorker(self._computes())
         self._classic_forked = True
         return self._classic_worker
 
@@ -704,6 +717,7 @@ class Runner:
     def _classic_close(self) -> None:
         if self._classic_worker is not None:
             self.classic_split = (self._classic_batches, self._classic_worker.batches_done)
+            self.classic_kept_ahead = self._classic_worker.kept
             self._classic_worker.close()
             self._classic_worker = None
 

@@ -184,6 +184,52 @@ def test_wordnet_lemma_names_equal_nltk_synsets():
         assert lemma_names(w) == {lemma.name() for s in wn.synsets(w) for lemma in s.lemmas()}, w
 
 
+# Words whose Porter stem turns on NLTK_EXTENSIONS' special cases, "y" as vowel or consonant, the *d and *o
+# conditions and each step's overlapping suffixes ("alli" twice over, "logi", "ies" of four letters...).
+PORTER_EDGES = ["sky", "skies", "dying", "lying", "tying", "news", "innings", "outings", "cannings", "howe",
+                "proceed", "exceed", "succeed", "ties", "pies", "tied", "cried", "agreed", "feed", "bled", "sing",
+                "hopping", "falling", "hissing", "fizzed", "failing", "filing", "conflated", "troubled", "sized",
+                "happy", "enjoy", "spy", "syzygy", "yyyy", "ayyy", "yay", "toy", "generalli", "radicalli",
+                "analogi", "fruitfulli", "relational", "controll", "roll", "probate", "rate", "cease", "y", "yy",
+                "ies", "ied", "ing", "eed", "İstanbul", "Running", "ABLE", "abilities", "sensibiliti"]
+
+
+def _assert_porter_equals_nltk(words):
+    from nltk.stem.porter import PorterStemmer
+
+    from evaluators.metrics._porter import stem
+
+    ref = PorterStemmer()  # mode NLTK_EXTENSIONS, as nltk.translate.meteor_score builds it
+    bad = [(w, ref.stem(w), stem(w)) for w in words if stem(w) != ref.stem(w)]
+    assert not bad, f"{len(bad)} of {len(words)} words stem differently from NLTK's, e.g. {bad[:10]}"
+
+
+def test_porter_stems_equal_nltk_on_every_wordnet_lemma():
+    """Our port of NLTK's Porter stemmer (METEOR's stem stage) on WordNet's ~147,000 lemmas and the edge cases."""
+    words = sorted(load_wordnet()._lemma_pos_offset_map) + PORTER_EDGES
+    assert len(words) > 140_000
+    _assert_porter_equals_nltk(words)
+
+
+def test_porter_stems_equal_nltk_on_every_wildbench_word():
+    """... and on every word of the WildBench answers (split on spaces and as word-character runs)."""
+    import re
+
+    from tests.test_sdk_tokenizers import WILDBENCH
+
+    if not WILDBENCH.is_dir():
+        pytest.skip(f"WildBench answers not found at {WILDBENCH} (../shared absent)")
+    words: set[str] = set()
+    for f in sorted(WILDBENCH.rglob("*.json")):
+        for r in json.loads(f.read_text()):
+            text = r.get("model_output")
+            if isinstance(text, str):
+                words.update(text.split())
+                words.update(re.findall(r"\w+", text))
+    assert len(words) > 50_000
+    _assert_porter_equals_nltk(sorted(words))
+
+
 def test_our_wordnet_reader_loads_what_nltk_loads():
     """Our reader skips the OMW mapping and reads index files with Python's file object: same tables."""
     import warnings

@@ -83,8 +83,8 @@ def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeyp
     killed = []
     submit = ClassicWorker.submit
 
-    def submit_then_kill(self, key, items):
-        submit(self, key, items)
+    def submit_then_kill(self, key, items, *rows):
+        submit(self, key, items, *rows)
         if not killed:  # the real worker process, killed the moment it was handed its first batch
             os.kill(self.pid, signal.SIGKILL)
             killed.append(self.pid)
@@ -237,8 +237,8 @@ def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monk
     killed = []
     submit = ClassicWorker.submit
 
-    def submit_then_kill(self, key, items):
-        submit(self, key, items)
+    def submit_then_kill(self, key, items, *rows):
+        submit(self, key, items, *rows)
         if len(self._sent) == 2 and not killed:  # two batches out when it dies
             os.kill(self.pid, signal.SIGKILL)
             killed.append(self.pid)
@@ -248,3 +248,169 @@ def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monk
     assert killed and summary is not None
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+# ---------------------------------------------------------------- the CLI's early worker (parallel.start_early)
+
+
+def cli_run(tmp_path, name, data, monkeypatch, setting="1"):
+    """``python -m evaluators run DATA --metrics ...`` in this process; returns (exit code, out dir, store)."""
+    from evaluators import cli
+
+    monkeypatch.setenv(ENV, setting)
+    out, db = tmp_path / name, f"sqlite:///{tmp_path / (name + '.db')}"
+    code = cli.main(["run", str(data), "--metrics", ",".join(METRICS), "--out", str(out), "--db", db,
+                     "--fresh", "--quiet"])
+    return code, out, Store(db)
+
+
+def spy_early(monkeypatch):
+    """Record the early workers the CLI starts (and optionally act on each as it starts)."""
+    from evaluators import parallel
+
+    started, start = [], parallel.start_early
+
+    def spy(*a, **k):
+        w = start(*a, **k)
+        started.append(w)
+        return w
+
+    monkeypatch.setattr(parallel, "start_early", spy)
+    return started
+
+
+def slow_check(monkeypatch, then=None):
+    """The CLI's load and check of the file held back 1.5 s (the early worker computes meanwhile), then
+    ``then()`` before it runs."""
+    import time
+
+    from evaluators import cli
+
+    check = cli._checked_dataset
+
+    def slow(*a, **k):
+        time.sleep(1.5)
+        if then is not None:
+            then()
+        return check(*a, **k)
+
+    monkeypatch.setattr(cli, "_checked_dataset", slow)
+
+
+def test_early_worker_rows_computed_ahead_give_the_same_files(tmp_path, pairs_file, one_process, monkeypatch):
+    """The worker the CLI forks before loading computes rows ahead while the file is checked and stored;
+    the run uses them (outcomes answered from them) and writes the bytes of a one-process run."""
+    started = spy_early(monkeypatch)
+    slow_check(monkeypatch)
+    code, out, _ = cli_run(tmp_path, "early", pairs_file, monkeypatch)
+    assert code == 0 and started and started[0] is not None
+    assert started[0].kept > 0  # some outcomes came from the rows computed ahead
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def test_early_worker_rows_of_a_file_changed_meanwhile_are_not_used(tmp_path, pairs_file, one_process, monkeypatch):
+    """Rows computed ahead from the file as it was are used only where the run's row has the same values:
+    a file rewritten between the worker's read and the run's load gives the new file's values."""
+    data = tmp_path / "data.jsonl"
+    rows = [json.loads(x) for x in pairs_file.read_text().splitlines()]
+    changed = [dict(r, response=r["response"] + " Indeed.") if k % 2 else r for k, r in enumerate(rows)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    started = spy_early(monkeypatch)
+    slow_check(monkeypatch, then=lambda: data.write_text("".join(json.dumps(r) + "\n" for r in changed)))
+    code, out, _ = cli_run(tmp_path, "changed", data, monkeypatch)
+    assert code == 0 and started[0] is not None and started[0].kept > 0  # the unchanged rows' were used
+    monkeypatch.setenv(ENV, "0")
+    ref = tmp_path / "ref.jsonl"
+    ref.write_text(data.read_text())
+    code, ref_out, _ = cli_run(tmp_path, "ref", ref, monkeypatch, "0")
+    assert code == 0
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (ref_out / name).read_bytes(), name
+    assert (out / "rows.jsonl").read_bytes() != (one_process / "rows.jsonl").read_bytes()
+
+
+def test_a_refused_file_ends_the_early_worker_and_stores_nothing(tmp_path, pairs_file, monkeypatch, capsys):
+    """A file refused by the check (its last row lacks the ground truth) is refused as before: exit 2, the
+    row and field named, nothing stored, and the worker computing ahead is ended."""
+    data = tmp_path / "bad.jsonl"
+    rows = [json.loads(x) for x in pairs_file.read_text().splitlines()]
+    rows[-1].pop("ground_truth")
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    started = spy_early(monkeypatch)
+    code, out, store = cli_run(tmp_path, "bad", data, monkeypatch)
+    err = capsys.readouterr().err
+    assert code == 2 and "ground_truth" in err and "600" in err, err
+    assert started and started[0] is not None and not started[0]._proc.is_alive()
+    assert store.list_runs() == [] and store.list_datasets() == [] and not out.exists()
+
+
+def test_a_killed_early_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeypatch):
+    """The early worker killed while it computes ahead: the run computes its rows itself, same bytes."""
+    started = spy_early(monkeypatch)
+
+    def kill():
+        os.kill(started[0].pid, signal.SIGKILL)
+
+    slow_check(monkeypatch, then=kill)
+    code, out, _ = cli_run(tmp_path, "early_killed", pairs_file, monkeypatch)
+    assert code == 0 and started[0].broken and started[0].kept == 0
+    for name in ("rows.jsonl", "metrics.json"):
+        assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
+
+
+def test_same_values_means_same_types():
+    from evaluators.parallel import _same
+
+    a = {"response": "a b", "ground_truth": "b", "context": None}
+    assert _same(a, dict(a))
+    assert not _same(a, dict(a, response="a  b"))
+    assert not _same(a, dict(a, context=""))
+    assert not _same({"x": 1}, {"x": 1.0}) and not _same({"x": 1}, {"x": True}) and _same({"x": [1]}, {"x": [1]})
+    assert not _same(a, {"response": "a b", "ground_truth": "b"})
+
+
+def test_a_worker_whose_runner_was_killed_ends(tmp_path):
+    """The runner's process killed (SIGKILL: no clean-up runs) while its worker waits for a batch or computes
+    rows ahead: the worker notices within about a second and ends instead of waiting forever."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, env_for_subprocess
+
+    code = (
+        "import sys, time\n"
+        "from evaluators import parallel\n"
+        "idle = parallel.ClassicWorker({'f1_score': lambda v: {}})\n"
+        "ahead = parallel.ClassicWorker({'f1_score': lambda v: time.sleep(0.01) or {}},\n"
+        "                               ahead=lambda: ((i, {}) for i in range(10**6)))\n"
+        "print(idle.pid, ahead.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE,
+                         text=True)
+    pids = [int(x) for x in p.stdout.readline().split()]
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+        except FileNotFoundError:
+            return False
+
+    time.sleep(0.5)
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    p.kill()
+    p.wait()
+    try:
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in pids), pids
+    finally:
+        for pid in pids:  # (when the test fails: no process of ours left behind)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -209,22 +209,36 @@ def _synset_lemma_names(pos: str, offset: int) -> tuple[str, ...]:
     return tuple(_SYNTACTIC_MARKER.match(name).group(1) for name in columns[4:4 + 2 * count:2])
 
 
+@lru_cache(maxsize=1)
+def _morphy_tables():
+    """(WordNet reader, [(pos, its exception list, its suffix rules)] for NLTK's ``POS_LIST``)."""
+    from nltk.corpus.reader.wordnet import POS_LIST
+
+    wn = load_wordnet()
+    return wn, [(pos, wn._exception_map[pos], tuple(wn.MORPHOLOGICAL_SUBSTITUTIONS[pos])) for pos in POS_LIST]
+
+
 def lemma_names(word: str) -> set[str]:
     """``{l.name() for s in wordnet.synsets(word) for l in s.lemmas()}``, without building synsets.
 
     NLTK's ``synsets()`` parses each synset's whole data line (gloss, examples, every
     pointer) into objects; METEOR reads only the lemma names, which head the line. The
-    lookup (``_morphy``, the lemma index) is NLTK's own; a test checks the result on
-    thousands of words against ``synsets()``.
+    lookup is NLTK's ``_morphy`` (the word itself and either its exception-list forms or
+    its suffix-rule forms, those in the lemma index under that part of speech) written
+    inline: the names are a set, so ``_morphy``'s order and de-duplication change nothing.
+    A test checks the result on thousands of words against ``synsets()``.
     """
-    from nltk.corpus.reader.wordnet import POS_LIST
-
-    wn = load_wordnet()
+    wn, tables = _morphy_tables()
     lemma = word.lower()
     index = wn._lemma_pos_offset_map
     names: set[str] = set()
-    for pos in POS_LIST:
-        for form in wn._morphy(lemma, pos, True):
-            for offset in index[form].get(pos, []):
-                names.update(_synset_lemma_names(pos, offset))
+    for pos, exceptions, substitutions in tables:
+        forms = exceptions.get(lemma)
+        if forms is None:
+            forms = [lemma[:-len(old)] + new for old, new in substitutions if lemma.endswith(old)]
+        for form in (lemma, *forms):
+            entry = index.get(form)
+            if entry:
+                for offset in entry.get(pos, ()):
+                    names.update(_synset_lemma_names(pos, offset))
     return names
