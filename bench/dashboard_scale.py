@@ -248,10 +248,10 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dic
 
         for _ in range(reps):  # what any page of this app takes to load here: a title, a message, a link
             new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet", key="floor").close()
-        for _ in range(reps):
+        for k in range(reps):
             last = new_tab(ctx, "/runs", "Page 1 of", key="runs_page")  # the first 25 runs listed, the pager under them
-            if _ < reps - 1:
-                last.close()
+            if k < reps - 1:
+                last.close()  # the last one stays open for the moves inside the app
 
         # Within the app, as a reader moves: from the Runs page, click the big run (the newest, listed
         # first) to open its Results; from there, the sidebar's "Runs" back to the list. Streamlit swaps

@@ -39,12 +39,18 @@ def pick(label: str, param: str, options: list[str], newest: str | None, **kwarg
     """
     if not options:
         return None
+    value = st.selectbox(label, options, index=options.index(current(param, options, newest)), **kwargs)
+    write(param, value)
+    return value
+
+
+def current(param: str, options: list[str], newest: str | None) -> str:
+    """The option the URL names, else the newest (then written in: a shared link keeps pointing at it)."""
     chosen = st.query_params.get(param)
     if chosen not in options:
         chosen = newest if newest in options else options[0]
-    value = st.selectbox(label, options, index=options.index(chosen), **kwargs)
-    write(param, value)
-    return value
+        write(param, chosen)
+    return chosen
 
 
 def pick_many(label: str, param: str, options: list[str], **kwargs: Any) -> list[str]:

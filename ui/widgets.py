@@ -88,10 +88,7 @@ def run_picker(runs: list[dict]) -> str:
     page, its code costs every first render ~0.2 s of the browser's main thread (bench/dashboard_scale.py).
     """
     ids = [r["id"] for r in runs]
-    chosen = st.query_params.get("run")
-    if chosen not in ids:
-        chosen = ids[0]
-        state.write("run", chosen)  # a shared link keeps pointing at this run after newer ones appear
+    chosen = state.current("run", ids, ids[0])
     label = run_label(runs)
     key = f"run_picker.{chosen}"  # a new run in the URL (a link) is a new widget, set from the URL
 
