@@ -1,6 +1,8 @@
 """Each dashboard page through Streamlit's AppTest, on a real SQLite store and the loopback judge."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
@@ -236,9 +238,16 @@ def test_runs_page_lists_25_runs_a_page_newest_first_each_name_opening_its_resul
     from ui import loaders
     loaders.forget_lists()
 
-    def listed(at):  # (label, run in the link) of each run shown (not "Start a new evaluation", not the pager)
-        return [(e.proto.label.strip("` "), e.proto.query_string) for e in at.get("page_link")
-                if "run=" in e.proto.query_string]
+    def runs_shown(at):  # (name, line, run in the link) of each run (not "Start a new evaluation", not the pager)
+        out = []
+        for e in at.get("page_link"):
+            if "run=" in e.proto.query_string:  # label: **` name `** ` line `, each an inline code span
+                name, line = re.fullmatch(r"\*\*(`+) (.*?) \1\*\* (`+) (.*) \3", e.proto.label).group(2, 4)
+                out.append((name, line, e.proto.query_string))
+        return out
+
+    def listed(at):
+        return [(name, q) for name, _, q in runs_shown(at)]
 
     at = app("pages/runs.py")
     shown = listed(at)
@@ -246,11 +255,16 @@ def test_runs_page_lists_25_runs_a_page_newest_first_each_name_opening_its_resul
     assert [q for _, q in shown] == [f"run={rid}" for rid in ids[29:4:-1]]
     assert "Page 1 of 2" in [c.value for c in at.caption]
     newest = home_store.get_run(ids[29])
-    assert at.main.text[0].value == ("<data> · completed · coherence, f1_score, violence, protected_material · "
-                                     f"{newest['created_at']:%Y-%m-%d %H:%M}")  # plain text, not Markdown
+    assert runs_shown(at)[0][1] == ("<data> · completed · coherence, f1_score, violence, protected_material · "
+                                    f"{newest['created_at']:%Y-%m-%d %H:%M}")  # in a code span, not Markdown
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Filter"]  # no filter in use
     at = app("pages/runs.py", page="2")
     assert [name for name, _ in listed(at)] == ["weekly 04", "nightly 03", "weekly 02", "nightly 01", "weekly 00"]
     assert [q for _, q in listed(at)] == [f"run={rid}" for rid in ids[4::-1]]
     at = app("pages/runs.py", q="NIGHTLY")  # any case; 15 of 30, one page
     assert [name for name, _ in listed(at)] == [f"nightly {k:02d}" for k in range(29, 0, -2)]
     assert "15 of 30 runs" in [c.value for c in at.caption] and not any("Page" in c.value for c in at.caption)
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Filter: ` NIGHTLY `"]  # the filter in use
+    at.text_input(key="q").input("weekly").run()  # typed: the button names it in the rerun the change makes
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Filter: ` weekly `"]
+    assert [name for name, _ in listed(at)] == [f"weekly {k:02d}" for k in range(28, -1, -2)]

@@ -239,6 +239,7 @@ def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path
     from ui import loaders
     loaders.forget_lists()  # the run list the first app() cached was empty
     views = [("pages/runs.py", {}),
+             ("pages/runs.py", {"q": PAYLOADS[2]}),  # a filter in the URL names itself on its button
              ("pages/results.py", {"run": ids["single"], "row": "0", "view": "Rows"}),
              ("pages/results.py", {"run": ids["single"], "view": "Errors"}),
              ("pages/results.py", {"run": ids["failed"]}),
@@ -301,8 +302,9 @@ def test_password_mode_guards_every_page_and_records_who_created(home_store, jud
     assert new["created_by"] == "Ana"
     assert wait_for_run(home_store, new["id"])["status"] == "completed"
     at.switch_page("pages/runs.py").run()
-    lines = [t.value for t in at.main.text]  # one line a run, newest first
-    assert lines[0].endswith("by Ana") and "by " not in lines[1]
+    # one link a run, newest first, labelled with the run's name and its line (inline code spans)
+    lines = [e.proto.label for e in at.get("page_link") if "run=" in e.proto.query_string]
+    assert lines[0].endswith(" by Ana `") and "by " not in lines[1]
 
 
 def test_password_hash_is_compared_in_constant_time_on_the_digest():
