@@ -31,10 +31,12 @@ Chromium (Debian's, /usr/bin/chromium), each against its target:
   opens its Results page, the sidebar's "Runs" goes back (no reload of the browser's app).
 
 A figure is the time from the action to the moment the expected content is shown and Streamlit reports
-its script run finished. Each is measured ``--reps`` times (3; a new tab each time, a different row
-each time, the filter set back between two changes) and its median is the figure, every sample
-printed beside it: one load on a 2-core machine varies by a few tenths of a second. The cold first
-render happens once. Exits with SKIPPED when ../shared is absent.
+its script run finished, checked by the page at every animation frame (see ``SETTLED``). Each is
+measured ``--reps`` times (3; a new tab each time, a different row each time, the filter set back
+between two changes) and its median is the figure, every sample printed beside it: one load on a
+2-core machine varies by a few tenths of a second. The cold first render happens once. With
+``--locator-waits`` it waits as it did before 2026-11-23 (see ``SETTLED``), to compare. Exits with
+SKIPPED when ../shared is absent.
 """
 from __future__ import annotations
 
@@ -56,9 +58,32 @@ sys.path.insert(0, str(ROOT))
 WILDBENCH = ROOT.parent / "shared" / "fixtures" / "wildbench" / "eval_results"
 JUDGE = ("coherence", "fluency", "relevance")
 CLASSIC = ("f1_score", "bleu", "rouge")
-# the page's charts, all of them drawn: at least ``n`` chart elements, each with its SVG
-DRAWN = """n => { const c = document.querySelectorAll('[data-testid="stVegaLiteChart"]');
-    return c.length >= n && [...c].every(e => e.querySelector('svg.marks')); }"""
+# Every wait is one check that the page runs at each animation frame (polling="raf"): the text is
+# in the app, Streamlit's script run is finished, the grid is there and ``charts`` charts are drawn
+# (Vega draws after the elements arrive). Playwright's own waits for a locator (``wait_for``,
+# ``wait_for_selector``) poll at growing intervals, 20, 50, 100, 100 ms then every 500 ms
+# (``retryWithProgressAndBackoff`` in its driver), so they saw a page up to half a second after it
+# was shown; before 2026-11-23 this bench used them.
+SETTLED = """([text, table, charts]) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (text && !app.textContent.includes(text)) return false;
+    if (table && !app.querySelector('[data-testid="stDataFrame"]')) return false;
+    if (!charts) return true;
+    const c = app.querySelectorAll('[data-testid="stVegaLiteChart"]');
+    return c.length >= charts && [...c].every(e => e.querySelector('svg.marks')); }"""
+# a row's detail pane: the URL names a row again, not the one it named (``before``), Streamlit's run
+# is finished (the URL is written during it), the judge's reasoning is shown and the pane's heading
+# names a row other than ``shown`` (the heading before the click)
+ROW_SHOWN = """([before, shown]) => {
+    if (location.href === before || new URL(location.href).searchParams.get('row') === null) return false;
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app.getAttribute('data-test-script-state') !== 'notRunning' || !app.textContent.includes("Judge's reasoning"))
+        return false;
+    const h = [...app.querySelectorAll('[data-testid="stMain"] h3')].map(h => h.textContent.trim());
+    return h.some(t => /^Row [0-9]+$/.test(t) && t !== shown); }"""
+HEADING = """() => [...document.querySelectorAll('[data-testid="stMain"] h3')].map(h => h.textContent.trim())
+    .find(t => /^Row [0-9]+$/.test(t)) || null"""
 TARGETS = {"first_render": 2.0, "filter": 0.5, "select": 0.5, "rss_mb": 1024, "runs_page": 1.0}
 
 
@@ -162,7 +187,7 @@ def rss_mb(pid: int) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
-def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dict:
+def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locator_waits: bool = False) -> dict:
     """Each figure ``reps`` times (a list of seconds), but the cold first render (once)."""
     from playwright.sync_api import sync_playwright
 
@@ -170,22 +195,27 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dic
 
     out: dict = {k: [] for k in ("reference_render", "first_render", "filter", "select", "floor", "runs_page",
                                  "results_in_app", "runs_in_app")}
-    done = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
     def settle(page, text: str | None, timeout=300_000, table: bool = False, charts: int = 0):
+        # (a data grid's cells are drawn on a canvas: ``table`` waits for the grid itself)
+        if not locator_waits:
+            page.wait_for_function(SETTLED, arg=[text, table, charts], polling="raf", timeout=timeout)
+            return
+        # --locator-waits: the waits this bench used before 2026-11-23, one after the other
         if text:
             page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
-        if table:  # a data grid's cells are drawn on a canvas: wait for the grid itself
+        if table:
             page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=timeout)
-        page.wait_for_selector(done, timeout=timeout)
-        if charts:  # every chart the script sent is drawn (Vega draws after the elements arrive)
-            page.wait_for_function(DRAWN, arg=charts, polling="raf", timeout=timeout)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+        if charts:
+            page.wait_for_function(SETTLED, arg=[None, False, charts], polling="raf", timeout=timeout)
 
     def new_tab(ctx, path: str, text: str, charts: int = 0, key: str | None = None):
         """Open ``path`` in a new tab, time it until ``text`` (and the charts) show; keep the tab open."""
         page = ctx.new_page()
         t = time.perf_counter()
-        page.goto(f"{url}{path}")
+        # "commit": the page is watched from its first response on
+        page.goto(f"{url}{path}", wait_until="load" if locator_waits else "commit")
         settle(page, text, charts=charts)
         if key:
             out[key].append(time.perf_counter() - t)
@@ -198,7 +228,7 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dic
         for _ in range(reps):  # the same page on a 5-row run: what the machine takes for any Results page
             new_tab(ctx, "/results?run=small0000000", "f1_score pass rate", expect["ref_charts"], "reference_render").close()
         t = time.perf_counter()
-        page.goto(f"{url}/results?run={run_id}")
+        page.goto(f"{url}/results?run={run_id}", wait_until="load" if locator_waits else "commit")
         settle(page, "coherence pass rate", charts=expect["charts"])
         out["first_render_cold"] = time.perf_counter() - t
         for _ in range(reps):
@@ -222,16 +252,13 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3) -> dic
         page.get_by_role("option", name="fail", exact=True).click()
         settle(page, f"of {expect['fail']:,} matching")
         box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
-        heading = '[data-testid="stMain"] h3'
         for k in range(reps):  # a different row each time: its selection box, then its detail pane
-            before = page.url
+            before, shown = page.url, page.evaluate(HEADING)
             t = time.perf_counter()
             page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 35 * k)
-            page.wait_for_function("u => location.href !== u && location.href.includes('row=')", arg=before,
-                                   polling="raf", timeout=60_000)
-            settle(page, "Judge's reasoning")
-            page.wait_for_function("s => [...document.querySelectorAll(s)].some(h => h.innerText.startsWith('Row '))",
-                                   arg=heading, polling="raf", timeout=60_000)
+            page.wait_for_function(ROW_SHOWN, arg=[before, shown], polling="raf", timeout=60_000)
+            if locator_waits:  # the text and the finished run seen again through Playwright's waits
+                settle(page, "Judge's reasoning")
             out["select"].append(time.perf_counter() - t)
         search = page.get_by_label("Search query and response")
         t = time.perf_counter()
@@ -279,6 +306,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
     ap.add_argument("--reps", type=int, default=3, help="times each figure is measured (the median is reported)")
     ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
+    ap.add_argument("--locator-waits", action="store_true",
+                    help="wait as this bench did before 2026-11-23 (Playwright's locator waits, which poll at "
+                         "growing intervals up to 500 ms), to compare; figures are then late by up to 0.5 s")
     args = ap.parse_args()
     if not WILDBENCH.is_dir():
         print(f"SKIPPED: WildBench answers not found at {WILDBENCH} (../shared is absent); nothing measured.")
@@ -338,7 +368,7 @@ def main() -> None:
                 if time.time() > deadline:
                     raise SystemExit("the dashboard did not start")
                 time.sleep(0.2)
-        got = measure(url, run_id, proc.pid, expect, args.reps)
+        got = measure(url, run_id, proc.pid, expect, args.reps, args.locator_waits)
     finally:
         proc.terminate()
         proc.wait(10)
