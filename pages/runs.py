@@ -21,7 +21,7 @@ with w.guard():
     # cost each first render of the list ~0.06 s (a browser A/B of new-tab loads).
     typed = st.session_state.get("q", st.query_params.get("q", ""))  # a new value is in the state before its rerun
     with st.popover(f"Filter: {w.literal(typed)}" if typed.strip() else "Filter", icon=":material/filter_list:"):
-        query = st.text_input("Filter", key="q", bind=state.URL,
+        query = st.text_input("Runs whose name or line holds", key="q", bind=state.URL,
                               placeholder="a run's name, dataset, metric, status, judge or author",
                               on_change=lambda: st.query_params.pop("page", None))  # a new filter starts at page 1
     listed = w.run_lines(runs, names, query)
