@@ -220,10 +220,6 @@ class LiveRunOutputs:
         self._rec: Mapping[str, Any] | None = None
         self._mine: dict[str, list[Result]] = {}
 
-    @property
-    def active(self) -> bool:
-        return self._file is not None
-
     def add(self, seq: int, records: list[Mapping[str, Any]], results: list[Result]) -> None:
         """Batch ``seq`` of the run's walk: each result with its row's record."""
         if self._file is None:

@@ -245,7 +245,6 @@ class Runner:
         self._classic_decided = False  # whether the worker question was settled (asked once, after the first rows)
         self._classic_computes: dict[str, Callable] | None = None
         self.classic_split: tuple[int, int] | None = None  # classic batches computed (here, by the worker), if forked
-        self.classic_kept_ahead = 0  # of the worker's outcomes, those it had computed ahead (an early worker)
         self._classic_seq = 0  # classic batches made so far: the next one's number in the walk's order
         self._classic_walked = 0  # classic tasks handed to a batch so far
         self._classic_forked = False  # a worker was forked for this run (alive or not since)
@@ -717,7 +716,6 @@ class Runner:
     def _classic_close(self) -> None:
         if self._classic_worker is not None:
             self.classic_split = (self._classic_batches, self._classic_worker.batches_done)
-            self.classic_kept_ahead = self._classic_worker.kept
             self._classic_worker.close()
             self._classic_worker = None
 

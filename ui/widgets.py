@@ -244,15 +244,16 @@ def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> d
     own = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
     out = dict(own)
     movable = [s for s in specs if uses_threshold(s)]
+    bounds = {s.name: tuple(map(float, s.score_range)) for s in movable}
     for spec in movable:
-        low, high = map(float, spec.score_range)
+        low, high = bounds[spec.name]
         out[spec.name] = min(max(state.read(f"th.{spec.name}", own[spec.name], float), low), high)
     if not shown:
         return out
     for col, spec in grid(movable, 3):
         if cells is not None:
             cells[spec.name] = col
-        low, high = map(float, spec.score_range)
+        low, high = bounds[spec.name]
         out[spec.name] = col.slider(f"{spec.name} threshold", low, high, out[spec.name],
                                     1.0 if spec.integer else 0.05, key=f"th.{spec.name}",
                                     on_change=_threshold_to_url, args=(spec.name, own[spec.name]),
