@@ -96,7 +96,7 @@ def rows(wildbench: int) -> list[dict]:
 
 
 def ours(row: dict) -> dict:
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     res = {}
     for name in ("f1_score", "bleu", "gleu", "meteor", "rouge"):

@@ -34,7 +34,10 @@ CHILD = r'''
 import gc, os, resource, sys, time
 T0w, T0c = time.perf_counter(), time.process_time()
 gc.disable()  # as python -m evaluators starts (evaluators/__main__.py)
-from evaluators import api, cli, parallel, run_outputs, runner
+from evaluators import api
+from evaluators.cli import main as cli
+from evaluators.read import outputs as run_outputs
+from evaluators.run import classic_worker as parallel, runner
 cli.GC_HELD = True
 marks = []
 

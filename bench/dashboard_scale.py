@@ -107,7 +107,7 @@ def answers() -> list[dict]:
 
 def build_store(home: Path, rows: int, runs: int) -> str:
     """The store described in the module docstring; returns the big run's id."""
-    from evaluators.store import Store
+    from evaluators.store.store import Store
 
     home.mkdir(parents=True, exist_ok=True)
     db = home / "evals.db"
@@ -324,7 +324,7 @@ def main() -> None:
               f"{time.perf_counter() - t:.1f} s ({(home / 'evals.db').stat().st_size / 2**20:.0f} MB) at {home}")
 
     from evaluators import Store
-    from evaluators.resultview import open_view
+    from evaluators.read.view import open_view
 
     store = Store(f"sqlite:///{home / 'evals.db'}")
     t = time.perf_counter()

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluators import JudgeConfig, Store, open_results, prepare_run  # noqa: E402
-from evaluators.runner import Runner  # noqa: E402
+from evaluators.run.runner import Runner  # noqa: E402
 from tests.judge_server import JudgeServerProcess  # noqa: E402
 from tests.test_faults import FAULTS, METRICS, _rows  # noqa: E402
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 CPU_SNIPPET = r"""
 import asyncio, json, sys, time
-from evaluators.judge import JudgeClient, JudgeConfig
+from evaluators.judge.client import JudgeClient, JudgeConfig
 
 async def main(url, n, conc):
     c = JudgeClient(JudgeConfig(model="bench", provider="compatible", base_url=url, concurrency=conc))

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluators import JudgeConfig, Store, prepare_run  # noqa: E402
-from evaluators.runner import Runner  # noqa: E402
+from evaluators.run.runner import Runner  # noqa: E402
 from tests.judge_server import JudgeServerProcess  # noqa: E402
 
 

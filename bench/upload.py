@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from evaluators.data import inspect_file
+from evaluators.data.dataset import inspect_file
 path, mode = sys.argv[2], sys.argv[3]
 data = open(path, "rb").read()
 def rss_mb():
@@ -51,7 +51,7 @@ else:
     out["seconds"] = time.perf_counter() - t
     out["peak_rss_above_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - base
     if mode == "save":
-        from evaluators.store import Store
+        from evaluators.store.store import Store
         import tempfile
         t = time.perf_counter(); insp.dataset.content_hash; out["hash_seconds"] = time.perf_counter() - t
         t = time.perf_counter()

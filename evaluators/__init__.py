@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "evaluate": "api", "open_results": "api", "prepare_run": "api", "EvalResult": "api",
-    "Dataset": "data", "load_dataset": "data",
-    "DataValidationError": "errors", "EvalError": "errors", "UsageError": "errors",
-    "JudgeConfig": "judge",
-    "MetricSpec": "registry", "all_metrics": "registry", "get_metric": "registry",
-    "Runner": "runner", "RunSpec": "runner",
-    "attack_compare": "safety", "attack_records": "safety", "fill_responses": "safety",
-    "Store": "store",
+    "Dataset": "data.dataset", "load_dataset": "data.dataset",
+    "DataValidationError": "core.errors", "EvalError": "core.errors", "UsageError": "core.errors",
+    "JudgeConfig": "judge.client",
+    "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
+    "Runner": "run.runner", "RunSpec": "run.spec",
+    "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
+    "Store": "store.store",
 }
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
@@ -28,14 +28,14 @@ __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "
            "DataValidationError", "attack_compare", "attack_records", "fill_responses"]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
-    from .api import EvalResult, evaluate, open_results, prepare_run
-    from .data import Dataset, load_dataset
-    from .errors import DataValidationError, EvalError, UsageError
-    from .judge import JudgeConfig
-    from .registry import MetricSpec, all_metrics, get_metric
-    from .runner import Runner, RunSpec
-    from .safety import attack_compare, attack_records, fill_responses
-    from .store import Store
+    from evaluators.api import EvalResult, evaluate, open_results, prepare_run
+    from evaluators.data.dataset import Dataset, load_dataset
+    from evaluators.core.errors import DataValidationError, EvalError, UsageError
+    from evaluators.judge.client import JudgeConfig
+    from evaluators.core.registry import MetricSpec, all_metrics, get_metric
+    from evaluators.run.runner import Runner, RunSpec
+    from evaluators.suites.safety import attack_compare, attack_records, fill_responses
+    from evaluators.store.store import Store
 
 
 def __getattr__(name: str) -> Any:

@@ -5,13 +5,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .data import Dataset, load_dataset, load_dataset_streaming
-from .errors import UsageError
-from .judge import JudgeConfig
-from .registry import get_metric
-from .results import RunResults
-from .runner import Progress, Runner, RunSpec
-from .store import Store
+from evaluators.data.dataset import Dataset, load_dataset, load_dataset_streaming
+from evaluators.core.errors import UsageError
+from evaluators.judge.client import JudgeConfig
+from evaluators.core.registry import get_metric
+from evaluators.read.results import RunResults
+from evaluators.run.runner import Progress, Runner, RunSpec
+from evaluators.store.store import Store
 
 
 def _judge_config(judge: Any, concurrency: int | None) -> JudgeConfig | None:
@@ -40,7 +40,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
 
     Args:
         store: the store.
-        data: anything :func:`evaluators.data.load_dataset` takes, or a stored dataset id (``ds:<id>``).
+        data: anything :func:`evaluators.data.dataset.load_dataset` takes, or a stored dataset id (``ds:<id>``).
         metrics: metric names.
         judge: a :class:`JudgeConfig`, its dict, or a model name.
         templates: metric -> path of the user's template; its text is read now and stored with the run.
@@ -89,7 +89,7 @@ def open_results(store: Store, run_id: str, thresholds: Mapping[str, float] | No
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
     merged = {**spec.thresholds, **(thresholds or {})}
-    from .templates import JudgeInputs
+    from evaluators.judge.templates import JudgeInputs
 
     ds = store.get_dataset(run["dataset_id"])
     return RunResults(ds, store.load_results(run_id), spec.specs(), merged, judge_inputs=JudgeInputs(ds, spec))
@@ -132,7 +132,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
-    from .exports import write_outputs
+    from evaluators.read.exports import write_outputs
 
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
@@ -159,7 +159,7 @@ def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any
         (characters / 4 of the rendered prompts), ``completion_tokens`` (``VERDICT_TOKENS`` a call) and
         ``latency_s`` (median of this model's recorded calls, or None).
     """
-    from .runner import plan_tasks, render_judge_tasks
+    from evaluators.run.runner import plan_tasks, render_judge_tasks
 
     tasks, skipped = plan_tasks(dataset, spec, set())
     judged = [t for t in tasks if t.spec.is_judge]

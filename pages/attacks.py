@@ -3,7 +3,7 @@
 import streamlit as st
 
 from evaluators import JudgeConfig, load_dataset
-from evaluators.safety import attack_records, fill_responses, records_text
+from evaluators.suites.safety import attack_records, fill_responses, records_text
 from ui import loaders, safety as sw, state, widgets as w
 
 st.title("Jailbreak attacks")

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from evaluators.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
+from evaluators.read.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
 from ui import loaders, state, widgets as w
 
 st.title("Compare runs")

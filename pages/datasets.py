@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from evaluators.data import max_upload_bytes
-from evaluators.registry import FIELDS
+from evaluators.data.dataset import max_upload_bytes
+from evaluators.core.registry import FIELDS
 from ui import auth, loaders, state, widgets as w
 
 st.title("Datasets")

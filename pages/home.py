@@ -2,7 +2,7 @@
 import streamlit as st
 
 from evaluators.api import prepare_run
-from evaluators.workers import spawn_worker
+from evaluators.run.workers import spawn_worker
 from ui import auth, loaders, widgets as w
 
 SAMPLE = "rag_single_turn.jsonl"  # bundled in data/, stored on first start

@@ -2,9 +2,9 @@
 import streamlit as st
 
 from evaluators.api import estimate_run, prepare_run
-from evaluators.registry import FAMILIES, all_metrics
-from evaluators.runner import RunSpec
-from evaluators.workers import spawn_worker
+from evaluators.core.registry import FAMILIES, all_metrics
+from evaluators.run.runner import RunSpec
+from evaluators.run.workers import spawn_worker
 from ui import auth, loaders, state, widgets as w, wildbench as wb
 
 st.title("New evaluation")

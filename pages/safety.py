@@ -1,7 +1,7 @@
 """Risk and safety view of a run: defect rates with intervals, severity threshold, levels, XPIA, every row."""
 import streamlit as st
 
-from evaluators.safety import defect_overview, level_counts, safety_rows, safety_specs
+from evaluators.suites.safety import defect_overview, level_counts, safety_rows, safety_specs
 from ui import loaders, safety as sw, state, widgets as w
 
 st.title("Risk and safety")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.judge import JudgeConfig
-from evaluators.store import Store
+from evaluators.judge.client import JudgeConfig
+from evaluators.store.store import Store
 from tests.judge_server import JudgeServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import pytest
 
 from evaluators.metrics import bleu, f1, gleu, meteor, rouge
 from evaluators.metrics._text import rouge_tokenize, squad_normalize
-from evaluators.registry import get_metric
+from evaluators.core.registry import get_metric
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.sdk_reference import sdk_f1, sdk_scores, sdk_tokenize
 from tests.test_sdk_tokenizers import HARD
@@ -291,7 +291,7 @@ def test_classic_cli_run_imports_no_scipy_pandas_plotly_or_openai(tmp_path):
         f"sys.argv = ['evaluators', 'run', {str(SINGLE)!r}, '--metrics', 'f1_score,bleu,gleu,rouge,meteor',"
         f" '--out', {str(tmp_path / 'out')!r}, '--db', 'sqlite:///{tmp_path / 'x.db'}', '--quiet']\n"
         # the CLI's own entry (`python -m evaluators` runs it, then leaves by os._exit, which would end this check)
-        "from evaluators.cli import main\nassert main() == 0\n"
+        "from evaluators.cli.main import main\nassert main() == 0\n"
         "print(sorted(m for m in ('scipy', 'pandas', 'plotly', 'openai', 'streamlit') if m in sys.modules))\n"
         "import scipy.stats; print('nltk' in sys.modules)\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,

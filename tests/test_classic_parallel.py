@@ -1,4 +1,4 @@
-"""Classic metrics computed by a forked worker alongside the runner (evaluators.parallel).
+"""Classic metrics computed by a forked worker alongside the runner (evaluators.run.classic_worker).
 
 Every value must be the one a one-process run gives: the same run with the worker forced on and
 forced off writes byte-identical rows.jsonl and metrics.json; a worker killed mid-run loses no row.
@@ -12,10 +12,10 @@ import signal
 import pytest
 
 from evaluators import prepare_run
-from evaluators.parallel import ENV, MIN_TASKS
-from evaluators.run_outputs import write_run_outputs
-from evaluators.runner import Runner
-from evaluators.store import Store
+from evaluators.run.classic_worker import ENV, MIN_TASKS
+from evaluators.read.outputs import write_run_outputs
+from evaluators.run.runner import Runner
+from evaluators.store.store import Store
 from tests.conftest import SINGLE
 
 METRICS = ["f1_score", "bleu", "gleu", "rouge", "meteor"]
@@ -78,7 +78,7 @@ def test_worker_on_writes_the_same_files_as_one_process(tmp_path, pairs_file, on
 
 
 def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeypatch):
-    from evaluators.parallel import ClassicWorker
+    from evaluators.run.classic_worker import ClassicWorker
 
     killed = []
     submit = ClassicWorker.submit
@@ -99,7 +99,7 @@ def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeyp
 
 
 def test_setting_and_threshold(tmp_path, monkeypatch):
-    from evaluators import parallel
+    from evaluators.run import classic_worker as parallel
 
     monkeypatch.setenv(ENV, "0")
     assert not parallel.wanted(10**6)
@@ -145,7 +145,7 @@ def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_f
 def live_run(tmp_path, name, data, monkeypatch, setting, metrics=METRICS):
     """A run whose rows.jsonl and metrics.json are written as its results are (what the CLI does);
     returns (store, run id, out dir, the live writer's summary or None when it was abandoned)."""
-    from evaluators.run_outputs import LiveRunOutputs
+    from evaluators.read.outputs import LiveRunOutputs
 
     monkeypatch.setenv(ENV, setting)
     store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
@@ -175,7 +175,7 @@ def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_ro
                                                                                  monkeypatch):
     """A resumed run (part of its results from before) abandons the live files: nothing is written and no
     temporary file is left, so the caller reads the store."""
-    from evaluators.run_outputs import LiveRunOutputs
+    from evaluators.read.outputs import LiveRunOutputs
 
     monkeypatch.setenv(ENV, "0")
     store = Store(f"sqlite:///{tmp_path / 'resume.db'}")
@@ -192,8 +192,8 @@ def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_ro
 
 def _first_rows(data, n):
     """Results of the first ``n`` rows of every metric, computed here (as a run killed early leaves them)."""
-    from evaluators.registry import get_metric
-    from evaluators.store import Result
+    from evaluators.core.registry import get_metric
+    from evaluators.store.store import Result
 
     rows = [json.loads(x) for x in data.read_text().splitlines()[:n]]
     out = []
@@ -209,7 +209,7 @@ def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs
     """With live files the runner skips re-reading every stored key at the end only when the live files
     saw every row's every result; a task lost on the way is still found: the run ends failed, nothing
     is written live (the files then come from the store, the lost task an error row)."""
-    from evaluators.run_outputs import LiveRunOutputs
+    from evaluators.read.outputs import LiveRunOutputs
 
     class Leaky(Runner):
         dropped = False
@@ -232,7 +232,7 @@ def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs
 
 def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monkeypatch):
     """The batches a killed worker held are computed here, in walk order for the live files: same bytes."""
-    from evaluators.parallel import ClassicWorker
+    from evaluators.run.classic_worker import ClassicWorker
 
     killed = []
     submit = ClassicWorker.submit
@@ -255,7 +255,7 @@ def test_live_files_with_a_killed_worker(tmp_path, pairs_file, one_process, monk
 
 def cli_run(tmp_path, name, data, monkeypatch, setting="1"):
     """``python -m evaluators run DATA --metrics ...`` in this process; returns (exit code, out dir, store)."""
-    from evaluators import cli
+    from evaluators.cli import main as cli
 
     monkeypatch.setenv(ENV, setting)
     out, db = tmp_path / name, f"sqlite:///{tmp_path / (name + '.db')}"
@@ -266,7 +266,7 @@ def cli_run(tmp_path, name, data, monkeypatch, setting="1"):
 
 def spy_early(monkeypatch):
     """Record the early workers the CLI starts (and optionally act on each as it starts)."""
-    from evaluators import parallel
+    from evaluators.run import classic_worker as parallel
 
     started, start = [], parallel.start_early
 
@@ -284,7 +284,7 @@ def slow_check(monkeypatch, then=None):
     ``then()`` before it runs."""
     import time
 
-    from evaluators import cli
+    from evaluators.cli import main as cli
 
     check = cli._checked_dataset
 
@@ -360,7 +360,7 @@ def test_a_killed_early_worker_loses_no_row(tmp_path, pairs_file, one_process, m
 
 
 def test_same_values_means_same_types():
-    from evaluators.parallel import _same
+    from evaluators.run.classic_worker import _same
 
     a = {"response": "a b", "ground_truth": "b", "context": None}
     assert _same(a, dict(a))
@@ -381,7 +381,7 @@ def test_a_worker_whose_runner_was_killed_ends(tmp_path):
 
     code = (
         "import sys, time\n"
-        "from evaluators import parallel\n"
+        "from evaluators.run import classic_worker as parallel\n"
         "idle = parallel.ClassicWorker({'f1_score': lambda v: {}})\n"
         "ahead = parallel.ClassicWorker({'f1_score': lambda v: time.sleep(0.01) or {}},\n"
         "                               ahead=lambda: ((i, {}) for i in range(10**6)))\n"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluators.data import load_dataset
+from evaluators.data.dataset import load_dataset
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import expected_score, prompt_text
 
@@ -180,7 +180,7 @@ def test_fail_under_fails_when_measured_rows_errored(tmp_path, judge_server):
     ("0", 0, 31, False), ("0", 1, 30, True), ("3", 3, 28, False), ("2", 3, 28, True),
     ("10%", 3, 28, False), ("9%", 3, 28, True), ("0%", 1, 99, True), ("100%", 31, 0, False)])
 def test_max_errors_count_or_share(limit, errored, scored, breached):
-    from evaluators.cli import errors_breach, parse_max_errors
+    from evaluators.cli.main import errors_breach, parse_max_errors
 
     summary = {"errored_rows": errored, "scored_rows": scored, "pending_rows": 0}
     assert (errors_breach(summary, parse_max_errors(limit)) is not None) == breached
@@ -190,8 +190,8 @@ def test_max_errors_count_or_share(limit, errored, scored, breached):
 
 @pytest.mark.parametrize("bad", ["lots", "-1", "150%", "1.5"])
 def test_max_errors_refuses_nonsense(bad):
-    from evaluators.cli import parse_max_errors
-    from evaluators.errors import UsageError
+    from evaluators.cli.main import parse_max_errors
+    from evaluators.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--max-errors takes a count"):
         parse_max_errors(bad)
@@ -266,13 +266,13 @@ def test_every_refusal_comes_before_the_judge_is_called(tmp_path, judge_server):
 def test_the_cli_checks_a_run_without_loading_sqlalchemy(tmp_path):
     """What the CLI runs before its judge check (loading and checking the rows and the run's settings,
     the key's rules, the check's own client) imports neither SQLAlchemy nor the store."""
-    code = ("import sys, argparse; from evaluators import cli; "
+    code = ("import sys, argparse; from evaluators.cli import main as cli; "
             "a = cli.build_parser().parse_args(['run', sys.argv[1], '--metrics', 'coherence,f1_score', '--out', 'o', "
             "'--judge-base-url', 'http://127.0.0.1:9/v1', '--threshold', 'coherence=4']); "
             "ds, judged = cli._checked_dataset(a, ['coherence', 'f1_score'], cli._judge_from_args(a), {'coherence': 4.0}, None); "
-            "from evaluators.judge import EarlyProbe, JudgeClient; import httpx2; "
-            "print(len(ds), judged, sorted(m for m in ('sqlalchemy', 'evaluators.store', 'evaluators.runner', "
-            "'evaluators.results', 'evaluators.api') if m in sys.modules))")
+            "from evaluators.judge.client import EarlyProbe, JudgeClient; import httpx2; "
+            "print(len(ds), judged, sorted(m for m in ('sqlalchemy', 'evaluators.store.store', 'evaluators.run.runner', "
+            "'evaluators.read.results', 'evaluators.api') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code, str(SINGLE)], cwd=ROOT, capture_output=True, text=True,
                        env=env_for_subprocess())
     assert p.returncode == 0, p.stderr
@@ -282,8 +282,8 @@ def test_the_cli_checks_a_run_without_loading_sqlalchemy(tmp_path):
 def test_the_cli_reaches_its_judge_before_loading_sqlalchemy():
     """``python -m evaluators run`` sends the judge's check before the store's code is imported:
     the package and the CLI load without SQLAlchemy, the metrics or the results code."""
-    code = ("import sys, evaluators, evaluators.cli, evaluators.judge; "
-            "print(sorted(m for m in ('sqlalchemy', 'evaluators.store', 'evaluators.runner', 'evaluators.results') "
+    code = ("import sys, evaluators, evaluators.cli.main, evaluators.judge.client; "
+            "print(sorted(m for m in ('sqlalchemy', 'evaluators.store.store', 'evaluators.run.runner', 'evaluators.read.results') "
             "if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess())
     assert p.returncode == 0, p.stderr
@@ -299,7 +299,7 @@ def test_start_up_holds_garbage_collection_only_until_the_calls_start(tmp_path, 
     no garbage); a run's judge calls, and every other command, find it back on."""
     import gc
 
-    from evaluators import cli as cli_mod
+    from evaluators.cli import main as cli_mod
     from tests.judge_server import JudgeServer, default_responder
 
     seen = []

@@ -86,7 +86,7 @@ def _inside(inner: dict, outer: dict) -> bool:
 @needs_chromium
 def test_html_report_charts_do_not_overlap_and_labels_are_not_clipped(store, judge_server, browser, tmp_path):
     from evaluators import JudgeConfig
-    from evaluators.report import html_report
+    from evaluators.read.report import html_report
 
     width = 900  # two charts a line: the narrower the cell, the likelier a cut label
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)

@@ -85,7 +85,7 @@ def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, 
 def run_with_an_errored_row(store, judge_server) -> str:
     """A fluency run of the sample whose fifth row errored (the judge answers it only with HTTP 500)."""
     from tests.judge_server import Action
-    from evaluators.data import load_dataset
+    from evaluators.data.dataset import load_dataset
 
     bad = load_dataset(SINGLE).records[4]["response"]
     judge_server.on_prompt(bad, *[Action(status=500)] * 10)
@@ -109,7 +109,7 @@ def test_results_page_errors_tab_offers_retry(home_store, judge_server):
 
 
 def test_compare_page_shows_deltas_and_changed_rows(home_store, judge_server):
-    from evaluators.compare import metric_deltas
+    from evaluators.read.compare import metric_deltas
 
     app()
     a = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"f1_score": 0.5}).run_id
@@ -167,7 +167,7 @@ def test_sigkilled_worker_resumed_from_the_dashboard_equals_an_uninterrupted_run
     import os
     import signal
 
-    from evaluators.workers import worker_stopped
+    from evaluators.run.workers import worker_stopped
     from tests.procs import wait_for_worker, wait_until
 
     judge_server.latency = 0.03

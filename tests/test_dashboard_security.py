@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
-from evaluators.data import load_dataset
-from evaluators.workers import KEY_ENV, worker_env
+from evaluators.data.dataset import load_dataset
+from evaluators.run.workers import KEY_ENV, worker_env
 from tests import apptest
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run
 from tests.judge_server import JudgeServer, expected_score, prompt_text
@@ -510,8 +510,8 @@ def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart
     finally:
         dash.stop()
     from evaluators.api import open_results
-    from evaluators.exports import csv_text, jsonl_text
-    from evaluators.report import html_report
+    from evaluators.read.exports import csv_text, jsonl_text
+    from evaluators.read.report import html_report
 
     res = open_results(store, rid)  # what the page's export buttons serve
     exported = [csv_text(res.rows()), jsonl_text(res.rows()), html_report(res, store.get_run(rid))]

@@ -8,8 +8,8 @@ import re
 import pandas as pd
 import pytest
 
-from evaluators.data import conversation_turns, load_dataset
-from evaluators.errors import DataValidationError, MAX_PROBLEMS, UsageError
+from evaluators.data.dataset import conversation_turns, load_dataset
+from evaluators.core.errors import DataValidationError, MAX_PROBLEMS, UsageError
 from tests.conftest import CONVERSATIONS, SINGLE
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from evaluators import evaluate
 from evaluators.api import estimate_run, open_results
-from evaluators.compare import metric_deltas, row_changes
-from evaluators.data import load_dataset
-from evaluators.exports import csv_text, jsonl_text, neutralise
-from evaluators.report import html_report
-from evaluators.runner import RunSpec
+from evaluators.read.compare import metric_deltas, row_changes
+from evaluators.data.dataset import load_dataset
+from evaluators.read.exports import csv_text, jsonl_text, neutralise
+from evaluators.read.report import html_report
+from evaluators.run.runner import RunSpec
 from tests.conftest import SINGLE
 
 

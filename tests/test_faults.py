@@ -15,10 +15,10 @@ import time
 import pytest
 
 from evaluators import open_results, prepare_run
-from evaluators.data import load_dataset
-from evaluators.judge import JudgeConfig
-from evaluators.runner import Runner, plan_tasks
-from evaluators.store import Store
+from evaluators.data.dataset import load_dataset
+from evaluators.judge.client import JudgeConfig
+from evaluators.run.runner import Runner, plan_tasks
+from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import Action, Faults, JudgeServer, JudgeServerProcess, expected_score, prompt_text
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators import cli
-from evaluators.data import inspect_file, load_dataset, upload_name
-from evaluators.errors import DataValidationError
-from evaluators.store import Store
+from evaluators.cli import main as cli
+from evaluators.data.dataset import inspect_file, load_dataset, upload_name
+from evaluators.core.errors import DataValidationError
+from evaluators.store.store import Store
 from tests.browser import ARGS, CHROMIUM, settle, start_dashboard, stop
 from tests.conftest import ROOT, env_for_subprocess
 

@@ -10,12 +10,12 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (requirements-dev.txt) checks the intervals")
 
-from evaluators.data import load_dataset  # noqa: E402
-from evaluators.exports import csv_text  # noqa: E402
-from evaluators.registry import get_metric  # noqa: E402
-from evaluators.report import html_report  # noqa: E402
-from evaluators.results import RunResults, mean_ci, wilson  # noqa: E402
-from evaluators.store import Result  # noqa: E402
+from evaluators.data.dataset import load_dataset  # noqa: E402
+from evaluators.read.exports import csv_text  # noqa: E402
+from evaluators.core.registry import get_metric  # noqa: E402
+from evaluators.read.report import html_report  # noqa: E402
+from evaluators.read.results import RunResults, mean_ci, wilson  # noqa: E402
+from evaluators.store.store import Result  # noqa: E402
 
 
 def _samples():

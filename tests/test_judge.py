@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from evaluators.errors import UsageError
-from evaluators.judge import JudgeClient, JudgeConfig, JudgeError, resolve_api_key
+from evaluators.core.errors import UsageError
+from evaluators.judge.client import JudgeClient, JudgeConfig, JudgeError, resolve_api_key
 from tests.judge_server import Action, expected_score
 
 MSGS = [{"role": "user", "content": "Rate this: hello"}]
@@ -109,7 +109,7 @@ def test_reply_the_client_cannot_read_is_a_judge_error(judge_server, judge_confi
 
 
 def test_check_judge_names_url_and_model(judge_server, judge_config):
-    from evaluators.judge import JudgeUnavailable, check_judge
+    from evaluators.judge.client import JudgeUnavailable, check_judge
 
     assert check_judge(judge_config) == 1 and len(judge_server.probes) == 1
     judge_server.queue.append(Action(raw_body=b"not json"))  # it answered: reachable, key accepted
@@ -124,7 +124,7 @@ def test_check_judge_names_url_and_model(judge_server, judge_config):
 
 
 def test_check_of_a_silent_judge_gives_up_after_two_timeouts(judge_server, judge_config):
-    from evaluators.judge import JudgeUnavailable, check_judge
+    from evaluators.judge.client import JudgeUnavailable, check_judge
 
     judge_server.queue.extend([Action(hang=1.0)] * 5)
     t = time.perf_counter()
@@ -183,7 +183,7 @@ def test_a_compatible_judge_without_a_key_gets_no_authorization_header(judge_ser
 
 # ---------------------------------------------------------------- the early check over http.client
 def _early(config, key=None):
-    from evaluators.judge import EarlyProbe
+    from evaluators.judge.client import EarlyProbe
 
     probe = EarlyProbe(config, key)
     try:
@@ -201,14 +201,14 @@ def test_the_check_of_a_plain_http_judge_sends_what_the_client_sends_without_htt
 
     from tests.conftest import ROOT, env_for_subprocess
 
-    code = ("import asyncio, sys; from evaluators.judge import EarlyProbe, JudgeConfig; "
+    code = ("import asyncio, sys; from evaluators.judge.client import EarlyProbe, JudgeConfig; "
             "p = EarlyProbe(JudgeConfig(model='test-judge', provider='compatible', base_url=sys.argv[1], seed=3), "
             "'key-123'); print(asyncio.run(p.result()), 'httpx2' in sys.modules)")
     p = subprocess.run([sys.executable, "-c", code, judge_server.url], cwd=ROOT, capture_output=True, text=True,
                        env=env_for_subprocess(HTTP_PROXY="", ALL_PROXY="", http_proxy="", all_proxy=""))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["1", "False"]
-    from evaluators.judge import JudgeConfig, check_judge
+    from evaluators.judge.client import JudgeConfig, check_judge
 
     assert check_judge(JudgeConfig(model="test-judge", provider="compatible", base_url=judge_server.url, seed=3),
                        "key-123") == 1  # the same check through httpx2
@@ -224,7 +224,7 @@ def test_the_check_of_a_plain_http_judge_sends_what_the_client_sends_without_htt
 def test_the_plain_http_check_fails_and_learns_as_the_client_does():
     """Refusals read the same through http.client as through httpx2, and a 429 on the check reaches the
     run's limiter (no ramp for a judge that limits)."""
-    from evaluators.judge import JudgeConfig, JudgeUnavailable, check_judge
+    from evaluators.judge.client import JudgeConfig, JudgeUnavailable, check_judge
     from tests.judge_server import JudgeServer
 
     with JudgeServer(require_key="right", models={"known"}) as server:

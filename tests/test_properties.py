@@ -14,10 +14,10 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
 
-from evaluators.data import FORMATS, KNOWN_SCHEMAS, build_dataset, detect_mapping, inspect_file, load_dataset  # noqa: E402
-from evaluators.errors import DataValidationError, UsageError  # noqa: E402
-from evaluators.registry import FIELDS  # noqa: E402
-from evaluators.templates import ReplyError, parse_score_reply  # noqa: E402
+from evaluators.data.dataset import FORMATS, KNOWN_SCHEMAS, build_dataset, detect_mapping, inspect_file, load_dataset  # noqa: E402
+from evaluators.core.errors import DataValidationError, UsageError  # noqa: E402
+from evaluators.core.registry import FIELDS  # noqa: E402
+from evaluators.judge.templates import ReplyError, parse_score_reply  # noqa: E402
 
 # no example database: nothing is written into the checkout
 settings.register_profile("ci", max_examples=150, deadline=None, database=None,

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.data import load_dataset
-from evaluators.registry import FAMILIES, KINDS, all_metrics, get_metric
-from evaluators.errors import UsageError
-from evaluators.runner import resolve_templates
+from evaluators.data.dataset import load_dataset
+from evaluators.core.registry import FAMILIES, KINDS, all_metrics, get_metric
+from evaluators.core.errors import UsageError
+from evaluators.run.runner import resolve_templates
 from tests.conftest import CONVERSATIONS, SINGLE
 
 SPECS = all_metrics()

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from evaluators import Store, load_dataset
-from evaluators.runner import RunSpec
-from evaluators.store import Result, utcnow
+from evaluators.run.runner import RunSpec
+from evaluators.store.store import Result, utcnow
 from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -124,8 +124,8 @@ def walk(node):
     ("protected_material", None, "protected_material label"),
     ("indirect_attack", "indirect_attack_intrusion", "indirect_attack intrusion")])
 def test_readable_output_labels(metric, key, label):
-    from evaluators.charts_overview import output_label
-    from evaluators.registry import get_metric
+    from evaluators.read.charts_overview import output_label
+    from evaluators.core.registry import get_metric
 
     assert output_label(get_metric(metric), key) == label
 
@@ -133,14 +133,14 @@ def test_readable_output_labels(metric, key, label):
 @pytest.mark.parametrize("value,text", [(0.421348, "0.4213"), (4.0, "4"), (3.5, "3.5"), (0.0, "0"),
                                         (12.34567, "12.35"), (None, "–"), (float("nan"), "–")])
 def test_scores_have_sensible_digits(value, text):
-    from evaluators.charts_overview import number
+    from evaluators.read.charts_overview import number
 
     assert number(value) == text
 
 
 # ------------------------------------------------------------------ the overview
 def test_overview_draws_each_rate_with_its_wilson_interval_coloured_by_the_target(home_store):
-    from evaluators.charts_overview import FAIL, PASS, UNSURE
+    from evaluators.read.charts_overview import FAIL, PASS, UNSURE
 
     app()
     rid = stored_run(home_store, known_results())

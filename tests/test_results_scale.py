@@ -1,4 +1,4 @@
-"""The dashboard's columnar read path (evaluators.resultview) gives what the in-memory RunResults gives.
+"""The dashboard's columnar read path (evaluators.read.view) gives what the in-memory RunResults gives.
 
 Runs with every kind (score with a note and three outputs, severity, label with categories, wb_score,
 pairwise), errored, skipped and pending rows, and conversations whose turns are combined, are stored in
@@ -16,9 +16,9 @@ import pytest
 
 from evaluators import Store, load_dataset
 from evaluators.api import open_results
-from evaluators.registry import get_metric
-from evaluators.resultview import open_view
-from evaluators.store import Result
+from evaluators.core.registry import get_metric
+from evaluators.read.view import open_view
+from evaluators.store.store import Result
 
 SINGLE_METRICS = ["coherence", "rouge", "violence", "indirect_attack", "wildbench_score", "wildbench_pairwise"]
 CONV_METRICS = ["coherence", "violence", "protected_material"]

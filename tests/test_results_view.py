@@ -4,9 +4,9 @@ import math
 import pytest
 
 from evaluators import load_dataset
-from evaluators.registry import get_metric
-from evaluators.results import RunResults
-from evaluators.store import Result
+from evaluators.core.registry import get_metric
+from evaluators.read.results import RunResults
+from evaluators.store.store import Result
 
 
 @pytest.fixture

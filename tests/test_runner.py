@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from evaluators import evaluate, open_results, prepare_run
-from evaluators.data import load_dataset
-from evaluators.runner import Runner, RunSpec
+from evaluators.data.dataset import load_dataset
+from evaluators.run.runner import Runner, RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE
 from tests.judge_server import Action, expected_score, prompt_text
 
@@ -142,7 +142,7 @@ def test_user_template_replaces_builtin(judge_server, judge_config, store, tmp_p
 
 
 def test_judge_metric_without_judge_is_refused(store):
-    from evaluators.errors import UsageError
+    from evaluators.core.errors import UsageError
     with pytest.raises(UsageError, match="need\\(s\\) an LLM judge"):
         evaluate(SINGLE, ["coherence"], store=store)
     assert store.list_datasets() == []  # nothing stored for a refused run
@@ -191,7 +191,7 @@ def _judges_file(tmp_path, url):
 
 
 def _cases(server, tmp_path):
-    from evaluators.judge import JudgeConfig
+    from evaluators.judge.client import JudgeConfig
 
     fast = dict(timeout=2.0, max_retries=1, backoff_base=0.005, backoff_max=0.01)
     plain = JudgeConfig(model="m", provider="compatible", base_url=server.url, **fast)
@@ -261,7 +261,7 @@ def test_resumed_run_uses_the_template_text_it_started_with(judge_server, judge_
 
 
 def test_missing_template_path_never_falls_back_to_a_builtin(judge_config, store):
-    from evaluators.errors import UsageError
+    from evaluators.core.errors import UsageError
 
     with pytest.raises(UsageError, match="template for coherence: file not found: coherence.md"):
         prepare_run(store, SINGLE, ["coherence"], judge=judge_config, templates={"coherence": "coherence.md"})
@@ -292,7 +292,7 @@ def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, jud
     import threading
     import time
 
-    from evaluators.errors import EvalError
+    from evaluators.core.errors import EvalError
 
     judge_server.latency = 0.1
     rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2))
@@ -313,7 +313,7 @@ def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, jud
 
 
 def test_a_builtin_template_is_named_explicitly(judge_server, judge_config, store):
-    from evaluators.errors import UsageError
+    from evaluators.core.errors import UsageError
 
     data = [{"messages": [{"role": "user", "content": "Capital of France?"},
                           {"role": "assistant", "content": "Paris.", "ground_truth": "Paris is the capital."}]}]
@@ -328,7 +328,7 @@ def test_a_builtin_template_is_named_explicitly(judge_server, judge_config, stor
 
 
 def test_resume_fingerprint_follows_a_metrics_run_options():
-    from evaluators.judge import JudgeConfig
+    from evaluators.judge.client import JudgeConfig
 
     judge = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
 
@@ -354,7 +354,7 @@ def test_the_judges_finish_reason_is_kept_with_each_verdict(judge_server, judge_
 def test_a_judge_failing_its_check_judges_no_row(judge_server, judge_config, store):
     """No real call leaves before the judge passed its check: a wrong URL, key or model costs the one
     check call, not a round of failing calls (issue 9), however slow the check's answer."""
-    from evaluators.judge import PROBE_PROMPT, JudgeUnavailable
+    from evaluators.judge.client import PROBE_PROMPT, JudgeUnavailable
 
     judge_server.on_prompt(PROBE_PROMPT, Action(status=404, hang=0.4))  # the check: slow, then "no such model"
     rid = prepare_run(store, SINGLE, ["fluency"], judge_config.with_(concurrency=4))
@@ -366,7 +366,7 @@ def test_a_judge_failing_its_check_judges_no_row(judge_server, judge_config, sto
 
 
 def test_judge_check_passing_late_keeps_every_result(judge_server, judge_config, store):
-    from evaluators.judge import PROBE_PROMPT
+    from evaluators.judge.client import PROBE_PROMPT
 
     judge_server.on_prompt(PROBE_PROMPT, Action(hang=0.4))  # results come back before the check does
     res = evaluate(SINGLE, ["fluency"], judge=judge_config.with_(concurrency=8), store=store)
@@ -376,7 +376,7 @@ def test_judge_check_passing_late_keeps_every_result(judge_server, judge_config,
 
 def test_classic_metrics_planned_per_row_read_each_record_once(store, monkeypatch):
     """All classic metrics of a row are computed on one canonical record (not one per metric and walk)."""
-    from evaluators.data import Dataset
+    from evaluators.data.dataset import Dataset
 
     rid = prepare_run(store, SINGLE, ["f1_score", "bleu", "rouge"])
     calls = []

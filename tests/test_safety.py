@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evaluators import evaluate
-from evaluators.errors import UsageError
+from evaluators.core.errors import UsageError
 from tests.judge_server import JudgeServer, prompt_text
 from tests.safety_judge import safety_responder
 
@@ -201,7 +201,7 @@ def test_indirect_attack_on_conversations_judges_turns_with_documents(judge, sto
 
 
 def test_metrics_listing_shows_the_direction(capsys):
-    from evaluators.cli import main
+    from evaluators.cli.main import main
 
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out

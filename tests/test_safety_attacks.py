@@ -13,9 +13,9 @@ import pytest
 from scipy.stats import binomtest
 
 from evaluators import attack_compare
-from evaluators.cli import main
-from evaluators.errors import UsageError
-from evaluators.safety import INDIRECT_ATTACKS, JAILBREAKS, XPIA_CATEGORIES, attack_records
+from evaluators.cli.main import main
+from evaluators.core.errors import UsageError
+from evaluators.suites.safety import INDIRECT_ATTACKS, JAILBREAKS, XPIA_CATEGORIES, attack_records
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import Action, JudgeServer, prompt_text
 from tests.safety_judge import safety_responder

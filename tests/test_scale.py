@@ -11,10 +11,10 @@ import tracemalloc
 import pytest
 
 from evaluators import prepare_run
-from evaluators.judge import JudgeConfig
-from evaluators import runner as runner_mod
-from evaluators.runner import Runner
-from evaluators.store import Store
+from evaluators.judge.client import JudgeConfig
+from evaluators.run import runner as runner_mod
+from evaluators.run.runner import Runner
+from evaluators.store.store import Store
 from tests.judge_server import JudgeServerProcess
 
 
@@ -29,8 +29,8 @@ def write_rows(path, n: int) -> str:
 def traced_peak(tmp_path, server_url: str, n: int) -> int:
     """Peak memory traced while a judged run of ``n`` rows is stored, run and written out as the CLI
     does (dataset saved, run, rows.jsonl and metrics.json); the dataset, parsed before, is excluded."""
-    from evaluators.data import load_dataset
-    from evaluators.run_outputs import write_run_outputs
+    from evaluators.data.dataset import load_dataset
+    from evaluators.read.outputs import write_run_outputs
 
     store = Store(f"sqlite:///{tmp_path}/m{n}.db")
     cfg = JudgeConfig(model="m", provider="compatible", base_url=server_url, concurrency=16, timeout=10)
@@ -58,7 +58,7 @@ def test_a_judged_runs_memory_stays_flat_as_rows_grow(tmp_path, monkeypatch):
     in batches, read back from the store a chunk at a time, settled keys are a bitmap, and the
     outputs are streamed from the store (one shared cell per distinct outcome for the aggregates). Chunks of 100 tasks and 100 records, so both runs span several
     (tracing is slow)."""
-    from evaluators import store as store_mod
+    from evaluators.store import store as store_mod
 
     monkeypatch.setattr(runner_mod, "CHUNK", 100, raising=False)
     monkeypatch.setattr(store_mod, "RECORD_CHUNK", 100)
@@ -96,7 +96,7 @@ def test_rpm_alone_keeps_a_run_under_its_budget(tmp_path):
 
 def test_reset_headers_follow_openais_documented_forms():
     """x-ratelimit-reset-* as OpenAI documents them ("1s", "6m0s", "20ms"); garbage is ignored."""
-    from evaluators.ratelimit import parse_reset
+    from evaluators.judge.ratelimit import parse_reset
 
     assert parse_reset("1s") == 1.0
     assert parse_reset("6m0s") == 360.0
@@ -110,7 +110,7 @@ def test_reset_headers_follow_openais_documented_forms():
 def test_remaining_headers_slow_calls_down_before_a_429():
     """The last request of the window taken (remaining 0, reset in 1.5 s): new calls wait until
     then; with requests left, they do not."""
-    from evaluators.ratelimit import RateLimiter
+    from evaluators.judge.ratelimit import RateLimiter
 
     now = [100.0]
     lim = RateLimiter(8, clock=lambda: now[0])
@@ -161,7 +161,7 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
     import streamlit as st
     from streamlit.testing import v1 as st_testing
 
-    from evaluators.store import utcnow
+    from evaluators.store.store import utcnow
     from tests.conftest import ROOT, SINGLE
 
     st.cache_resource.clear()  # the dashboard's store is cached per process: not an earlier test's
@@ -189,7 +189,7 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
 def _reference(store, rid, thresholds=None):
     """rows.jsonl lines and metrics.json as RunResults (everything in memory) makes them."""
     from evaluators import open_results
-    from evaluators.exports import jsonl_text
+    from evaluators.read.exports import jsonl_text
 
     res = open_results(store, rid, thresholds)
     rows = [json.loads(line) for line in jsonl_text(res.rows()).splitlines()]
@@ -197,7 +197,7 @@ def _reference(store, rid, thresholds=None):
 
 
 def _streamed(store, rid, out, thresholds=None):
-    from evaluators.run_outputs import write_run_outputs
+    from evaluators.read.outputs import write_run_outputs
 
     summary = write_run_outputs(store, rid, out, thresholds)
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -212,8 +212,8 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
     must equal what RunResults builds from every result in memory: judged and classic metrics,
     errored rows, skipped turns, pending rows and a threshold override."""
     from evaluators import evaluate, prepare_run
-    from evaluators import store as store_mod
-    from evaluators.data import load_dataset
+    from evaluators.store import store as store_mod
+    from evaluators.data.dataset import load_dataset
     from tests.conftest import CONVERSATIONS, SINGLE
     from tests.judge_server import Action
 
@@ -241,9 +241,9 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
 
 
 def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch):
-    from evaluators import store as store_mod
-    from evaluators.data import load_dataset
-    from evaluators.store import KeySet
+    from evaluators.store import store as store_mod
+    from evaluators.data.dataset import load_dataset
+    from evaluators.store.store import KeySet
     from tests.conftest import CONVERSATIONS
 
     monkeypatch.setattr(store_mod, "RECORD_CHUNK", 6)
@@ -286,8 +286,8 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
     """Streaming (two passes over the file, rows never held) must give the same records, columns,
     mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
     every hostile file; so must a small file parsed once, its checked records kept."""
-    from evaluators import data
-    from evaluators.data import FileDataset, load_dataset, load_dataset_streaming
+    from evaluators.data import dataset as data
+    from evaluators.data.dataset import FileDataset, load_dataset, load_dataset_streaming
 
     monkeypatch.setattr(data, "KEEP_BYTES", data.KEEP_BYTES if keep else -1)
 
@@ -322,8 +322,8 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
 def test_a_rows_jsonl_line_is_what_jsonl_text_writes_nan_and_infinities_included():
     """rows.jsonl's writer skips the per-value clean-up when a row has no NaN or infinity; with one
     (top level or nested) the line must still be exports.jsonl_text's: top-level ones as null."""
-    from evaluators.exports import jsonl_text
-    from evaluators.run_outputs import _row_line
+    from evaluators.read.exports import jsonl_text
+    from evaluators.read.outputs import _row_line
 
     rows = [{"inputs.q": "é “q” \u2028", "outputs.x.v": 0.5, "outputs.x.ok": True, "outputs.x.n": None,
              "outputs.x.props": {"a": [1, 2.5]}},

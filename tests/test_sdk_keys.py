@@ -13,8 +13,8 @@ import json
 import pytest
 
 from evaluators import evaluate
-from evaluators.data import load_dataset
-from evaluators.errors import DataValidationError
+from evaluators.data.dataset import load_dataset
+from evaluators.core.errors import DataValidationError
 from tests.judge_server import Action, expected_score
 
 SDK_SUFFIXES = ("", "_score", "_passed", "_result", "_reason", "_status", "_threshold", "_properties")
@@ -278,7 +278,7 @@ def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(jud
     assert res.results.rows()[0]["outputs.fluency.fluency_properties"]["sample_input"] == sdk_sample_input(
         response="A.")
     with store.session() as s:  # as if the built-in template had changed since the run
-        from evaluators.store import ResultRow
+        from evaluators.store.store import ResultRow
 
         for rr in s.query(ResultRow).filter_by(run_id=res.run_id):
             rr.meta = {**rr.meta, "prompt_sha": "0" * 12}
@@ -287,9 +287,9 @@ def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(jud
 
 
 def test_finish_reason_is_read_from_the_results_meta():
-    from evaluators.kinds import get_kind
-    from evaluators.registry import get_metric
-    from evaluators.store import Result
+    from evaluators.core.kinds import get_kind
+    from evaluators.core.registry import get_metric
+    from evaluators.store.store import Result
 
     spec, kind = get_metric("fluency"), get_kind("score")
     cut = Result(0, "fluency", 0, "ok", value=3.0, outputs={"fluency": 3.0}, raw='{"score": 3}',
@@ -334,7 +334,7 @@ def test_the_side_by_side_check_accepts_only_the_differences_it_explains():
 
 
 def test_filled_fields_are_what_render_put_in_the_prompt():
-    from evaluators.templates import filled_fields, parse_template
+    from evaluators.judge.templates import filled_fields, parse_template
 
     t = parse_template("[system]\nJudge {{ context }}.\n[user]\nQ: {{query}} R: {{response}} "
                        "C: {$checklist} U: {$user_query}", "t")

@@ -12,8 +12,7 @@ import pytest
 
 from evaluators.metrics._nist import international_tokenize, perluniprops
 from evaluators.metrics._punkt import sent_tokenize
-from evaluators.metrics._text import (rouge_tokenize, sdk_word_tokenize, treebank_tokenize,
-                                      treebank_tokenize_sentences, unicode_word_tokenize)
+from evaluators.metrics._text import (rouge_tokenize, sdk_word_tokenize, treebank_tokenize, treebank_tokenize_sentences, unicode_word_tokenize)
 from tests.sdk_reference import sdk_tokenize, use_reference_data
 
 WILDBENCH = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wildbench" / "eval_results"
@@ -157,7 +156,7 @@ def test_unicode_rouge_tokens_keep_other_scripts():
 @pytest.mark.parametrize("default,option", [("bleu", "bleu_unicode"), ("gleu", "gleu_unicode"),
                                             ("meteor", "meteor_unicode"), ("rouge", "rouge_unicode")])
 def test_unicode_option_is_recorded_in_the_signature(default, option):
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     sdk, uni = get_metric(default), get_metric(option)
     assert "tok:sdk" in sdk.signature() and "tok:unicode" in uni.signature()
@@ -170,7 +169,7 @@ def test_unicode_option_is_recorded_in_the_signature(default, option):
 
 @pytest.mark.parametrize("name", ["bleu", "gleu", "meteor", "rouge", "rouge2"])
 def test_note_when_the_sdk_tokenizer_cannot_compare_words(name):
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     spec = get_metric(name)
     japanese = {"response": "東京は日本の首都です。", "ground_truth": "東京は日本の首都です。人口は多い。"}

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from evaluators.errors import UsageError
-from evaluators.results import mean_ci
-from evaluators.templates import ReplyError, load_template, parse_score_reply, parse_template
+from evaluators.core.errors import UsageError
+from evaluators.read.results import mean_ci
+from evaluators.judge.templates import ReplyError, load_template, parse_score_reply, parse_template
 
 
 @pytest.mark.parametrize("reply,score,reason", [

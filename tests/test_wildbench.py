@@ -11,13 +11,12 @@ import re
 import pytest
 
 from evaluators import JudgeConfig, evaluate
-from evaluators.data import load_dataset
-from evaluators.errors import DataValidationError, UsageError
-from evaluators.registry import get_metric
-from evaluators.runner import RunSpec, plan_tasks, render_judge_tasks
-from evaluators.templates import ReplyError, parse_template
-from evaluators.wildbench import (EMPTY, PairRow, ScoreRow, consistent, length_rule, mixture, pairwise_aggregates,
-                                  score_aggregates, shorten, task_groups)
+from evaluators.data.dataset import load_dataset
+from evaluators.core.errors import DataValidationError, UsageError
+from evaluators.core.registry import get_metric
+from evaluators.run.runner import RunSpec, plan_tasks, render_judge_tasks
+from evaluators.judge.templates import ReplyError, parse_template
+from evaluators.suites.wildbench import (EMPTY, PairRow, ScoreRow, consistent, length_rule, mixture, pairwise_aggregates, score_aggregates, shorten, task_groups)
 from tests.judge_server import prompt_text
 from tests.test_cli import cli
 

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from evaluators import Store, evaluate
-from evaluators.wildbench import import_files
+from evaluators.suites.wildbench import import_files
 from tests.browser import ARGS, CHROMIUM, free_port, settle  # noqa: F401
 from tests.test_dashboard_e2e import app as live_app, shot  # noqa: F401
 from tests.apptest import app
@@ -89,7 +89,7 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     if not CHROMIUM.exists():
         pytest.skip("no chromium")
     url, store = live_app
-    from evaluators.judge import JudgeConfig
+    from evaluators.judge.client import JudgeConfig
     from tests.judge_server import JudgeServer
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -117,7 +117,7 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
 
 
 def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_server):
-    from evaluators.data import load_dataset
+    from evaluators.data.dataset import load_dataset
     from tests.conftest import wait_for_run
 
     judge_server.responder = _judge

@@ -5,9 +5,9 @@ import time
 
 from evaluators import JudgeConfig, Store
 from evaluators.api import open_results, prepare_run
-from evaluators.exports import csv_text, jsonl_text
-from evaluators.report import html_report
-from evaluators.workers import spawn_worker
+from evaluators.read.exports import csv_text, jsonl_text
+from evaluators.read.report import html_report
+from evaluators.run.workers import spawn_worker
 from tests.conftest import SINGLE, wait_for_run
 
 SECRET = "sk-test-9f8e7d6c5b4a-never-store-me"
@@ -61,7 +61,7 @@ import sys  # noqa: E402
 import pytest  # noqa: E402
 
 from evaluators import evaluate  # noqa: E402
-from evaluators.workers import WorkerBusy, retry_failed  # noqa: E402
+from evaluators.run.workers import WorkerBusy, retry_failed  # noqa: E402
 from tests.conftest import env_for_subprocess  # noqa: E402
 from tests.judge_server import Action  # noqa: E402
 from tests.procs import needs_proc, wait_for_worker, wait_until, worker_pids  # noqa: E402
@@ -73,7 +73,7 @@ def _errors(store, rid) -> int:
 
 def _run_with_one_error(store, judge_server) -> str:
     """A finished fluency run on the samples whose row 5 errored (HTTP 500 after retries)."""
-    from evaluators.data import load_dataset
+    from evaluators.data.dataset import load_dataset
 
     bad = load_dataset(SINGLE).records[4]["response"]
     judge_server.on_prompt(bad, *[Action(status=500)] * 4)
@@ -124,7 +124,7 @@ def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keep
 def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_server, monkeypatch):
     store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
     rid = _run_with_one_error(store, judge_server)
-    monkeypatch.setattr("evaluators.workers.sys.executable", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr("evaluators.run.workers.sys.executable", str(tmp_path / "no-such-python"))
     with pytest.raises(Exception, match="could not start"):
         retry_failed(store, rid)
     assert _errors(store, rid) == 1  # still there to retry

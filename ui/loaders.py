@@ -7,9 +7,9 @@ import streamlit as st
 
 from evaluators import Store, load_dataset
 from evaluators.api import open_results
-from evaluators.data import Inspection, ParsedFile, inspect_parsed, read_upload
-from evaluators.results import RunResults
-from evaluators.resultview import open_view
+from evaluators.data.dataset import Inspection, ParsedFile, inspect_parsed, read_upload
+from evaluators.read.results import RunResults
+from evaluators.read.view import open_view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data"
 
@@ -82,7 +82,7 @@ def _results(run_id: str, version: tuple) -> RunResults:
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=600)
 def _view(run_id: str, version: tuple) -> RunResults:
-    # columns, not one object per result: fast and small on runs of any size (evaluators.resultview)
+    # columns, not one object per result: fast and small on runs of any size (evaluators.read.view)
     return open_view(store(), run_id, search_in_background=True)
 
 
@@ -132,7 +132,7 @@ def dataset(dataset_id: str):
 # ---------------------------------------------------------------- risk and safety
 def safety_runs(wanted: str | None = None) -> list[dict]:
     """Runs with at least one risk and safety metric, newest first."""
-    from evaluators.registry import all_metrics
+    from evaluators.core.registry import all_metrics
 
     names = {s.name for s in all_metrics() if s.family == "safety"}
     return [r for r in runs(wanted) if names & set(r["spec"]["metrics"])]
@@ -144,7 +144,7 @@ def _version(run: dict) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=600)
 def _attack_comparison(base_id: str, attack_id: str, id_column: str, versions: tuple):
-    from evaluators.safety import compare_attack_rows
+    from evaluators.suites.safety import compare_attack_rows
 
     return compare_attack_rows(_results(base_id, versions[0]).rows(), _results(attack_id, versions[1]).rows(),
                                id_column, names=("baseline run", "attack run"))
@@ -156,7 +156,7 @@ def attack_comparison(base: dict, attack: dict, id_column: str):
 # ---------------------------------------------------------------- WildBench
 def wildbench_runs(kind: str | None = None, wanted: str | None = None) -> list[dict]:
     """Runs with a WildBench metric (``kind``: "wb_score" or "pairwise" to keep only those), newest first."""
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     def has(r: dict) -> bool:
         kinds = {get_metric(m).kind for m in r["spec"]["metrics"] if m.startswith("wildbench_")}
@@ -171,7 +171,7 @@ def _wb_version(r: dict) -> tuple:
 
 @st.cache_data(ttl=30, show_spinner="Computing the leaderboard…", max_entries=16)
 def _leaderboard(versions: tuple, length_penalty: int | None) -> dict:
-    from evaluators.wildbench import leaderboard as build
+    from evaluators.suites.wildbench import leaderboard as build
 
     picked = [run(v[0]) for v in versions]
     picked = [r for r in picked if r is not None]

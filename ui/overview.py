@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evaluators import charts_overview as charts
-from evaluators.results import RunResults
+from evaluators.read import charts_overview as charts
+from evaluators.read.results import RunResults
 from ui import loaders, state
 from ui.widgets import panel_title
 

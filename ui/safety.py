@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evaluators.kinds.severity import LEVELS
+from evaluators.core.kinds.severity import LEVELS
 from ui import state
 
 LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}

@@ -13,15 +13,15 @@ import re
 import streamlit as st
 
 from evaluators import EvalError
-from evaluators.charts_overview import number, output_label, rate_of
-from evaluators.exports import csv_text, jsonl_text
-from evaluators.judge import JudgeConfig, judge_url, named_judges
-from evaluators.registry import MetricSpec
-from evaluators.report import html_report
-from evaluators.results import RunResults
-from evaluators.runner import eta_seconds
-from evaluators.store import utcnow
-from evaluators.workers import retry_failed, spawn_worker, worker_stopped
+from evaluators.read.charts_overview import number, output_label, rate_of
+from evaluators.read.exports import csv_text, jsonl_text
+from evaluators.judge.client import JudgeConfig, judge_url, named_judges
+from evaluators.core.registry import MetricSpec
+from evaluators.read.report import html_report
+from evaluators.read.results import RunResults
+from evaluators.run.runner import eta_seconds
+from evaluators.store.store import utcnow
+from evaluators.run.workers import retry_failed, spawn_worker, worker_stopped
 from ui import auth, loaders, state
 
 ACTIVE = ("queued", "running")
@@ -153,7 +153,7 @@ def run_status(run: dict) -> None:
 
 def judged_metrics(run: dict) -> list[str]:
     """The run's metrics that call the judge (none when the run has no judge)."""
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     spec = run["spec"] or {}
     return [m for m in spec.get("metrics", []) if get_metric(m).is_judge] if spec.get("judge") else []
@@ -238,7 +238,7 @@ def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> d
     given) receiving each metric's grid cell for what goes under its slider; not shown (their tab is
     closed), no sliders: the page draws six widgets fewer and the URL keeps what they set. (Not bound
     with Streamlit's ``bind``: a bound parameter leaves the URL with its widget.)"""
-    from evaluators.registry import get_metric
+    from evaluators.core.registry import get_metric
 
     specs = [get_metric(name) for name in run["spec"]["metrics"]]
     own = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
@@ -635,7 +635,7 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
 
 def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
     """One call to the judge on request: its answer, or the exact error (a key is never shown)."""
-    from evaluators.judge import check_judge
+    from evaluators.judge.client import check_judge
 
     if not st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:"):
         return

@@ -12,11 +12,11 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from . import cli_safety, cli_wildbench
-from .errors import DataValidationError, EvalError, UsageError
+from evaluators.cli import safety as cli_safety, wildbench as cli_wildbench
+from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
-    from .judge import JudgeConfig
+    from evaluators.judge.client import JudgeConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED, EXIT_FAILED = 0, 1, 2, 3, 4, 5
 GC_HELD = False  # `python -m evaluators` holds the cyclic garbage collector during start-up (__main__)
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _judge_from_args(a) -> "JudgeConfig":
-    from .judge import JudgeConfig
+    from evaluators.judge.client import JudgeConfig
 
     if a.judge:
         given = [f for f, v in (("--judge-base-url", a.judge_base_url), ("--judge-model", a.judge_model),
@@ -139,7 +139,7 @@ def _api_key_from_args(a) -> str | None:
 
 
 def _gate_key(name: str, metrics: dict) -> str:
-    from .registry import get_metric
+    from evaluators.core.registry import get_metric
 
     if name in metrics:
         return name
@@ -160,9 +160,9 @@ def check_gates(gates: dict[str, float], metric_names: list[str]) -> dict[str, s
     """
     if not gates:
         return {}  # (without loading the results code, which a run without gates loads later)
-    from .data import Dataset
-    from .registry import get_metric
-    from .results import RunResults
+    from evaluators.data.dataset import Dataset
+    from evaluators.core.registry import get_metric
+    from evaluators.read.results import RunResults
 
     specs = [get_metric(m) for m in metric_names]
     empty = Dataset(name="", records=[], columns=[], mapping={}, shape="single", source="", detected="",
@@ -235,9 +235,9 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     Returns:
         (the dataset, whether a chosen metric needs the judge).
     """
-    from .data import load_dataset_streaming
-    from .registry import get_metric
-    from .runspec import RunSpec
+    from evaluators.data.dataset import load_dataset_streaming
+    from evaluators.core.registry import get_metric
+    from evaluators.run.spec import RunSpec
 
     ds = load_dataset_streaming(a.data, _pairs(a.map, "--map"))  # a JSON-lines file is checked, not held
     if not metrics:
@@ -252,7 +252,7 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     spec.read_templates()
     spec.validate()
     if judged:
-        from .judge import resolve_api_key
+        from evaluators.judge.client import resolve_api_key
 
         resolve_api_key(judge, api_key)  # no key where one is needed: said now, with no call made
     return ds, judged
@@ -260,10 +260,10 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
 
 def _early_classic_worker(a, metrics: list[str]):
     """For a run of classic metrics only: the worker process forked now, computing rows ahead while this
-    process loads, checks and stores the file (:func:`evaluators.parallel.start_early`); None otherwise.
+    process loads, checks and stores the file (:func:`evaluators.run.classic_worker.start_early`); None otherwise.
     It computes only (nothing is stored, no call is made): a run refused at the check ends it unused."""
-    from . import parallel
-    from .registry import get_metric
+    from evaluators.run import classic_worker as parallel
+    from evaluators.core.registry import get_metric
 
     try:
         options = cli_wildbench.run_options(a)
@@ -295,14 +295,14 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     ds, judged = _checked_dataset(a, metrics, judge, thresholds, api_key)
     probe = None
     if judged:  # everything refusable was refused: the judge's check leaves now, from a thread, while the
-        from .judge import EarlyProbe  # store's code is imported, the dataset stored and the run planned
+        from evaluators.judge.client import EarlyProbe  # store's code is imported, the dataset stored and the run planned
 
         probe = EarlyProbe(judge, api_key)
         probe.wait_sending()  # a few ms: it leaves before the imports and writes compete with it
-    from .api import prepare_run
-    from .run_outputs import LiveRunOutputs, write_run_outputs
-    from .runner import Runner
-    from .store import Store
+    from evaluators.api import prepare_run
+    from evaluators.read.outputs import LiveRunOutputs, write_run_outputs
+    from evaluators.run.runner import Runner
+    from evaluators.store.store import Store
 
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
@@ -367,8 +367,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
 
 
 def cmd_metrics(a) -> int:
-    from .data import load_dataset
-    from .registry import FAMILIES, all_metrics
+    from evaluators.data.dataset import load_dataset
+    from evaluators.core.registry import FAMILIES, all_metrics
 
     avail = load_dataset(a.data, _pairs(a.map, "--map")).availability() if a.data else None
     for fam, title in FAMILIES.items():
@@ -386,10 +386,10 @@ def cmd_metrics(a) -> int:
 
 
 def cmd_worker(a) -> int:
-    from .runner import Runner
-    from .store import Store
+    from evaluators.run.runner import Runner
+    from evaluators.store.store import Store
 
-    from .workers import KEY_ENV
+    from evaluators.run.workers import KEY_ENV
 
     rows = {int(x) for x in a.rows.split(",")} if a.rows else None
     store = Store(a.db)

@@ -1,6 +1,6 @@
 """``python -m evaluators attack-set|attack-compare``: jailbreak attack sets and the UPIA comparison.
 
-Registered by :mod:`evaluators.cli` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import UsageError
+from evaluators.core.errors import UsageError
 
 
 def add_commands(sub) -> None:
@@ -39,10 +39,10 @@ def add_commands(sub) -> None:
 
 
 def cmd_attack_set(a) -> int:
-    from .cli import EXIT_ERROR, EXIT_OK, _pairs
-    from .exports import write_atomic
-    from .judge import JudgeConfig
-    from .safety import attack_records, fill_responses, records_text
+    from evaluators.cli.main import EXIT_ERROR, EXIT_OK, _pairs
+    from evaluators.read.exports import write_atomic
+    from evaluators.judge.client import JudgeConfig
+    from evaluators.suites.safety import attack_records, fill_responses, records_text
 
     out = Path(a.out)
     records_text([], out)  # refuses an unknown extension before any work
@@ -84,8 +84,8 @@ def cmd_attack_set(a) -> int:
 
 
 def cmd_attack_compare(a) -> int:
-    from .cli import EXIT_OK, _floats
-    from .safety import attack_compare
+    from evaluators.cli.main import EXIT_OK, _floats
+    from evaluators.suites.safety import attack_compare
 
     res = attack_compare(a.baseline, a.attack, a.out, a.id_column, _floats(a.threshold, "--threshold"))
     m = res.metrics

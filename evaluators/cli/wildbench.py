@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .wildbench import DEFAULT_LENGTH_PENALTY
+from evaluators.core.errors import UsageError
+from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY
 
 
 def add_commands(sub) -> None:
@@ -94,8 +94,8 @@ def _write(out_dir: str, board: dict) -> Path:
 
 
 def main(a: argparse.Namespace) -> int:
-    from .store import Store
-    from .wildbench import ImportFormatError, import_files, leaderboard
+    from evaluators.store.store import Store
+    from evaluators.suites.wildbench import ImportFormatError, import_files, leaderboard
 
     store = Store(a.db)
     if a.wb_command == "import":
@@ -110,7 +110,7 @@ def main(a: argparse.Namespace) -> int:
         print(f"wrote {target}")
         print_board(board)
         return 0
-    from .api import open_results
+    from evaluators.api import open_results
 
     runs = [r for r in store.list_runs() if not a.run or r["id"] in a.run]
     picked, names = [], []
@@ -128,4 +128,4 @@ def main(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"wildbench": main}  # dispatched by evaluators.cli
+COMMANDS = {"wildbench": main}  # dispatched by evaluators.cli.main

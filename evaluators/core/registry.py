@@ -26,7 +26,7 @@ FIELDS = ("query", "response", "context", "ground_truth", "messages", "checklist
 
 @dataclass(frozen=True)
 class JudgeTemplates:
-    """Template files (under ``evaluators/prompts``) a judge metric renders.
+    """Template files (under ``evaluators/metrics/prompts``) a judge metric renders.
 
     ``single`` is used for single-turn rows, ``turn`` for each assistant turn of
     a conversation and ``turn_ground_truth`` for a turn that carries a ground truth.
@@ -98,13 +98,13 @@ class MetricSpec:
 
     @property
     def kind_impl(self):
-        """The :class:`evaluators.kinds.Kind` that parses, combines and aggregates this metric."""
-        from .kinds import get_kind
+        """The :class:`evaluators.core.kinds.Kind` that parses, combines and aggregates this metric."""
+        from evaluators.core.kinds import get_kind
 
         return get_kind(self.kind)
 
     def parse_reply(self, text: str):
-        """A judge reply -> :class:`evaluators.kinds.Verdict`; raises ``ReplyError`` when unusable."""
+        """A judge reply -> :class:`evaluators.core.kinds.Verdict`; raises ``ReplyError`` when unusable."""
         return (self.parse or self.kind_impl.parse)(self, text)
 
     @property
@@ -145,7 +145,7 @@ class MetricSpec:
             return self
         from dataclasses import replace
 
-        from .errors import UsageError
+        from evaluators.core.errors import UsageError
 
         current = dict(self.params)
         for name, value in values.items():
@@ -171,7 +171,7 @@ class MetricSpec:
     def check_threshold(self, value: float) -> float:
         lo, hi = self.score_range
         if not (lo <= value <= hi):
-            from .errors import UsageError
+            from evaluators.core.errors import UsageError
 
             raise UsageError(f"threshold for '{self.name}' must be within {lo:g}-{hi:g}, got {value:g}")
         return float(value)
@@ -192,7 +192,7 @@ def register(spec: MetricSpec) -> MetricSpec:
 
 def _load() -> None:
     # Importing the package registers every built-in metric exactly once.
-    from . import metrics  # noqa: F401
+    from evaluators import metrics  # noqa: F401
 
 
 def all_metrics() -> list[MetricSpec]:
@@ -208,7 +208,7 @@ def get_metric(name: str) -> MetricSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        from .errors import UsageError
+        from evaluators.core.errors import UsageError
 
         known = ", ".join(s.name for s in all_metrics())
         raise UsageError(f"unknown metric '{name}'. Known metrics: {known}") from None

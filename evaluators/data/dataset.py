@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .errors import MAX_PROBLEMS, DataValidationError, Problem, ProblemCollector, UsageError
-from .registry import FIELDS, MetricSpec, get_metric, missing_fields
-from .sdk_compat import check_conversation, conversation_messages, is_sdk_conversation
+from evaluators.core.errors import MAX_PROBLEMS, DataValidationError, Problem, ProblemCollector, UsageError
+from evaluators.core.registry import FIELDS, MetricSpec, get_metric, missing_fields
+from evaluators.data.sdk_compat import check_conversation, conversation_messages, is_sdk_conversation
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Column names other tools use, mapped to our canonical fields; the first hit wins.
@@ -130,7 +130,7 @@ class Dataset:
 
     def availability(self) -> dict[str, list[str]]:
         """Every registered metric -> the fields it lacks here ([] = available)."""
-        from .registry import all_metrics
+        from evaluators.core.registry import all_metrics
 
         have = self.fields()
         return {s.name: missing_fields(s, self.shape, have) for s in all_metrics()}

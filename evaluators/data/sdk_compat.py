@@ -45,7 +45,7 @@ def conversation_messages(value: Any) -> list[dict]:
         if m.get("role") == "assistant":
             parts = [c for c in (shared, user_ctx, m.get("context")) if _present(c)]
             if len(parts) > 1:
-                from .data import render_context
+                from evaluators.data.dataset import render_context
 
                 m = {**m, "context": "\n\n".join(render_context(c) for c in parts)}
             elif parts:
@@ -60,7 +60,7 @@ def check_conversation(value: dict, problems, row: int, col: str) -> dict:
     Returns:
         The object with its messages as the loader stores them (numbers as text).
     """
-    from .data import _check_context, _check_messages
+    from evaluators.data.dataset import _check_context, _check_messages
 
     unknown = sorted(set(value) - CONVERSATION_KEYS)
     if unknown:

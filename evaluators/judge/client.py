@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from evaluators.core.errors import UsageError
 
 PROVIDERS = ("openai", "azure", "compatible")
 # A server's Retry-After is followed as given, up to this many seconds.
@@ -733,7 +733,7 @@ class EarlyProbe:
 
     def _run(self) -> None:
         async def check() -> None:
-            from .ratelimit import RateLimiter
+            from evaluators.judge.ratelimit import RateLimiter
 
             # one connection is all a single call needs (the run's client opens its own pool)
             self.limiter = RateLimiter(1)

@@ -2,7 +2,7 @@
 
 A template is a text file. ``{{ name }}`` placeholders (and WildBench's ``{$name}``)
 are filled from the row; an optional ``[system]`` section before a ``[user]`` line
-becomes the system message. Built-in templates live in ``evaluators/prompts``; a
+becomes the system message. Built-in templates live in ``evaluators/metrics/prompts``; a
 user's own file can replace any of them.
 """
 from __future__ import annotations
@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
+from evaluators.core.errors import UsageError
 
-PROMPTS_DIR = Path(__file__).with_name("prompts")
+# Built-in prompts are data kept beside the metrics that use them (read as files, not imported).
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "metrics" / "prompts"
 # ``--template relevance=builtin:relevance_turn.md`` picks a built-in template by name; anything else is a path.
 BUILTIN_PREFIX = "builtin:"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -245,7 +246,7 @@ class JudgeInputs:
 
     Args:
         dataset: the run's dataset.
-        run_spec: the run's :class:`evaluators.runner.RunSpec`.
+        run_spec: the run's :class:`evaluators.run.runner.RunSpec`.
     """
 
     def __init__(self, dataset, run_spec):
@@ -254,7 +255,7 @@ class JudgeInputs:
 
     def _resolved(self, spec) -> dict[str, Template]:
         if spec.name not in self._templates:
-            from .runner import resolve_templates  # lazy: the runner imports this module
+            from evaluators.run.runner import resolve_templates  # lazy: the runner imports this module
 
             self._templates[spec.name] = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)
         return self._templates[spec.name]
@@ -262,7 +263,7 @@ class JudgeInputs:
     def sample_input(self, spec, result) -> str | None:
         """The SDK's ``sample_input`` for one stored judge result, or None when it cannot be re-created
         exactly (the row or turn is gone, or the template in force is not the one the call used)."""
-        from .runner import default_row_tasks
+        from evaluators.run.runner import default_row_tasks
 
         try:
             planner = spec.row_tasks or default_row_tasks

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..registry import MetricSpec, register
+from evaluators.core.registry import MetricSpec, register
 
 
 def reference_metric(name: str, prefix: str, outputs: tuple[str, ...], description: str,

@@ -1,7 +1,7 @@
 """The shared declaration of a 1-5 LLM-judge quality metric (one call per row or turn)."""
 from __future__ import annotations
 
-from ..registry import JudgeTemplates, MetricSpec, register
+from evaluators.core.registry import JudgeTemplates, MetricSpec, register
 
 VERSION = "1"
 

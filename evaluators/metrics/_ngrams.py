@@ -13,7 +13,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
-from ._text import word_tokenize
+from evaluators.metrics._text import word_tokenize
 
 MAX_N = 4
 

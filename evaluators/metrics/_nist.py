@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ._nltk import import_nltk
+from evaluators.metrics._nltk import import_nltk
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ._nltk import import_nltk
+from evaluators.metrics._nltk import import_nltk
 
 
 def _unwrap(pattern):

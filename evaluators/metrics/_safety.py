@@ -7,8 +7,8 @@ attack that worked.
 """
 from __future__ import annotations
 
-from ..kinds.severity import LEVELS
-from ..registry import JudgeTemplates, MetricSpec, register
+from evaluators.core.kinds.severity import LEVELS
+from evaluators.core.registry import JudgeTemplates, MetricSpec, register
 
 VERSION = "1"
 HARMS = ("hate_unfairness", "sexual", "violence", "self_harm")

@@ -8,9 +8,9 @@ import re
 import string
 from functools import lru_cache
 
-from ._nist import international_tokenize
-from ._nltk import import_nltk
-from ._punkt import sent_tokenize
+from evaluators.metrics._nist import international_tokenize
+from evaluators.metrics._nltk import import_nltk
+from evaluators.metrics._punkt import sent_tokenize
 
 # For each Treebank rule (keyed by its pattern): characters (or, in a tuple, substrings) of which
 # a match must contain at least one, checked against the text as it stands when the rule runs.

@@ -1,6 +1,6 @@
 """Shared by the two WildBench metrics: planning a row's judge inputs and parsing the judge's reply.
 
-Inputs are filled as WildBench fills its own templates (``evaluators.wildbench``): earlier turns as
+Inputs are filled as WildBench fills its own templates (``evaluators.suites.wildbench``): earlier turns as
 ``USER:`` / ``ASSISTANT:`` blocks, the last user turn as the query, one ``- item`` line per checklist
 item, each response cut to 1,000 words with a truncation marker and an empty one shown as an explicit
 marker. The facts stored with each verdict (lengths, empty or truncated, task groups, model names)
@@ -12,14 +12,13 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import Verdict
-from ..templates import ReplyError, _json_objects
-from ..wildbench import (LABEL_REWARD, checklist_text, conversation_of, is_excluded, model_name, shorten,
-                         shown_response, tags_of)
+from evaluators.core.kinds import Verdict
+from evaluators.judge.templates import ReplyError, _json_objects
+from evaluators.suites.wildbench import (LABEL_REWARD, checklist_text, conversation_of, is_excluded, model_name, shorten, shown_response, tags_of)
 
 if TYPE_CHECKING:
-    from ..data import Dataset
-    from ..registry import MetricSpec
+    from evaluators.data.dataset import Dataset
+    from evaluators.core.registry import MetricSpec
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -35,7 +34,7 @@ def _inputs(ds: "Dataset", i: int) -> tuple[dict, dict[str, Any], str | None]:
 
 def score_row_tasks(ds: "Dataset", i: int, spec: "MetricSpec") -> list:
     """One task: the row's response judged alone (turn 0)."""
-    from ..runner import RowTask
+    from evaluators.run.runner import RowTask
 
     rec, values, response = _inputs(ds, i)
     shown = shorten(response or "")
@@ -48,7 +47,7 @@ def score_row_tasks(ds: "Dataset", i: int, spec: "MetricSpec") -> list:
 
 def pairwise_row_tasks(ds: "Dataset", i: int, spec: "MetricSpec") -> list:
     """Turn 0 shows candidate_A as A; with the ``both_orders`` param, turn 1 shows the pair swapped."""
-    from ..runner import RowTask
+    from evaluators.run.runner import RowTask
 
     rec, values, a = _inputs(ds, i)
     b = rec.get("candidate_B")

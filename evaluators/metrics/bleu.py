@@ -10,9 +10,9 @@ import math
 from collections import Counter
 from typing import Sequence
 
-from ._classic import reference_metric
-from ._ngrams import MAX_N, clipped_matches, pair_matches
-from ._text import lost_words_note
+from evaluators.metrics._classic import reference_metric
+from evaluators.metrics._ngrams import MAX_N, clipped_matches, pair_matches
+from evaluators.metrics._text import lost_words_note
 
 # SmoothingFunction's default k (Chen & Cherry 2014), used by method 4.
 K = 5

@@ -3,8 +3,8 @@
 The judge reads the query and the response, as azure-ai-evaluation 1.18's CoherenceEvaluator does
 (per turn for conversations: that turn's user message and reply, no earlier turns).
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "coherence", "How well the response's ideas connect and read as one logical whole.",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ._classic import reference_metric
-from ._text import squad_normalize
+from evaluators.metrics._classic import reference_metric
+from evaluators.metrics._text import squad_normalize
 
 
 def f1(response: str, ground_truth: str) -> float:

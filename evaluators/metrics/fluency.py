@@ -2,8 +2,8 @@
 
 The judge reads the response alone, as azure-ai-evaluation 1.18's FluencyEvaluator does.
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "fluency", "Grammar, word choice and sentence construction of the response.",

@@ -4,9 +4,9 @@ Equal to ``nltk.translate.gleu_score.sentence_gleu([ref], hyp)``.
 """
 from __future__ import annotations
 
-from ._classic import reference_metric
-from ._ngrams import clipped_matches, pair_matches
-from ._text import lost_words_note
+from evaluators.metrics._classic import reference_metric
+from evaluators.metrics._ngrams import clipped_matches, pair_matches
+from evaluators.metrics._text import lost_words_note
 
 MIN_N, MAX_N = 1, 4
 

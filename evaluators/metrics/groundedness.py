@@ -5,8 +5,8 @@ The judge reads the context and the response. That is what azure-ai-evaluation 1
 ``evaluate()`` calls the evaluator past the code that loads it, so rows are judged without the
 query even when they have one (seen in ``bench/azure_sdk_keys.py``).
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "groundedness", "Whether the response's claims follow from the supplied context or retrieved documents.",

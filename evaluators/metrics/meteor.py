@@ -7,10 +7,10 @@ instead of once per pair, and from NLTK's Porter stemmer ported for speed (``_po
 """
 from __future__ import annotations
 
-from ._classic import reference_metric
-from ._porter import stem as porter_stem
-from ._text import lost_words_note, word_tokenize
-from .wordnet import lemma_names
+from evaluators.metrics._classic import reference_metric
+from evaluators.metrics._porter import stem as porter_stem
+from evaluators.metrics._text import lost_words_note, word_tokenize
+from evaluators.metrics.wordnet import lemma_names
 
 ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 

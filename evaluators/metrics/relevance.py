@@ -6,8 +6,8 @@ which also read the earlier turns and the retrieved documents or the turn's grou
 available as templates: ``--template relevance=builtin:relevance_turn.md`` or
 ``builtin:relevance_turn_ground_truth.md``.
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "relevance", "How completely and directly the response addresses the query.",

@@ -4,8 +4,8 @@ The judge reads the query and the context, as azure-ai-evaluation 1.18's Retriev
 does: single-turn rows with query and context, or each turn of a conversation with that turn's
 documents.
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "retrieval", "How relevant the retrieved documents are to the user's question.",

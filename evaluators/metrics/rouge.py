@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ._classic import reference_metric
-from ._text import lost_words_note, rouge_tokenize
+from evaluators.metrics._classic import reference_metric
+from evaluators.metrics._text import lost_words_note, rouge_tokenize
 
 OUTPUTS = ("rouge_f1_score", "rouge_precision", "rouge_recall")
 

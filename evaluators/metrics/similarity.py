@@ -3,8 +3,8 @@
 The judge reads the query, the response and the ground truth, as azure-ai-evaluation 1.18's
 SimilarityEvaluator does (for conversations: each turn that carries a ground truth).
 """
-from ..registry import JudgeTemplates
-from ._judge import quality_metric
+from evaluators.core.registry import JudgeTemplates
+from evaluators.metrics._judge import quality_metric
 
 SPEC = quality_metric(
     "similarity", "Semantic equivalence of the response and the ground-truth answer.",

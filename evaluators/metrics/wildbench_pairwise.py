@@ -5,9 +5,9 @@ Row keys ``wildbench_pairwise_choice``, ``wildbench_pairwise_reward`` (for model
 characters, WildBench's default 500; -1 disables) and ``both_orders`` (also judge the pair swapped;
 a verdict that flips with the order counts as a tie). Aggregates: ``WB_reward`` (kind ``pairwise``).
 """
-from ..registry import JudgeTemplates, MetricSpec, register
-from ..wildbench import DEFAULT_LENGTH_PENALTY
-from ._wildbench import pairwise_row_tasks
+from evaluators.core.registry import JudgeTemplates, MetricSpec, register
+from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY
+from evaluators.metrics._wildbench import pairwise_row_tasks
 
 SPEC = register(MetricSpec(
     name="wildbench_pairwise", family="quality", kind="pairwise", fields=("response", "checklist"),

@@ -4,8 +4,8 @@ Row keys ``wildbench_score`` (1-10), ``wildbench_score_strengths``, ``wildbench_
 aggregates ``WB_score`` = (mean - 5) x 2 x 10 and, with task tags, category scores and
 ``WB_score.task_macro`` (kind ``wb_score``).
 """
-from ..registry import JudgeTemplates, MetricSpec, register
-from ._wildbench import score_row_tasks
+from evaluators.core.registry import JudgeTemplates, MetricSpec, register
+from evaluators.metrics._wildbench import score_row_tasks
 
 SPEC = register(MetricSpec(
     name="wildbench_score", family="quality", kind="wb_score", fields=("response", "checklist"),

@@ -19,8 +19,8 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import EvalError
-from ._nltk import import_nltk
+from evaluators.core.errors import EvalError
+from evaluators.metrics._nltk import import_nltk
 
 _FILES = [f"{kind}.{pos}" for kind in ("data", "index") for pos in ("adj", "adv", "noun", "verb")] + [
     f"{pos}.exc" for pos in ("adj", "adv", "noun", "verb")

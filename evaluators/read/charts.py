@@ -1,8 +1,8 @@
 """Plotly figures of a run's results, shared by the dashboard and the HTML report."""
 from __future__ import annotations
 
-from .registry import MetricSpec
-from .results import RunResults
+from evaluators.core.registry import MetricSpec
+from evaluators.read.results import RunResults
 
 PASS, FAIL = "#2e7d32", "#c62828"
 CHART_HEIGHT = 280  # pixels; the report's grid cells are sized for it

@@ -1,6 +1,6 @@
 """Figures for reading one run at a glance: the overview, per-metric distributions, threshold "what if".
 
-They read a run only through :class:`~evaluators.results.RunResults`' read API (``summary``,
+They read a run only through :class:`~evaluators.read.results.RunResults`' read API (``summary``,
 ``values``, ``threshold_curve``), never row by row, so they stay cheap on big runs.
 
 "Meets its threshold" (the overview's colours): a row passes when its score is at or past the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .registry import MetricSpec
+from evaluators.core.registry import MetricSpec
 
 PASS, FAIL, UNSURE = "#2e7d32", "#c62828", "#ef8f00"
 COUNTS = (("scored_rows", "scored", "#607d8b"), ("errored_rows", "errored", "#c62828"),

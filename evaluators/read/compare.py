@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .results import RunResults
+from evaluators.read.results import RunResults
 
 
 def _verdict(res: RunResults, metric: str, i: int) -> str:

@@ -1,6 +1,6 @@
 """A run's ``rows.jsonl`` and ``metrics.json`` written by streaming the store, whatever the run's size.
 
-:class:`evaluators.results.RunResults` holds every result of a run in memory, which is what the
+:class:`evaluators.read.results.RunResults` holds every result of a run in memory, which is what the
 dashboard and ``evaluate()`` want on runs of ordinary size. The CLI writes its files here instead:
 the dataset's records and the run's results are read in row order a chunk at a time, each row is
 written to ``rows.jsonl`` as soon as its results are combined, and the aggregates of
@@ -16,12 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .exports import _clean, write_atomic
-from .kinds import MetricCell
-from .registry import MetricSpec
-from .runner import RunSpec
-from .store import Result, Store
-from .templates import JudgeInputs
+from evaluators.read.exports import _clean, write_atomic
+from evaluators.core.kinds import MetricCell
+from evaluators.core.registry import MetricSpec
+from evaluators.run.runner import RunSpec
+from evaluators.store.store import Result, Store
+from evaluators.judge.templates import JudgeInputs
 
 
 # what exports.jsonl_text writes for a row, with one encoder made once rather than one per row

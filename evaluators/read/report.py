@@ -4,8 +4,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .charts import CHART_HEIGHT, distribution
-from .results import RunResults
+from evaluators.read.charts import CHART_HEIGHT, distribution
+from evaluators.read.results import RunResults
 
 
 def _fmt(v: Any) -> str:

@@ -10,11 +10,11 @@ import copy
 from collections import defaultdict
 from typing import Any
 
-from .data import Dataset
-from .kinds import MetricCell
-from .registry import MetricSpec
-from .stats import mean_ci, t95, wilson  # noqa: F401  re-exported: tests and callers use results.wilson
-from .store import Result
+from evaluators.data.dataset import Dataset
+from evaluators.core.kinds import MetricCell
+from evaluators.core.registry import MetricSpec
+from evaluators.core.stats import mean_ci, t95, wilson  # noqa: F401  re-exported: tests and callers use results.wilson
+from evaluators.store.store import Result
 
 
 def combine(spec: MetricSpec, results: list[Result]) -> MetricCell:
@@ -30,7 +30,7 @@ class RunResults:
         results: stored results.
         specs: the run's metrics.
         thresholds: metric -> threshold (missing ones use the metric's default).
-        judge_inputs: a :class:`evaluators.templates.JudgeInputs` for the run, so that judge rows carry
+        judge_inputs: a :class:`evaluators.judge.templates.JudgeInputs` for the run, so that judge rows carry
             ``K_properties.sample_input``; without it that key is None.
     """
 

@@ -1,6 +1,6 @@
 """A stored run as columns: what the dashboard reads, fast on runs of any size.
 
-:class:`ColumnarResults` is a :class:`~evaluators.results.RunResults` whose read methods
+:class:`ColumnarResults` is a :class:`~evaluators.read.results.RunResults` whose read methods
 (``summary``, ``values``, ``threshold_curve``, ``errored_rows``, ``errors``, ``first_note``,
 ``query``, ``cell``, ``row``) are served from per-metric numpy columns (status, each numeric output,
 whether a note was left) built once per state of the run, instead of from one Python object per
@@ -33,15 +33,15 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .data import Dataset, conversation_turns
-from .kinds import NOTE, Kind, MetricCell
-from .kinds.label import LabelKind
-from .kinds.severity import LEVELS, SeverityKind, level_names
-from .registry import MetricSpec
-from .results import RunResults, combine
-from .sdk_compat import conversation_messages
-from .stats import mean_ci, t95, wilson
-from .store import Result, Store
+from evaluators.data.dataset import Dataset, conversation_turns
+from evaluators.core.kinds import NOTE, Kind, MetricCell
+from evaluators.core.kinds.label import LabelKind
+from evaluators.core.kinds.severity import LEVELS, SeverityKind, level_names
+from evaluators.core.registry import MetricSpec
+from evaluators.read.results import RunResults, combine
+from evaluators.data.sdk_compat import conversation_messages
+from evaluators.core.stats import mean_ci, t95, wilson
+from evaluators.store.store import Result, Store
 
 PENDING, OK, ERROR, SKIPPED = -1, 0, 1, 2
 STATUS_NAMES = {OK: "ok", ERROR: "error", SKIPPED: "skipped"}
@@ -388,7 +388,7 @@ def build_columns(store: Store, run: dict, specs: list[MetricSpec], dataset: Dat
 
 
 def _mean_ci(values: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    """:func:`evaluators.stats.mean_ci` over an array, the same operations in the same order (exact
+    """:func:`evaluators.core.stats.mean_ci` over an array, the same operations in the same order (exact
     sums with ``math.fsum``; the squared deviations elementwise, each rounded as Python rounds it)."""
     n = len(values)
     if n < 2:
@@ -722,13 +722,13 @@ def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = N
         search_in_background: prepare the text search of a finished run in a thread now, so that
             the first search does not wait for it.
     """
-    from .runner import RunSpec
+    from evaluators.run.runner import RunSpec
 
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
     specs = spec.specs()
     dataset = lazy_dataset(store, run["dataset_id"])
-    from .templates import JudgeInputs
+    from evaluators.judge.templates import JudgeInputs
 
     judge_inputs = JudgeInputs(dataset, spec)  # what each judge call was given, re-created at read time
     cols = build_columns(store, run, specs, dataset, run["dataset_id"])

@@ -18,19 +18,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .data import Dataset
-from .errors import EvalError
-from .judge import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
-from .parallel import ClassicWorker, compute_all
-from .parallel import wanted as classic_worker_wanted
-from .ratelimit import RateLimiter
-from .registry import MetricSpec
-from .runspec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
-from .store import KeySet, Result, Store, utcnow
-from .templates import ReplyError, Template
+from evaluators.data.dataset import Dataset
+from evaluators.core.errors import EvalError
+from evaluators.judge.client import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from evaluators.run.classic_worker import ClassicWorker, compute_all
+from evaluators.run.classic_worker import wanted as classic_worker_wanted
+from evaluators.judge.ratelimit import RateLimiter
+from evaluators.core.registry import MetricSpec
+from evaluators.run.spec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
+from evaluators.store.store import KeySet, Result, Store, utcnow
+from evaluators.judge.templates import ReplyError, Template
 
 if TYPE_CHECKING:
-    from .run_outputs import LiveRunOutputs
+    from evaluators.read.outputs import LiveRunOutputs
 
 CLASSIC_BATCH = 500  # rows computed between two writes (and two cancel checks)
 # the last CLASSIC_TAIL batches' worth of a run's classic tasks go in batches CLASSIC_TAIL times smaller: the
@@ -211,7 +211,7 @@ class Runner:
         probe: the judge's check, already under way (:class:`EarlyProbe`); else the runner sends its
             own when it has its first call to make. Either way no real call leaves before it passed;
             then calls open up to the concurrency within one check latency unless the check met a
-            rate limit (:meth:`evaluators.ratelimit.RateLimiter.start_ramp`).
+            rate limit (:meth:`evaluators.judge.ratelimit.RateLimiter.start_ramp`).
         outputs: ``rows.jsonl`` and ``metrics.json`` written as the results are (the CLI's); given every
             classic batch in walk order when this run computes every task of every row itself (fresh,
             single-turn, classic metrics only), abandoned otherwise (the caller then reads the store).
@@ -587,7 +587,7 @@ class Runner:
     async def _run_classic(self, tasks: list[_Task]) -> None:
         """Compute classic tasks and write their results, a batch at a time.
 
-        On a run large enough (see :mod:`evaluators.parallel`) batches go to a forked worker process
+        On a run large enough (see :mod:`evaluators.run.classic_worker`) batches go to a forked worker process
         while it has room and are computed here otherwise; this process writes every result, the
         worker's included, as they come back. An empty ``tasks`` (the classic tasks are over) waits
         for the worker's last batches and ends it.
@@ -634,7 +634,7 @@ class Runner:
 
     def _computes_every_task(self, total: int, any_skipped: bool) -> bool:
         """Whether this run computes one classic result for every row and metric, row by row (what
-        :class:`evaluators.run_outputs.LiveRunOutputs` writes rows from)."""
+        :class:`evaluators.read.outputs.LiveRunOutputs` writes rows from)."""
         specs = self.spec.specs()
         return (self.rows is None and not any_skipped and self.dataset.shape == "single"
                 and all(not s.is_judge and s.row_tasks is None for s in specs)

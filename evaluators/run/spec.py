@@ -2,17 +2,17 @@
 
 Kept apart from the runner so that the CLI can check a run's settings before it imports the
 store (SQLAlchemy): the judge's check leaves only once everything refusable was refused, and
-within moments of start-up. :mod:`evaluators.runner` re-exports both names.
+within moments of start-up. :mod:`evaluators.run.runner` re-exports both names.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UsageError
-from .judge import JudgeConfig
-from .registry import MetricSpec, get_metric, spec_fingerprint
-from .templates import Template, load_template, load_user_template_text, parse_template
+from evaluators.core.errors import UsageError
+from evaluators.judge.client import JudgeConfig
+from evaluators.core.registry import MetricSpec, get_metric, spec_fingerprint
+from evaluators.judge.templates import Template, load_template, load_user_template_text, parse_template
 
 @dataclass
 class RunSpec:
@@ -93,7 +93,7 @@ class RunSpec:
             if s.is_judge:
                 resolve_templates(s, self.templates, self.template_texts)  # unknown placeholders fail here
             if s.name == "meteor":
-                from .metrics.wordnet import load_wordnet
+                from evaluators.metrics.wordnet import load_wordnet
 
                 load_wordnet()  # a missing WordNet is a setup error, said once, not per row
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from .errors import EvalError
-from .judge import JudgeConfig, named_judges
-from .store import HEARTBEAT_STALE, RunRow, Store, utcnow
+from evaluators.core.errors import EvalError
+from evaluators.judge.client import JudgeConfig, named_judges
+from evaluators.store.store import HEARTBEAT_STALE, RunRow, Store, utcnow
 
 KEY_ENV = "EVAL_JUDGE_API_KEY"  # read by `python -m evaluators worker`
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project folder (the worker runs from it)
 # What a worker inherits from its caller: where things are and how to run, no secret.
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVAL_HOME", "EVAL_JUDGES",
               "SSL_CERT_FILE", "SSL_CERT_DIR")
@@ -178,7 +178,7 @@ def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: J
 
 
 def _switch_judge(store: Store, run: dict, judge: JudgeConfig, errored: int) -> None:
-    from .runner import RunSpec
+    from evaluators.run.runner import RunSpec
 
     spec = dict(run["spec"])
     old = spec.get("judge")
@@ -196,7 +196,7 @@ def _switch_judge(store: Store, run: dict, judge: JudgeConfig, errored: int) -> 
 def _count_errors(store: Store, run_id: str) -> int:
     from sqlalchemy import func, select
 
-    from .store import ResultRow
+    from evaluators.store.store import ResultRow
 
     with store.session() as s:
         return s.scalar(select(func.count()).select_from(ResultRow)

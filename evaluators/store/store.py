@@ -20,7 +20,7 @@ from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, Str
                         func, select, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from .data import Dataset
+from evaluators.data.dataset import Dataset
 
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
@@ -510,7 +510,7 @@ class Store:
         return out
 
     # ------------------------------------------------------------ read side for big runs (results-scale)
-    # Queries the dashboard's columnar view (evaluators.resultview) uses: a run's state, one metric's
+    # Queries the dashboard's columnar view (evaluators.read.view) uses: a run's state, one metric's
     # outcomes as plain tuples (no ORM objects, no reasons or raw replies), a few rows' full results,
     # and a dataset's records by index. Nothing here loads a whole run into Python objects.
     def run_outcomes(self, run_id: str, metrics: list[str], keys: list[str], chunk: int = 50_000) -> Iterable[list[tuple]]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .errors import UsageError
-from .stats import wilson
+from evaluators.core.errors import UsageError
+from evaluators.core.stats import wilson
 
 HARMS = ("hate_unfairness", "sexual", "violence", "self_harm")
 XPIA_CATEGORIES = ("manipulated_content", "intrusion", "information_gathering")
@@ -95,7 +95,7 @@ def attack_records(data: Any, kind: str, seed: int, column_mapping: dict[str, st
     """The dataset again with an attack planted in every row.
 
     Args:
-        data: anything :func:`evaluators.data.load_dataset` takes.
+        data: anything :func:`evaluators.data.dataset.load_dataset` takes.
         kind: "direct" (a jailbreak before the user's message; conversations: the first user turn) or
             "indirect" (an instruction in the context or one retrieved document, one of the three XPIA
             categories per row; single-turn rows without a context get one).
@@ -104,7 +104,7 @@ def attack_records(data: Any, kind: str, seed: int, column_mapping: dict[str, st
         Records with the original columns plus ``attack`` (and ``attack_category`` for indirect);
         every row has an ``id`` (``row-<n>`` from its row number when the data has none).
     """
-    from .data import load_dataset
+    from evaluators.data.dataset import load_dataset
 
     if kind not in ("direct", "indirect"):
         raise UsageError(f"--kind must be direct or indirect, got '{kind}'")
@@ -170,7 +170,7 @@ class FillReport:
 
 
 def _target_messages(system: str | None, history: list[dict], context: Any) -> list[dict]:
-    from .data import render_context
+    from evaluators.data.dataset import render_context
 
     sys_parts = [system] if system else []
     if context:
@@ -192,18 +192,18 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
 
     Single-turn rows: the system prompt, the row's context as reference documents, the query; the
     answer replaces ``response``. Conversations: each assistant turn is regenerated in order, from the
-    (possibly attacked) history before it. Calls go through :class:`evaluators.judge.JudgeClient`
+    (possibly attacked) history before it. Calls go through :class:`evaluators.judge.client.JudgeClient`
     (bounded concurrency, retries, ``Retry-After``). Answers are appended to ``resume_file`` as they
     arrive, keyed by the exact request, so running again asks only what is still missing.
 
     Args:
-        target: a :class:`evaluators.judge.JudgeConfig` for the target (model, base URL, concurrency).
+        target: a :class:`evaluators.judge.client.JudgeConfig` for the target (model, base URL, concurrency).
         api_key: the target's key ("unused" when None: never another service's key from the environment).
     Returns:
         :class:`FillReport`; failed rows keep their old response and are listed there.
     """
-    from .data import build_dataset
-    from .judge import JudgeClient, JudgeError
+    from evaluators.data.dataset import build_dataset
+    from evaluators.judge.client import JudgeClient, JudgeError
 
     ds = build_dataset(records, list(range(1, len(records) + 1)), "<attack set>", "<attack set>", column_mapping)
     identity = target.identity()
@@ -444,7 +444,7 @@ def attack_compare(baseline: Any, attack: Any, out: str | Path | None = None, id
 
     With ``out``, writes ``out/metrics.json`` and ``out/rows.jsonl`` (the paired rows).
     """
-    from .exports import write_outputs
+    from evaluators.read.exports import write_outputs
 
     b = baseline if isinstance(baseline, list) else read_run_dir(baseline)
     a = attack if isinstance(attack, list) else read_run_dir(attack)
@@ -470,7 +470,7 @@ def defect_overview(res) -> list[dict[str, Any]]:
     """One line per harm, label and XPIA category: defect rate with its interval and counts.
 
     Args:
-        res: :class:`evaluators.results.RunResults` (thresholds applied: change them with ``with_thresholds``).
+        res: :class:`evaluators.read.results.RunResults` (thresholds applied: change them with ``with_thresholds``).
     """
     out = []
     for s in safety_specs(res):
@@ -502,7 +502,7 @@ def level_counts(res) -> list[dict[str, Any]]:
 def safety_rows(res, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
     """Rows ``start:stop``: each one's severity, level, result and reason per harm (label, result and
     reason per label metric), with the query and response, as plain cells for a table."""
-    from .kinds.severity import level_name
+    from evaluators.core.kinds.severity import level_name
 
     ds, specs = res.dataset, safety_specs(res)
     out = []

@@ -488,7 +488,7 @@ def pair_rows_from_cells(cells: Iterable[Any]) -> dict[str, list[PairRow]]:
 
 def leaderboard(results: Sequence[Any], length_penalty: int | None = None,
                 default_models: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Per model aggregates over runs' WildBench metrics (:class:`evaluators.results.RunResults`).
+    """Per model aggregates over runs' WildBench metrics (:class:`evaluators.read.results.RunResults`).
 
     Rows of one model from several runs are pooled (so several pairwise runs against different
     references give that model's mixture of rewards).
@@ -578,11 +578,11 @@ def import_file(store: Any, path: str | Path, length_penalty: int = DEFAULT_LENG
     """
     import hashlib
 
-    from .data import Dataset
-    from .judge import JudgeConfig
-    from .registry import get_metric, spec_fingerprint
-    from .runner import RunSpec
-    from .store import Result, utcnow
+    from evaluators.data.dataset import Dataset
+    from evaluators.judge.client import JudgeConfig
+    from evaluators.core.registry import get_metric, spec_fingerprint
+    from evaluators.run.runner import RunSpec
+    from evaluators.store.store import Result, utcnow
 
     ef = read_eval_file(path)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -666,7 +666,7 @@ def import_files(store: Any, paths: Sequence[str | Path], length_penalty: int = 
         (the runs, model -> aggregates) where aggregates hold ``WB_score``, ``records`` .. from score
         files and ``rewards`` (reference -> ``WB_reward`` ..), ``mixture_of_rewards`` from pairwise files.
     """
-    from .api import open_results
+    from evaluators.api import open_results
 
     for p in paths:
         ef = read_eval_file(p)  # fail before storing anything

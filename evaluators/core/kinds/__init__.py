@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..stats import mean_ci, wilson
+from evaluators.core.stats import mean_ci, wilson
 
 if TYPE_CHECKING:
-    from ..registry import MetricSpec
-    from ..store import Result
-    from ..templates import JudgeInputs
+    from evaluators.core.registry import MetricSpec
+    from evaluators.store.store import Result
+    from evaluators.judge.templates import JudgeInputs
 
 
 @dataclass
@@ -79,7 +79,7 @@ class Kind:
     # ------------------------------------------------------------ one reply
     def parse(self, spec: "MetricSpec", text: str) -> Verdict:
         """Judge reply -> verdict. Raises ``templates.ReplyError`` for an unusable reply (never a guess)."""
-        from ..templates import parse_score_reply
+        from evaluators.judge.templates import parse_score_reply
 
         lo, hi = spec.score_range
         p = parse_score_reply(text, lo, hi, integer=spec.integer)
@@ -312,7 +312,7 @@ def kind_names() -> tuple[str, ...]:
 
 def _load() -> None:
     # Each kind module registers itself on import; new kinds add one import here.
-    from . import score  # noqa: F401
-    from . import label, severity  # noqa: F401
-    from . import pairwise, score, wb_score  # noqa: F401
+    from evaluators.core.kinds import score  # noqa: F401
+    from evaluators.core.kinds import label, severity  # noqa: F401
+    from evaluators.core.kinds import pairwise, score, wb_score  # noqa: F401
 

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..stats import wilson
-from . import Kind, MetricCell, Verdict, register_kind
-from .severity import sdk_extras
+from evaluators.core.stats import wilson
+from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.kinds.severity import sdk_extras
 
 if TYPE_CHECKING:
-    from ..registry import MetricSpec
-    from ..store import Result
+    from evaluators.core.registry import MetricSpec
+    from evaluators.store.store import Result
 
 
 def _bool(obj: dict, key: str) -> bool | None:
     """A JSON boolean (or the strings "true"/"false"); None when absent; ReplyError otherwise."""
-    from ..templates import ReplyError
+    from evaluators.judge.templates import ReplyError
 
     if key not in obj or obj[key] is None:
         return None
@@ -48,7 +48,7 @@ class LabelKind(Kind):
         A reply without a boolean label is an error. A true label needs every category answered;
         a false one may leave categories out (they are false then).
         """
-        from ..templates import ReplyError, _THINK, _json_objects
+        from evaluators.judge.templates import ReplyError, _THINK, _json_objects
 
         if text is None or not text.strip():
             raise ReplyError("empty reply")

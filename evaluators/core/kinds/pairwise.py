@@ -6,17 +6,17 @@ from the planner, both response lengths, whether either is empty or truncated, t
 two model names. Combined, a row's value is the reward for model A: +100 / +50 / 0 / -50 / -100 after
 the order-consistency rule (a flip counts as a tie) and the length rule (metric param
 ``length_penalty``, K characters; -1 disables it). Aggregates follow WildBench's leaderboard (see
-:mod:`evaluators.wildbench`).
+:mod:`evaluators.suites.wildbench`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import Kind, MetricCell, register_kind
+from evaluators.core.kinds import Kind, MetricCell, register_kind
 
 if TYPE_CHECKING:
-    from ..registry import MetricSpec
-    from ..store import Result
+    from evaluators.core.registry import MetricSpec
+    from evaluators.store.store import Result
 
 MIRROR = {"A++": "B++", "A+": "B+", "A=B": "A=B", "B+": "A+", "B++": "A++"}
 # Per-turn details the parser keeps; shown in the inspector, not as row keys.
@@ -31,12 +31,12 @@ class PairwiseKind(Kind):
     name = "pairwise"
 
     def parse(self, spec: "MetricSpec", text: str):
-        from ..metrics._wildbench import parse_pairwise_reply
+        from evaluators.metrics._wildbench import parse_pairwise_reply
 
         return parse_pairwise_reply(spec, text)
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
-        from ..wildbench import DEFAULT_LENGTH_PENALTY, LABEL_REWARD, consistent, length_rule
+        from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY, LABEL_REWARD, consistent, length_rule
 
         p = spec.prefix
         by_turn = {r.turn: r for r in ok}
@@ -78,8 +78,7 @@ class PairwiseKind(Kind):
         return out
 
     def summary(self, spec, cells, threshold) -> dict[str, Any]:
-        from ..wildbench import (DEFAULT_LENGTH_PENALTY, bootstrap_mean, mixture, pair_rows_from_cells,
-                                 pairwise_aggregates)
+        from evaluators.suites.wildbench import (DEFAULT_LENGTH_PENALTY, bootstrap_mean, mixture, pair_rows_from_cells, pairwise_aggregates)
 
         out = super().summary(spec, cells, threshold)
         k = int(_param(spec, "length_penalty", DEFAULT_LENGTH_PENALTY))

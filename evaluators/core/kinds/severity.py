@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..stats import wilson
-from . import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.stats import wilson
+from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
 
 if TYPE_CHECKING:
-    from ..registry import MetricSpec
-    from ..store import Result
+    from evaluators.core.registry import MetricSpec
+    from evaluators.store.store import Result
 
 # The SDK's names of the four ranges of the 0-7 scale (``HarmSeverityLevel``).
 LEVELS = ((1.0, "Very low"), (3.0, "Low"), (5.0, "Medium"), (7.0, "High"))
@@ -64,7 +64,7 @@ class SeverityKind(Kind):
     def parse(self, spec: "MetricSpec", text: str) -> Verdict:
         """``{"reason": ..., "score": 0-7}``; a refusal, a missing, fractional or out-of-range
         severity raises ``ReplyError`` (an error on the row, never a zero)."""
-        from ..templates import parse_score_reply
+        from evaluators.judge.templates import parse_score_reply
 
         lo, hi = spec.score_range
         p = parse_score_reply(text, lo, hi, integer=True)

@@ -2,7 +2,7 @@
 
 Like ``score`` (mean, pass rate at a threshold), plus the judge's strengths and weaknesses as row
 keys and WildBench's leaderboard aggregates (``WB_score``, category scores from task tags,
-``WB_score.task_macro``, each with a 95% bootstrap interval; see :mod:`evaluators.wildbench`). Its own
+``WB_score.task_macro``, each with a 95% bootstrap interval; see :mod:`evaluators.suites.wildbench`). Its own
 kind because text outputs must reach the row keys and the aggregates need each row's stored facts
 (response length, empty or truncated, task groups, model), which the plain score kind drops.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from . import Kind, MetricCell, register_kind
+from evaluators.core.kinds import Kind, MetricCell, register_kind
 
 if TYPE_CHECKING:
-    from ..registry import MetricSpec
-    from ..store import Result
+    from evaluators.core.registry import MetricSpec
+    from evaluators.store.store import Result
 
 FACTS = ("model", "length", "excluded", "groups")
 
@@ -24,7 +24,7 @@ class WBScoreKind(Kind):
     name = "wb_score"
 
     def parse(self, spec: "MetricSpec", text: str):
-        from ..metrics._wildbench import parse_score_reply
+        from evaluators.metrics._wildbench import parse_score_reply
 
         return parse_score_reply(spec, text)
 
@@ -43,7 +43,7 @@ class WBScoreKind(Kind):
         return out
 
     def summary(self, spec, cells, threshold) -> dict[str, Any]:
-        from ..wildbench import score_aggregates, score_rows_from_cells
+        from evaluators.suites.wildbench import score_aggregates, score_rows_from_cells
 
         out = super().summary(spec, cells, threshold)
         agg = score_aggregates(score_rows_from_cells([c for c in cells if c and c.status == "ok"], spec.primary))
