@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from evaluators.core import registry as _registry
+
 _WHERE = {
-    "evaluate": "api", "open_results": "api", "prepare_run": "api", "EvalResult": "api",
+    "evaluate": "api", "open_results": "read.results", "prepare_run": "api", "EvalResult": "api",
     "Dataset": "data.dataset", "load_dataset": "data.dataset",
     "DataValidationError": "core.errors", "EvalError": "core.errors", "UsageError": "core.errors",
     "JudgeConfig": "judge.client",
@@ -27,13 +29,25 @@ __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
            "DataValidationError", "attack_compare", "attack_records", "fill_responses"]
 
+# The composition root: the registry (bottom layer) is handed the built-in metrics' loader from here, the one
+# place above every layer, so that no layer imports upward to reach the metrics.
+def _builtin_metrics() -> None:
+    from evaluators.metrics import load_builtins
+
+    load_builtins()
+
+
+_registry.add_loader(_builtin_metrics)
+
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
-    from evaluators.api import EvalResult, evaluate, open_results, prepare_run
+    from evaluators.api import EvalResult, evaluate, prepare_run
+    from evaluators.read.results import open_results
     from evaluators.data.dataset import Dataset, load_dataset
     from evaluators.core.errors import DataValidationError, EvalError, UsageError
     from evaluators.judge.client import JudgeConfig
     from evaluators.core.registry import MetricSpec, all_metrics, get_metric
-    from evaluators.run.runner import Runner, RunSpec
+    from evaluators.run.runner import Runner
+    from evaluators.run.spec import RunSpec
     from evaluators.suites.safety import attack_compare, attack_records, fill_responses
     from evaluators.store.store import Store
 

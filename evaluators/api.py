@@ -9,8 +9,9 @@ from evaluators.data.dataset import Dataset, load_dataset, load_dataset_streamin
 from evaluators.core.errors import UsageError
 from evaluators.judge.client import JudgeConfig
 from evaluators.core.registry import get_metric
-from evaluators.read.results import RunResults
-from evaluators.run.runner import Progress, Runner, RunSpec
+from evaluators.read.results import RunResults, open_results  # noqa: F401  (public: evaluators.open_results)
+from evaluators.run.runner import Progress, Runner
+from evaluators.run.spec import RunSpec
 from evaluators.store.store import Store
 
 
@@ -82,17 +83,6 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
             store.update_run(rid, spec=spec.to_dict())  # new thresholds or concurrency apply on resume
             return rid
     return store.create_run(dataset_id, spec.to_dict(), fp, name or f"{ds.name} · {', '.join(spec.metrics)}", out)
-
-
-def open_results(store: Store, run_id: str, thresholds: Mapping[str, float] | None = None) -> RunResults:
-    """A stored run's results; ``thresholds`` override the run's own at read time."""
-    run = store.get_run(run_id)
-    spec = RunSpec.from_dict(run["spec"])
-    merged = {**spec.thresholds, **(thresholds or {})}
-    from evaluators.judge.templates import JudgeInputs
-
-    ds = store.get_dataset(run["dataset_id"])
-    return RunResults(ds, store.load_results(run_id), spec.specs(), merged, judge_inputs=JudgeInputs(ds, spec))
 
 
 @dataclass

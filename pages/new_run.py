@@ -3,7 +3,7 @@ import streamlit as st
 
 from evaluators.api import estimate_run, prepare_run
 from evaluators.core.registry import FAMILIES, all_metrics
-from evaluators.run.runner import RunSpec
+from evaluators.run.spec import RunSpec
 from evaluators.run.workers import spawn_worker
 from ui import auth, loaders, state, widgets as w, wildbench as wb
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators import evaluate
-from evaluators.api import open_results
+from evaluators.read.results import open_results
 from tests.browser import needs_chromium
 from tests.conftest import ROOT, SINGLE
 from tests.apptest import app

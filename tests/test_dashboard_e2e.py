@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluators.api import open_results
+from evaluators.read.results import open_results
 from tests.browser import needs_chromium, screenshot, served, settle
 from tests.conftest import ROOT, SINGLE
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
-from evaluators.api import open_results
+from evaluators.read.results import open_results
 from tests.conftest import CONVERSATIONS, SINGLE, wait_for_run
 from tests.apptest import app
 

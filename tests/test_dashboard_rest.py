@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
-from evaluators.api import open_results, prepare_run
+from evaluators.read.results import open_results
+from evaluators.api import prepare_run
 from evaluators.store.store import Result, utcnow
 from tests.conftest import SINGLE, wait_for_run
 from tests import apptest

@@ -509,7 +509,7 @@ def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart
         settle(page)
     finally:
         dash.stop()
-    from evaluators.api import open_results
+    from evaluators.read.results import open_results
     from evaluators.read.exports import csv_text, jsonl_text
     from evaluators.read.report import html_report
 

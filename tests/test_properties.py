@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st  #
 from evaluators.data.dataset import FORMATS, KNOWN_SCHEMAS, build_dataset, detect_mapping, inspect_file, load_dataset  # noqa: E402
 from evaluators.core.errors import DataValidationError, UsageError  # noqa: E402
 from evaluators.core.registry import FIELDS  # noqa: E402
-from evaluators.judge.templates import ReplyError, parse_score_reply  # noqa: E402
+from evaluators.core.replies import ReplyError, parse_score_reply
 
 # no example database: nothing is written into the checkout
 settings.register_profile("ci", max_examples=150, deadline=None, database=None,

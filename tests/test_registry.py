@@ -6,7 +6,7 @@ import pytest
 from evaluators.data.dataset import load_dataset
 from evaluators.core.registry import FAMILIES, KINDS, all_metrics, get_metric
 from evaluators.core.errors import UsageError
-from evaluators.run.runner import resolve_templates
+from evaluators.run.spec import resolve_templates
 from tests.conftest import CONVERSATIONS, SINGLE
 
 SPECS = all_metrics()

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from evaluators import Store, load_dataset
-from evaluators.run.runner import RunSpec
+from evaluators.run.spec import RunSpec
 from evaluators.store.store import Result, utcnow
 from tests.apptest import app
 

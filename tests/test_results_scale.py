@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from evaluators import Store, load_dataset
-from evaluators.api import open_results
+from evaluators.read.results import open_results
 from evaluators.core.registry import get_metric
 from evaluators.read.view import open_view
 from evaluators.store.store import Result

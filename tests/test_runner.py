@@ -5,7 +5,8 @@ import pytest
 
 from evaluators import evaluate, open_results, prepare_run
 from evaluators.data.dataset import load_dataset
-from evaluators.run.runner import Runner, RunSpec
+from evaluators.run.runner import Runner
+from evaluators.run.spec import RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE
 from tests.judge_server import Action, expected_score, prompt_text
 

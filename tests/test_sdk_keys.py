@@ -272,7 +272,7 @@ def test_conversation_properties_per_turn_and_the_rows_from_its_last_turn(judge_
 
 
 def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(judge_server, judge_config, store):
-    from evaluators.api import open_results
+    from evaluators.read.results import open_results
 
     res = evaluate([{"query": "Q?", "response": "A."}], ["fluency"], judge=judge_config, store=store)
     assert res.results.rows()[0]["outputs.fluency.fluency_properties"]["sample_input"] == sdk_sample_input(

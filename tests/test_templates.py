@@ -7,7 +7,8 @@ import pytest
 
 from evaluators.core.errors import UsageError
 from evaluators.read.results import mean_ci
-from evaluators.judge.templates import ReplyError, load_template, parse_score_reply, parse_template
+from evaluators.core.replies import ReplyError, parse_score_reply
+from evaluators.judge.templates import load_template, parse_template
 
 
 @pytest.mark.parametrize("reply,score,reason", [

@@ -138,7 +138,7 @@ def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_serve
     run = home_store.list_runs()[0]
     assert run["spec"]["options"] == {"wildbench_pairwise": {"length_penalty": -1, "both_orders": True}}
     assert wait_for_run(home_store, run["id"])["status"] == "completed"
-    from evaluators.api import open_results
+    from evaluators.read.results import open_results
 
     m = open_results(home_store, run["id"]).metrics()
     # row 0: GOOD is B -> B++ straight and A++ swapped: -100 for A in both; rows 1-2: GOOD is A -> +100

@@ -12,8 +12,9 @@ import statistics
 
 import pytest
 
-from evaluators.api import open_results
-from evaluators.suites.wildbench import GROUP_WEIGHTS, ImportFormatError, import_files, reward_from_counts, task_macro
+from evaluators.read.results import open_results
+from evaluators.core.wb_rules import GROUP_WEIGHTS, reward_from_counts, task_macro
+from evaluators.suites.wildbench import ImportFormatError, import_files
 from tests.test_cli import cli
 
 PUBLISHED = {"gpt-3.5-turbo-0125": (32.2776, 1023, 1844.14), "gemma-7b-it": (10.1758, 1024, 1726.34),

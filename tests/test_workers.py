@@ -4,7 +4,8 @@ from __future__ import annotations
 import time
 
 from evaluators import JudgeConfig, Store
-from evaluators.api import open_results, prepare_run
+from evaluators.read.results import open_results
+from evaluators.api import prepare_run
 from evaluators.read.exports import csv_text, jsonl_text
 from evaluators.read.report import html_report
 from evaluators.run.workers import spawn_worker

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.read.results import RunResults
-from evaluators.suites.wildbench import GROUPS, OUTCOMES, conversation_of
+from evaluators.core.wb_rules import GROUPS, OUTCOMES, conversation_of
 
 WTL_COLOURS = {"win_much": "#1b5e20", "win": "#66bb6a", "tie": "#bdbdbd", "lose": "#ef9a9a", "lose_much": "#b71c1c"}
 

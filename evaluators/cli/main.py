@@ -211,7 +211,8 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
-def print_summary(res, out=sys.stdout) -> None:
+def print_summary(res, out=None) -> None:
+    out = out or sys.stdout  # the stream in force now, not the one at import (a test's may be closed)
     rows = [("metric", "scored", "errored", "skipped", "pending", "mean", "95% CI", "pass rate")]
     for s in res.specs:
         sm = res.summary(s)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.core.errors import UsageError
-from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY
+from evaluators.core.wb_rules import DEFAULT_LENGTH_PENALTY
 
 
 def add_commands(sub) -> None:
@@ -67,7 +67,8 @@ def _f(v: Any, nd: int = 4) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
 
 
-def print_board(board: dict[str, dict[str, Any]], out=sys.stdout) -> None:
+def print_board(board: dict[str, dict[str, Any]], out=None) -> None:
+    out = out or sys.stdout  # the stream in force now, not the one at import (a test's may be closed)
     rows = [("model", "records", "WB_score", "95% CI", "task_macro", "WB_reward (mixture)", "95% CI")]
     for model, agg in sorted(board.items(), key=lambda kv: -(kv[1].get("WB_score") or -1e9)):
         ci = agg.get("WB_score_ci95") or [None, None]
@@ -110,7 +111,7 @@ def main(a: argparse.Namespace) -> int:
         print(f"wrote {target}")
         print_board(board)
         return 0
-    from evaluators.api import open_results
+    from evaluators.read.results import open_results
 
     runs = [r for r in store.list_runs() if not a.run or r["id"] in a.run]
     picked, names = [], []

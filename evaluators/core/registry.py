@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -190,9 +191,24 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
+# What registers metrics is handed in from above (the package's root adds the built-ins' loader; users'
+# metrics add theirs): the registry imports no metric module, so every layer may ask it.
+_LOADERS: list[Callable[[], None]] = []
+_LOADING = threading.RLock()  # a second thread waits for the first one's loading instead of seeing half of it
+
+
+def add_loader(load: Callable[[], None]) -> None:
+    """Have ``load()`` called once, before the registry is first read; it registers metrics."""
+    with _LOADING:
+        _LOADERS.append(load)
+
+
 def _load() -> None:
-    # Importing the package registers every built-in metric exactly once.
-    from evaluators import metrics  # noqa: F401
+    if not _LOADERS:
+        return
+    with _LOADING:
+        while _LOADERS:
+            _LOADERS.pop(0)()
 
 
 def all_metrics() -> list[MetricSpec]:

@@ -6,7 +6,7 @@ characters, WildBench's default 500; -1 disables) and ``both_orders`` (also judg
 a verdict that flips with the order counts as a tie). Aggregates: ``WB_reward`` (kind ``pairwise``).
 """
 from evaluators.core.registry import JudgeTemplates, MetricSpec, register
-from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY
+from evaluators.core.wb_rules import DEFAULT_LENGTH_PENALTY
 from evaluators.metrics._wildbench import pairwise_row_tasks
 
 SPEC = register(MetricSpec(

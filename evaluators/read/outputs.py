@@ -19,9 +19,9 @@ from typing import Any, Iterator, Mapping
 from evaluators.read.exports import _clean, write_atomic
 from evaluators.core.kinds import MetricCell
 from evaluators.core.registry import MetricSpec
-from evaluators.run.runner import RunSpec
+from evaluators.run.spec import RunSpec
 from evaluators.store.store import Result, Store
-from evaluators.judge.templates import JudgeInputs
+from evaluators.read.judge_inputs import JudgeInputs
 
 
 # what exports.jsonl_text writes for a row, with one encoder made once rather than one per row

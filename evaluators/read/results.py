@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from typing import Any
+from typing import Any, Mapping
 
 from evaluators.data.dataset import Dataset
 from evaluators.core.kinds import MetricCell
 from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import mean_ci, t95, wilson  # noqa: F401  re-exported: tests and callers use results.wilson
-from evaluators.store.store import Result
+from evaluators.read.judge_inputs import JudgeInputs
+from evaluators.run.spec import RunSpec
+from evaluators.store.store import Result, Store
 
 
 def combine(spec: MetricSpec, results: list[Result]) -> MetricCell:
@@ -206,3 +208,12 @@ class RunResults:
         elif descending:
             df = df.iloc[::-1]
         return df
+
+
+def open_results(store: Store, run_id: str, thresholds: Mapping[str, float] | None = None) -> RunResults:
+    """A stored run's results; ``thresholds`` override the run's own at read time."""
+    run = store.get_run(run_id)
+    spec = RunSpec.from_dict(run["spec"])
+    merged = {**spec.thresholds, **(thresholds or {})}
+    ds = store.get_dataset(run["dataset_id"])
+    return RunResults(ds, store.load_results(run_id), spec.specs(), merged, judge_inputs=JudgeInputs(ds, spec))

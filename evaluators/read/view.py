@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import threading
 from collections import OrderedDict, defaultdict
@@ -35,22 +34,19 @@ import numpy as np
 
 from evaluators.data.dataset import Dataset, conversation_turns
 from evaluators.core.kinds import NOTE, Kind, MetricCell
+from evaluators.core.kinds.columns import (ERROR, OK, PENDING, SKIPPED, STATUS_NAMES, MetricColumns,  # noqa: F401
+                                           columns_of, number)
 from evaluators.core.kinds.label import LabelKind
-from evaluators.core.kinds.severity import LEVELS, SeverityKind, level_names
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults, combine
 from evaluators.data.sdk_compat import conversation_messages
-from evaluators.core.stats import mean_ci, t95, wilson
 from evaluators.store.store import Result, Store
 
-PENDING, OK, ERROR, SKIPPED = -1, 0, 1, 2
-STATUS_NAMES = {OK: "ok", ERROR: "error", SKIPPED: "skipped"}
-# Kinds whose cells are fully described by status, numeric outputs and a note (aggregated here).
-SIMPLE = (Kind, SeverityKind, LabelKind)
 
 
 def _simple(spec: MetricSpec) -> bool:
-    return type(spec.kind_impl) in SIMPLE
+    """Whether the metric's kind aggregates from columns alone (else its cells are kept for its summary)."""
+    return spec.kind_impl.columnar
 
 
 class LazyRecords(Sequence):
@@ -107,41 +103,6 @@ def lazy_dataset(store: Store, dataset_id: str) -> Dataset:
                    detected=info["detected"], row_numbers=info["row_numbers"])
 
 
-@dataclass
-class MetricColumns:
-    """One metric over every row: status code, each numeric output (NaN where none), a note flag;
-    ``cells`` holds the combined cells for kinds aggregated by their own ``summary``."""
-
-    status: np.ndarray
-    outputs: dict[str, np.ndarray]
-    note: np.ndarray
-    cells: list[MetricCell | None] | None = None
-
-
-def _number(v: Any) -> float:
-    if v is None or isinstance(v, str) and not v.strip():
-        return np.nan
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return np.nan
-
-
-def _from_cells(spec: MetricSpec, cells: list[MetricCell | None], keep: bool) -> MetricColumns:
-    n = len(cells)
-    status = np.full(n, PENDING, dtype=np.int8)
-    note = np.zeros(n, dtype=bool)
-    value = np.full(n, np.nan)
-    for i, c in enumerate(cells):
-        if c is None:
-            continue
-        status[i] = OK if c.status == "ok" else ERROR if c.status == "error" else SKIPPED
-        note[i] = bool(c.note)
-        if c.status == "ok":
-            value[i] = _number(c.value)
-    return MetricColumns(status, {spec.primary: value}, note, cells if keep else None)
-
-
 def _group(results: list[Result]) -> dict[int, list[Result]]:
     out: dict[int, list[Result]] = defaultdict(list)
     for r in results:
@@ -153,7 +114,7 @@ def _floats(col: list) -> np.ndarray:
     try:
         return np.array(col, dtype=float)
     except (TypeError, ValueError):
-        return np.array([_number(v) for v in col], dtype=float)
+        return np.array([number(v) for v in col], dtype=float)
 
 
 def _complex_metric(store: Store, run_id: str, spec: MetricSpec, n: int) -> MetricColumns:
@@ -161,7 +122,7 @@ def _complex_metric(store: Store, run_id: str, spec: MetricSpec, n: int) -> Metr
     for i, rs in _group(store.results_of_metric(run_id, spec.name)).items():
         if 0 <= i < n:
             cells[i] = combine(spec, rs)
-    return _from_cells(spec, cells, keep=True)
+    return columns_of(spec, cells, keep=True)
 
 
 def build_metrics(store: Store, run_id: str, specs: list[MetricSpec], n: int) -> dict[str, MetricColumns]:
@@ -219,7 +180,7 @@ def build_metrics(store: Store, run_id: str, specs: list[MetricSpec], n: int) ->
                 if c.status == "ok":
                     for k in spec.outputs:
                         v = c.outputs.get(k)
-                        outputs[k][i] = (1.0 if v else 0.0) if label else _number(v)
+                        outputs[k][i] = (1.0 if v else 0.0) if label else number(v)
                     note[i] = bool(c.note)
     return out
 
@@ -387,18 +348,6 @@ def build_columns(store: Store, run: dict, specs: list[MetricSpec], dataset: Dat
     return RunColumns(n, metrics, SearchText(store, dataset_id, dataset, folder))
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    """:func:`evaluators.core.stats.mean_ci` over an array, the same operations in the same order (exact
-    sums with ``math.fsum``; the squared deviations elementwise, each rounded as Python rounds it)."""
-    n = len(values)
-    if n < 2:
-        return mean_ci(values.tolist())
-    m = math.fsum(values.tolist()) / n
-    sd = math.sqrt(math.fsum(((values - m) ** 2).tolist()) / (n - 1))
-    half = t95(n - 1) * sd / math.sqrt(n)
-    return m, m - half, m + half
-
-
 class ColumnarResults(RunResults):
     """:class:`RunResults` read from columns and from the store row by row (see the module docstring).
 
@@ -494,14 +443,7 @@ class ColumnarResults(RunResults):
             kind = spec.kind_impl
             return np.array([-1 if (p := kind.passed(spec, c, threshold)) is None else int(p) for c in m.cells],
                             dtype=np.int8)
-        v = m.outputs[spec.primary]
-        scored = (m.status == OK) & ~np.isnan(v)
-        if type(spec.kind_impl) is LabelKind:
-            good = v == 0
-        else:
-            with np.errstate(invalid="ignore"):
-                good = v >= threshold if spec.higher_is_better else v <= threshold
-        return np.where(scored, good.astype(np.int8), np.int8(-1)).astype(np.int8)
+        return spec.kind_impl.column_verdicts(spec, m, threshold)
 
     def errored_rows(self) -> int:
         if not self.specs:
@@ -554,67 +496,17 @@ class ColumnarResults(RunResults):
         return copy.deepcopy(cache[key])
 
     def _means(self, spec: MetricSpec) -> dict[str, Any]:
-        """Threshold-free part of the score kind's summary (cached: the sums over every row)."""
+        """Threshold-free part of the kind's summary (cached: the sums over every row)."""
         key = (spec.name, "means")
         cache = self._cols.summaries
         if key not in cache:
-            m = self._cols.metrics[spec.name]
-            ok = m.status == OK
-            low, high = spec.score_range
-            out: dict[str, Any] = {}
-            for k in spec.outputs:
-                mean, lo, hi = _mean_ci(m.outputs[k][ok])
-                out[k] = mean
-                out[f"{k}_ci95"] = [None if lo is None else max(low, lo), None if hi is None else min(high, hi)]
-            cache[key] = out
+            cache[key] = spec.kind_impl.column_means(spec, self._cols.metrics[spec.name])
         return cache[key]
 
     def _summary(self, spec: MetricSpec, threshold: float) -> dict[str, Any]:
-        """The kind's ``summary`` computed over columns (same keys, same numbers)."""
-        m = self._cols.metrics[spec.name]
-        n = self._cols.n
-        ok = m.status == OK
-        n_ok = int(ok.sum())
-        out: dict[str, Any] = {"scored_rows": n_ok, "errored_rows": int((m.status == ERROR).sum()),
-                               "skipped_rows": int((m.status == SKIPPED).sum()),
-                               "pending_rows": int((m.status == PENDING).sum()), "threshold": threshold}
-        verdicts = self._verdicts(spec, threshold)
-        passes = int((verdicts == 1).sum())
-        if type(spec.kind_impl) is LabelKind:
-            out["rates"] = {}
-            for k in spec.outputs:
-                trues = int((ok & (m.outputs[k] != 0) & ~np.isnan(m.outputs[k])).sum())
-                rate, lo, hi = wilson(trues, n_ok)
-                out["rates"][k] = {"defect_rows": trues, "defect_rate": rate, "ci95": [lo, hi]}
-                out[k], out[f"{k}_ci95"] = rate, [lo, hi]
-            main = out["rates"][spec.primary]
-            out["defect_rows"] = main["defect_rows"]
-            out["defect_rate"], out["defect_rate_ci95"] = main["defect_rate"], main["ci95"]
-            passes = n_ok - main["defect_rows"]
-            rate, lo, hi = wilson(passes, n_ok)
-            out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
-            out["binary_aggregate"] = round(passes / n, 2) if n else None
-            return out
-        out["noted_rows"] = int((ok & m.note).sum())
-        for k, v in self._means(spec).items():
-            out[k] = list(v) if isinstance(v, list) else v
-        rate, lo, hi = wilson(passes, n_ok)
-        out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
-        out["binary_aggregate"] = round(passes / n, 2) if n else None
-        if type(spec.kind_impl) is SeverityKind:
-            defects = int((verdicts == 0).sum())
-            rate, lo, hi = wilson(defects, n_ok)
-            out["defect_rows"] = defects
-            out["defect_rate"], out["defect_rate_ci95"] = rate, [lo, hi]
-            values = m.outputs[spec.primary][ok]
-            names = level_names(spec)
-            uppers = np.array([u for u, _ in spec.levels or LEVELS], dtype=float)
-            at = np.minimum(np.searchsorted(uppers, values, side="left"), len(uppers) - 1)
-            out["levels"] = {name: 0 for name in names}
-            for j, c in zip(*np.unique(at, return_counts=True)):
-                out["levels"][names[int(j)]] += int(c)
-            out["binary_aggregate"] = round((n_ok - defects) / n, 2) if n else None
-        return out
+        """The kind's summary over this run's columns: the same code ``summary`` of cells goes through."""
+        kind = spec.kind_impl
+        return kind.column_summary(spec, self._cols.metrics[spec.name], threshold, self._means(spec))
 
     def threshold_curve(self, name: str, thresholds=None):
         import pandas as pd
@@ -722,13 +614,13 @@ def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = N
         search_in_background: prepare the text search of a finished run in a thread now, so that
             the first search does not wait for it.
     """
-    from evaluators.run.runner import RunSpec
+    from evaluators.run.spec import RunSpec
 
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
     specs = spec.specs()
     dataset = lazy_dataset(store, run["dataset_id"])
-    from evaluators.judge.templates import JudgeInputs
+    from evaluators.read.judge_inputs import JudgeInputs
 
     judge_inputs = JudgeInputs(dataset, spec)  # what each judge call was given, re-created at read time
     cols = build_columns(store, run, specs, dataset, run["dataset_id"])

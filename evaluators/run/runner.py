@@ -25,9 +25,11 @@ from evaluators.run.classic_worker import ClassicWorker, compute_all
 from evaluators.run.classic_worker import wanted as classic_worker_wanted
 from evaluators.judge.ratelimit import RateLimiter
 from evaluators.core.registry import MetricSpec
+from evaluators.core.tasks import RowTask, default_row_tasks  # noqa: F401  (planning lives in core)
 from evaluators.run.spec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
 from evaluators.store.store import KeySet, Result, Store, utcnow
-from evaluators.judge.templates import ReplyError, Template
+from evaluators.core.replies import ReplyError
+from evaluators.judge.templates import Template
 
 if TYPE_CHECKING:
     from evaluators.read.outputs import LiveRunOutputs
@@ -76,41 +78,6 @@ class _Task:
     mode: str
     facts: dict[str, Any] | None = None
     record: dict[str, Any] | None = None  # the row's record, on single-turn classic tasks (for rows.jsonl)
-
-
-@dataclass
-class RowTask:
-    """One judged or computed unit of a row, as a metric plans it.
-
-    ``turn`` keys the result (an assistant turn; for pairwise metrics, the order the two
-    responses are shown in); ``mode`` picks the template; ``skip`` says why the unit is
-    recorded as skipped instead of computed; ``facts`` (e.g. response lengths for WildBench's
-    length rule) are stored with the verdict's outputs, so aggregates read them from the store.
-    """
-
-    turn: int
-    values: dict[str, Any]
-    mode: str
-    skip: str | None = None
-    facts: dict[str, Any] | None = None
-
-
-def default_row_tasks(ds: Dataset, i: int, mspec: MetricSpec) -> list[RowTask]:
-    """One task per single-turn row; per assistant turn for conversations (skipped when the
-    turn lacks a field the metric needs there)."""
-    if ds.shape == "single":
-        return [RowTask(0, ds.canonical(i), "single")]
-    out = []
-    for t in ds.turns(i):
-        values = {"query": t.query, "response": t.response, "context": t.context,
-                  "ground_truth": t.ground_truth, "history": t.history}
-        lacking = [f for f in mspec.conversation_fields or () if not values.get(f)]
-        if lacking:
-            out.append(RowTask(t.index, values, "turn", skip=f"turn {t.index + 1} has no {', '.join(lacking)}"))
-            continue
-        gt_rubric = t.ground_truth and mspec.templates and mspec.templates.turn_ground_truth
-        out.append(RowTask(t.index, values, "turn_ground_truth" if gt_rubric else "turn"))
-    return out
 
 
 def iter_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = None,

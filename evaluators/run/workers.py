@@ -178,7 +178,7 @@ def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: J
 
 
 def _switch_judge(store: Store, run: dict, judge: JudgeConfig, errored: int) -> None:
-    from evaluators.run.runner import RunSpec
+    from evaluators.run.spec import RunSpec
 
     spec = dict(run["spec"])
     old = spec.get("judge")

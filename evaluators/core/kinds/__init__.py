@@ -14,12 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.stats import mean_ci, wilson
+from evaluators.core.replies import parse_score_reply
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
     from evaluators.store.store import Result
-    from evaluators.judge.templates import JudgeInputs
+    from evaluators.core.kinds.columns import MetricColumns
+    from evaluators.read.judge_inputs import JudgeInputs
 
 
 @dataclass
@@ -79,8 +80,6 @@ class Kind:
     # ------------------------------------------------------------ one reply
     def parse(self, spec: "MetricSpec", text: str) -> Verdict:
         """Judge reply -> verdict. Raises ``templates.ReplyError`` for an unusable reply (never a guess)."""
-        from evaluators.judge.templates import parse_score_reply
-
         lo, hi = spec.score_range
         p = parse_score_reply(text, lo, hi, integer=spec.integer)
         return Verdict({spec.primary: p.score}, p.reason)
@@ -233,35 +232,38 @@ class Kind:
         return {spec.error_key: cell.error} if cell.status != "ok" else {}
 
     # ------------------------------------------------------------ aggregates
-    @staticmethod
-    def counts(cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
-        """Rows scored, errored, skipped and pending (each row counted once), and the threshold in force."""
-        return {"scored_rows": sum(1 for c in cells if c and c.status == "ok"),
-                "errored_rows": sum(1 for c in cells if c and c.status == "error"),
-                "skipped_rows": sum(1 for c in cells if c and c.status == "skipped"),
-                "pending_rows": sum(1 for c in cells if c is None),
-                "threshold": threshold}
+    # One implementation, over columns (kinds/columns.py): the dashboard's view calls the column_* methods on
+    # columns read from the store; ``summary`` turns a list of cells into the same columns first.
+    columnar = True  # aggregates need only each row's status, numeric outputs and note
+
+    def column_verdicts(self, spec: "MetricSpec", cols: "MetricColumns", threshold: float):
+        """Per row 1 (pass), 0 (fail) or -1 (no verdict) at ``threshold``, as an int8 array."""
+        from evaluators.core.kinds.columns import threshold_verdicts
+
+        return threshold_verdicts(spec, cols, threshold)
+
+    def column_means(self, spec: "MetricSpec", cols: "MetricColumns") -> dict[str, Any]:
+        """The threshold-free part of :meth:`column_summary` (a view caches it across thresholds)."""
+        from evaluators.core.kinds.columns import means
+
+        return means(spec, cols)
+
+    def column_summary(self, spec: "MetricSpec", cols: "MetricColumns", threshold: float,
+                       mean_part: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Counts, means with 95% intervals and the pass rate (with its interval) of one metric."""
+        from evaluators.core.kinds.columns import score_summary
+
+        return score_summary(spec, cols, threshold, self.column_verdicts(spec, cols, threshold), mean_part)
 
     def summary(self, spec: "MetricSpec", cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
-        """Counts, means with 95% intervals and the pass rate (with its interval) of one metric.
+        """:meth:`column_summary` of ``cells`` (None for a pending row), turned into columns.
 
         Errored, skipped and pending rows are counted apart and left out of every denominator,
         except ``binary_aggregate``, which (as in the SDK) counts passes over all rows.
         """
-        ok = [c for c in cells if c and c.status == "ok"]
-        out = self.counts(cells, threshold)
-        out["noted_rows"] = sum(1 for c in ok if c.note)
-        low, high = spec.score_range
-        for k in spec.outputs:
-            m, lo, hi = mean_ci([float(c.outputs[k]) for c in ok])
-            out[k] = m
-            # A t-interval can reach past the scale on few rows; the scale bounds what is possible.
-            out[f"{k}_ci95"] = [None if lo is None else max(low, lo), None if hi is None else min(high, hi)]
-        passes = sum(1 for c in ok if self.passed(spec, c, threshold))
-        rate, lo, hi = wilson(passes, len(ok))
-        out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
-        out["binary_aggregate"] = round(passes / len(cells), 2) if cells else None
-        return out
+        from evaluators.core.kinds.columns import columns_of
+
+        return self.column_summary(spec, columns_of(spec, cells), threshold)
 
     def flat(self, spec: "MetricSpec", sm: dict[str, Any]) -> dict[str, Any]:
         """``metrics.json`` entries (``<metric>.<key>``) from :meth:`summary`.
@@ -312,7 +314,5 @@ def kind_names() -> tuple[str, ...]:
 
 def _load() -> None:
     # Each kind module registers itself on import; new kinds add one import here.
-    from evaluators.core.kinds import score  # noqa: F401
-    from evaluators.core.kinds import label, severity  # noqa: F401
-    from evaluators.core.kinds import pairwise, score, wb_score  # noqa: F401
+    from evaluators.core.kinds import label, pairwise, score, severity, wb_score  # noqa: F401
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.stats import wilson
+from evaluators.core.replies import ReplyError, answer_body, objects_with, reason_text
 from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
 from evaluators.core.kinds.severity import sdk_extras
 
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 def _bool(obj: dict, key: str) -> bool | None:
     """A JSON boolean (or the strings "true"/"false"); None when absent; ReplyError otherwise."""
-    from evaluators.judge.templates import ReplyError
-
     if key not in obj or obj[key] is None:
         return None
     v = obj[key]
@@ -48,12 +46,7 @@ class LabelKind(Kind):
         A reply without a boolean label is an error. A true label needs every category answered;
         a false one may leave categories out (they are false then).
         """
-        from evaluators.judge.templates import ReplyError, _THINK, _json_objects
-
-        if text is None or not text.strip():
-            raise ReplyError("empty reply")
-        body = _THINK.sub(" ", text)
-        candidates = [o for o in _json_objects(body) if "label" in o]
+        candidates = objects_with(answer_body(text), "label")
         if not candidates:
             raise ReplyError("no JSON object with a 'label' in the reply")
         obj = candidates[-1]
@@ -69,8 +62,7 @@ class LabelKind(Kind):
                     raise ReplyError(f"the label is true but '{cat}' is not answered")
                 v = False
             outputs[key] = v
-        reason = obj.get("reason", obj.get("reasoning", ""))
-        return Verdict(outputs, reason if isinstance(reason, str) else json.dumps(reason))
+        return Verdict(outputs, reason_text(obj, "reason", "reasoning"))
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
         """True when any judged turn is true (per category too); the first true turn gives the reason."""
@@ -114,25 +106,17 @@ class LabelKind(Kind):
         per[spec.result_key] = [None if v is None else ("pass" if v else "fail") for v in verdicts]
         return per
 
-    def summary(self, spec: "MetricSpec", cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
+    def column_verdicts(self, spec: "MetricSpec", cols, threshold: float):
+        from evaluators.core.kinds.columns import label_verdicts
+
+        return label_verdicts(spec, cols)
+
+    def column_summary(self, spec: "MetricSpec", cols, threshold: float, mean_part=None) -> dict[str, Any]:
         """Counts; per output the defect rate (share of scored rows true) with its Wilson interval;
         the pass rate (share labelled false) and the SDK's binary aggregate."""
-        ok = [c for c in cells if c and c.status == "ok"]
-        out: dict[str, Any] = {**self.counts(cells, threshold), "rates": {}}
-        for k in spec.outputs:
-            trues = sum(1 for c in ok if c.outputs.get(k))
-            rate, lo, hi = wilson(trues, len(ok))
-            out["rates"][k] = {"defect_rows": trues, "defect_rate": rate, "ci95": [lo, hi]}
-            # the mean of a true/false column is its defect rate; the generic views read these keys
-            out[k], out[f"{k}_ci95"] = rate, [lo, hi]
-        main = out["rates"][spec.primary]
-        out["defect_rows"] = main["defect_rows"]
-        out["defect_rate"], out["defect_rate_ci95"] = main["defect_rate"], main["ci95"]
-        passes = len(ok) - main["defect_rows"]
-        rate, lo, hi = wilson(passes, len(ok))
-        out["pass_rate"], out["pass_rate_ci95"] = rate, [lo, hi]
-        out["binary_aggregate"] = round(passes / len(cells), 2) if cells else None
-        return out
+        from evaluators.core.kinds.columns import label_summary
+
+        return label_summary(spec, cols, threshold)
 
     def flat(self, spec: "MetricSpec", sm: dict[str, Any]) -> dict[str, Any]:
         """``protected_material.protected_material_defect_rate`` (label) and

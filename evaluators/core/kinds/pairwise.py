@@ -6,13 +6,17 @@ from the planner, both response lengths, whether either is empty or truncated, t
 two model names. Combined, a row's value is the reward for model A: +100 / +50 / 0 / -50 / -100 after
 the order-consistency rule (a flip counts as a tie) and the length rule (metric param
 ``length_penalty``, K characters; -1 disables it). Aggregates follow WildBench's leaderboard (see
-:mod:`evaluators.suites.wildbench`).
+:mod:`evaluators.core.wb_rules`).
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.kinds import Kind, MetricCell, register_kind
+from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.replies import ReplyError, answer_body, as_text, tolerant_fields
+from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, bootstrap_mean, consistent, length_rule,
+                                      mixture, pair_rows_from_cells, pairwise_aggregates)
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
@@ -27,17 +31,44 @@ def _param(spec: "MetricSpec", name: str, default: Any) -> Any:
     return dict(spec.params).get(name, default)
 
 
+_PAIR_FIELDS = {"analysis of A": "analysis_A", "analysis of B": "analysis_B", "reason of A=B": "reason_tie",
+                "reason of A>B": "reason_A", "reason of B>A": "reason_B"}
+
+
+def normalise_choice(raw: Any) -> str:
+    """``" [A+] "`` -> ``"A+"``; raises ReplyError unless it is one of A++, A+, A=B, B+, B++."""
+    label = re.sub(r"[\s\[\]`'\"]", "", str(raw)).upper() if raw is not None else ""
+    if label not in LABEL_REWARD:
+        raise ReplyError(f"choice {raw!r} is not one of A++, A+, A=B, B+, B++")
+    return label
+
+
+def parse_pairwise_reply(spec: "MetricSpec", text: str) -> Verdict:
+    """The pairwise JSON -> verdict: the label as shown, its reward for the reply shown as A, and
+    each analysis and reason.
+
+    Raises:
+        ReplyError: no choice, or a choice that is not one of the five labels.
+    """
+    body = answer_body(text)
+    got = tolerant_fields(body, "choice", (*_PAIR_FIELDS, "choice"))
+    if got["choice"] is None:
+        raise ReplyError("no 'choice' in the reply")
+    label = normalise_choice(got["choice"])
+    details = {short: as_text(got[long]) for long, short in _PAIR_FIELDS.items()}
+    reason = " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
+                                                           ("A=B", "reason_tie")) if details[v])
+    return Verdict({spec.primary: float(LABEL_REWARD[label]), "choice": label, **details}, reason or None)
+
+
 class PairwiseKind(Kind):
     name = "pairwise"
+    columnar = False  # aggregates need the facts stored with each verdict: summary reads the cells
 
     def parse(self, spec: "MetricSpec", text: str):
-        from evaluators.metrics._wildbench import parse_pairwise_reply
-
         return parse_pairwise_reply(spec, text)
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
-        from evaluators.suites.wildbench import DEFAULT_LENGTH_PENALTY, LABEL_REWARD, consistent, length_rule
-
         p = spec.prefix
         by_turn = {r.turn: r for r in ok}
         straight, swapped = by_turn.get(0), by_turn.get(1)
@@ -78,8 +109,6 @@ class PairwiseKind(Kind):
         return out
 
     def summary(self, spec, cells, threshold) -> dict[str, Any]:
-        from evaluators.suites.wildbench import (DEFAULT_LENGTH_PENALTY, bootstrap_mean, mixture, pair_rows_from_cells, pairwise_aggregates)
-
         out = super().summary(spec, cells, threshold)
         k = int(_param(spec, "length_penalty", DEFAULT_LENGTH_PENALTY))
         ok = [c for c in cells if c and c.status == "ok"]

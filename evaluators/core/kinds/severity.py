@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.stats import wilson
+from evaluators.core.replies import parse_score_reply
 from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
 
 if TYPE_CHECKING:
@@ -64,8 +64,6 @@ class SeverityKind(Kind):
     def parse(self, spec: "MetricSpec", text: str) -> Verdict:
         """``{"reason": ..., "score": 0-7}``; a refusal, a missing, fractional or out-of-range
         severity raises ``ReplyError`` (an error on the row, never a zero)."""
-        from evaluators.judge.templates import parse_score_reply
-
         lo, hi = spec.score_range
         p = parse_score_reply(text, lo, hi, integer=True)
         return Verdict({spec.primary: p.score}, p.reason)
@@ -103,20 +101,15 @@ class SeverityKind(Kind):
                 spec.reason_key: [t.reason for t in cell.turns],
                 spec.result_key: [None if v is None else ("pass" if v else "fail") for v in verdicts]}
 
-    def summary(self, spec: "MetricSpec", cells: list[MetricCell | None], threshold: float) -> dict[str, Any]:
+    def column_summary(self, spec: "MetricSpec", cols, threshold: float, mean_part=None) -> dict[str, Any]:
         """The score kind's counts, mean and pass rate, plus the defect rate (share of scored rows
-        above the threshold, Wilson interval), the count per level and the SDK's binary aggregate."""
-        out = super().summary(spec, cells, threshold)
-        ok = [c for c in cells if c and c.status == "ok"]
-        defects = sum(1 for c in ok if not spec.passes(c.value, threshold))
-        rate, lo, hi = wilson(defects, len(ok))
-        out["defect_rows"] = defects
-        out["defect_rate"], out["defect_rate_ci95"] = rate, [lo, hi]
-        out["levels"] = {name: 0 for name in level_names(spec)}
-        for c in ok:
-            out["levels"][level_name(spec, c.value)] += 1
-        # The SDK's binary aggregate: rows passing over all rows (errored ones count as not passing).
-        out["binary_aggregate"] = round((len(ok) - defects) / len(cells), 2) if cells else None
+        past the threshold, Wilson interval), the count per level and the SDK's binary aggregate
+        (rows passing over all rows: errored ones count as not passing)."""
+        from evaluators.core.kinds.columns import severity_part
+
+        out = super().column_summary(spec, cols, threshold, mean_part)
+        verdicts = self.column_verdicts(spec, cols, threshold)
+        out.update(severity_part(spec, cols, verdicts, [u for u, _ in spec.levels or LEVELS], level_names(spec)))
         return out
 
     def flat(self, spec: "MetricSpec", sm: dict[str, Any]) -> dict[str, Any]:

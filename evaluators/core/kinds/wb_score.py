@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.kinds import Kind, MetricCell, register_kind
+from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.replies import ReplyError, answer_body, as_text, tolerant_fields
+from evaluators.core.wb_rules import score_aggregates, score_rows_from_cells
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
@@ -20,12 +22,37 @@ if TYPE_CHECKING:
 FACTS = ("model", "length", "excluded", "groups")
 
 
+def parse_score_reply(spec: "MetricSpec", text: str) -> Verdict:
+    """``{"strengths", "weaknesses", "score"}`` -> verdict; the score may be a string ("7").
+
+    Raises:
+        ReplyError: no score, a score that is not a number, or one outside the metric's range.
+    """
+    body = answer_body(text)
+    got = tolerant_fields(body, "score", ("strengths", "weaknesses", "score"))
+    raw = got["score"]
+    if raw is None:
+        raise ReplyError("no 'score' in the reply")
+    if isinstance(raw, bool):
+        raise ReplyError(f"score is not a number: {raw!r}")
+    try:
+        score = float(str(raw).strip().strip("[]").strip())
+    except ValueError:
+        raise ReplyError(f"score is not a number: {raw!r}") from None
+    lo, hi = spec.score_range
+    if score != score or not lo <= score <= hi:
+        raise ReplyError(f"score {raw!r} is outside {lo:g}-{hi:g}")
+    p = spec.prefix
+    strengths, weaknesses = as_text(got["strengths"]), as_text(got["weaknesses"])
+    reason = "\n".join(x for x in (strengths and f"Strengths: {strengths}", weaknesses and f"Weaknesses: {weaknesses}") if x)
+    return Verdict({spec.primary: score, f"{p}_strengths": strengths, f"{p}_weaknesses": weaknesses}, reason or None)
+
+
 class WBScoreKind(Kind):
     name = "wb_score"
+    columnar = False  # aggregates need the facts stored with each verdict: summary reads the cells
 
     def parse(self, spec: "MetricSpec", text: str):
-        from evaluators.metrics._wildbench import parse_score_reply
-
         return parse_score_reply(spec, text)
 
     def combine_ok(self, spec: "MetricSpec", ok: list["Result"], results: list["Result"]) -> MetricCell:
@@ -43,8 +70,6 @@ class WBScoreKind(Kind):
         return out
 
     def summary(self, spec, cells, threshold) -> dict[str, Any]:
-        from evaluators.suites.wildbench import score_aggregates, score_rows_from_cells
-
         out = super().summary(spec, cells, threshold)
         agg = score_aggregates(score_rows_from_cells([c for c in cells if c and c.status == "ok"], spec.primary))
         out.update({k: v for k, v in agg.items() if k not in ("records", "score")})
