@@ -16,7 +16,7 @@ from evaluators.core import registry as _registry
 
 _WHERE = {
     "evaluate": "api", "open_results": "read.results", "prepare_run": "api", "EvalResult": "api",
-    "Dataset": "data.dataset", "load_dataset": "data.dataset",
+    "Dataset": "data.dataset", "load_dataset": "data.loading",
     "DataValidationError": "core.errors", "EvalError": "core.errors", "UsageError": "core.errors",
     "JudgeConfig": "judge.client",
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
@@ -42,7 +42,8 @@ _registry.add_loader(_builtin_metrics)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from evaluators.api import EvalResult, evaluate, prepare_run
     from evaluators.read.results import open_results
-    from evaluators.data.dataset import Dataset, load_dataset
+    from evaluators.data.dataset import Dataset
+    from evaluators.data.loading import load_dataset
     from evaluators.core.errors import DataValidationError, EvalError, UsageError
     from evaluators.judge.client import JudgeConfig
     from evaluators.core.registry import MetricSpec, all_metrics, get_metric

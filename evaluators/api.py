@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from evaluators.data.dataset import Dataset, load_dataset, load_dataset_streaming
+from evaluators.data.dataset import Dataset
+from evaluators.data.loading import load_dataset, load_dataset_streaming
 from evaluators.core.errors import UsageError
 from evaluators.judge.client import JudgeConfig
 from evaluators.core.registry import get_metric
@@ -41,7 +42,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
 
     Args:
         store: the store.
-        data: anything :func:`evaluators.data.dataset.load_dataset` takes, or a stored dataset id (``ds:<id>``).
+        data: anything :func:`evaluators.data.loading.load_dataset` takes, or a stored dataset id (``ds:<id>``).
         metrics: metric names.
         judge: a :class:`JudgeConfig`, its dict, or a model name.
         templates: metric -> path of the user's template; its text is read now and stored with the run.

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from evaluators.data.dataset import max_upload_bytes
+from evaluators.data.reading import max_upload_bytes
 from evaluators.core.registry import FIELDS
 from ui import auth, loaders, state, widgets as w
 

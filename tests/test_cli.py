@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import expected_score, prompt_text
 

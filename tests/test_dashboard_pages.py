@@ -85,7 +85,7 @@ def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, 
 def run_with_an_errored_row(store, judge_server) -> str:
     """A fluency run of the sample whose fifth row errored (the judge answers it only with HTTP 500)."""
     from tests.judge_server import Action
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
 
     bad = load_dataset(SINGLE).records[4]["response"]
     judge_server.on_prompt(bad, *[Action(status=500)] * 10)

@@ -210,7 +210,7 @@ def test_empty_pages_say_what_to_run(home_store, page, says):
 
 def test_a_retry_sent_elsewhere_does_not_carry_the_key_typed_for_the_first_judge(home_store, judge_server):
     from tests.judge_server import Action, JudgeServer
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
 
     secret = "typed-for-the-first-judge-only"
     judge_server.require_key = secret

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.run.workers import KEY_ENV, worker_env
 from tests import apptest
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run

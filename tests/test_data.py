@@ -8,7 +8,8 @@ import re
 import pandas as pd
 import pytest
 
-from evaluators.data.dataset import conversation_turns, load_dataset
+from evaluators.data.dataset import conversation_turns
+from evaluators.data.loading import load_dataset
 from evaluators.core.errors import DataValidationError, MAX_PROBLEMS, UsageError
 from tests.conftest import CONVERSATIONS, SINGLE
 

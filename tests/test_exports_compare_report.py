@@ -11,7 +11,7 @@ from evaluators import evaluate
 from evaluators.api import estimate_run
 from evaluators.read.results import open_results
 from evaluators.read.compare import metric_deltas, row_changes
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.read.exports import csv_text, jsonl_text, neutralise
 from evaluators.read.report import html_report
 from evaluators.run.spec import RunSpec

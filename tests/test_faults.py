@@ -15,7 +15,7 @@ import time
 import pytest
 
 from evaluators import open_results, prepare_run
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.judge.client import JudgeConfig
 from evaluators.run.runner import Runner, plan_tasks
 from evaluators.store.store import Store

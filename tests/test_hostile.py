@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.cli import main as cli
-from evaluators.data.dataset import inspect_file, load_dataset, upload_name
+from evaluators.data.loading import inspect_file, load_dataset, upload_name
 from evaluators.core.errors import DataValidationError
 from evaluators.store.store import Store
 from tests.browser import ARGS, CHROMIUM, settle, start_dashboard, stop

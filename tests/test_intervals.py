@@ -10,7 +10,7 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (requirements-dev.txt) checks the intervals")
 
-from evaluators.data.dataset import load_dataset  # noqa: E402
+from evaluators.data.loading import load_dataset
 from evaluators.read.exports import csv_text  # noqa: E402
 from evaluators.core.registry import get_metric  # noqa: E402
 from evaluators.read.report import html_report  # noqa: E402

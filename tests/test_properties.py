@@ -14,7 +14,9 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
 
-from evaluators.data.dataset import FORMATS, KNOWN_SCHEMAS, build_dataset, detect_mapping, inspect_file, load_dataset  # noqa: E402
+from evaluators.data.dataset import FORMATS, KNOWN_SCHEMAS
+from evaluators.data.mapping import build_dataset, detect_mapping
+from evaluators.data.loading import inspect_file, load_dataset
 from evaluators.core.errors import DataValidationError, UsageError  # noqa: E402
 from evaluators.core.registry import FIELDS  # noqa: E402
 from evaluators.core.replies import ReplyError, parse_score_reply

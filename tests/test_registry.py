@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.core.registry import FAMILIES, KINDS, all_metrics, get_metric
 from evaluators.core.errors import UsageError
 from evaluators.run.spec import resolve_templates

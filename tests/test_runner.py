@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators import evaluate, open_results, prepare_run
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.run.runner import Runner
 from evaluators.run.spec import RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE

@@ -29,7 +29,7 @@ def write_rows(path, n: int) -> str:
 def traced_peak(tmp_path, server_url: str, n: int) -> int:
     """Peak memory traced while a judged run of ``n`` rows is stored, run and written out as the CLI
     does (dataset saved, run, rows.jsonl and metrics.json); the dataset, parsed before, is excluded."""
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
     from evaluators.read.outputs import write_run_outputs
 
     store = Store(f"sqlite:///{tmp_path}/m{n}.db")
@@ -213,7 +213,7 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
     errored rows, skipped turns, pending rows and a threshold override."""
     from evaluators import evaluate, prepare_run
     from evaluators.store import store as store_mod
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
     from tests.conftest import CONVERSATIONS, SINGLE
     from tests.judge_server import Action
 
@@ -242,7 +242,7 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
 
 def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch):
     from evaluators.store import store as store_mod
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
     from evaluators.store.store import KeySet
     from tests.conftest import CONVERSATIONS
 
@@ -287,7 +287,7 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
     mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
     every hostile file; so must a small file parsed once, its checked records kept."""
     from evaluators.data import dataset as data
-    from evaluators.data.dataset import FileDataset, load_dataset, load_dataset_streaming
+    from evaluators.data.loading import FileDataset, load_dataset, load_dataset_streaming
 
     monkeypatch.setattr(data, "KEEP_BYTES", data.KEEP_BYTES if keep else -1)
 

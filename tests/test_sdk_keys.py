@@ -13,7 +13,7 @@ import json
 import pytest
 
 from evaluators import evaluate
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.core.errors import DataValidationError
 from tests.judge_server import Action, expected_score
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.core.errors import EvalError
 from evaluators.run.runner import Runner
 from evaluators.store.store import Result

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from evaluators import JudgeConfig, evaluate
-from evaluators.data.dataset import load_dataset
+from evaluators.data.loading import load_dataset
 from evaluators.core.errors import DataValidationError, UsageError
 from evaluators.core.registry import get_metric
 from evaluators.run.spec import RunSpec

@@ -117,7 +117,7 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
 
 
 def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_server):
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
     from tests.conftest import wait_for_run
 
     judge_server.responder = _judge

@@ -74,7 +74,7 @@ def _errors(store, rid) -> int:
 
 def _run_with_one_error(store, judge_server) -> str:
     """A finished fluency run on the samples whose row 5 errored (HTTP 500 after retries)."""
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
 
     bad = load_dataset(SINGLE).records[4]["response"]
     judge_server.on_prompt(bad, *[Action(status=500)] * 4)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from evaluators import Store, load_dataset
 from evaluators.read.results import open_results
-from evaluators.data.dataset import Inspection, ParsedFile, inspect_parsed, read_upload
+from evaluators.data.loading import Inspection, ParsedFile, inspect_parsed, read_upload
 from evaluators.read.results import RunResults
 from evaluators.read.view import open_view
 

@@ -236,7 +236,7 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     Returns:
         (the dataset, whether a chosen metric needs the judge).
     """
-    from evaluators.data.dataset import load_dataset_streaming
+    from evaluators.data.loading import load_dataset_streaming
     from evaluators.core.registry import get_metric
     from evaluators.run.spec import RunSpec
 
@@ -368,7 +368,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
 
 
 def cmd_metrics(a) -> int:
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
     from evaluators.core.registry import FAMILIES, all_metrics
 
     avail = load_dataset(a.data, _pairs(a.map, "--map")).availability() if a.data else None

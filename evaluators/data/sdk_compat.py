@@ -60,7 +60,7 @@ def check_conversation(value: dict, problems, row: int, col: str) -> dict:
     Returns:
         The object with its messages as the loader stores them (numbers as text).
     """
-    from evaluators.data.dataset import _check_context, _check_messages
+    from evaluators.data.mapping import _check_context, _check_messages
 
     unknown = sorted(set(value) - CONVERSATION_KEYS)
     if unknown:

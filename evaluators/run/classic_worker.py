@@ -264,7 +264,7 @@ def start_early(data: Any, mapping: Mapping[str, str] | None, specs: Sequence[An
     mapping = dict(mapping or {})
 
     def ahead():
-        from evaluators.data.dataset import load_dataset_streaming
+        from evaluators.data.loading import load_dataset_streaming
 
         ds = load_dataset_streaming(path, mapping)
         if ds.shape != "single":

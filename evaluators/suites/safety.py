@@ -95,7 +95,7 @@ def attack_records(data: Any, kind: str, seed: int, column_mapping: dict[str, st
     """The dataset again with an attack planted in every row.
 
     Args:
-        data: anything :func:`evaluators.data.dataset.load_dataset` takes.
+        data: anything :func:`evaluators.data.loading.load_dataset` takes.
         kind: "direct" (a jailbreak before the user's message; conversations: the first user turn) or
             "indirect" (an instruction in the context or one retrieved document, one of the three XPIA
             categories per row; single-turn rows without a context get one).
@@ -104,7 +104,7 @@ def attack_records(data: Any, kind: str, seed: int, column_mapping: dict[str, st
         Records with the original columns plus ``attack`` (and ``attack_category`` for indirect);
         every row has an ``id`` (``row-<n>`` from its row number when the data has none).
     """
-    from evaluators.data.dataset import load_dataset
+    from evaluators.data.loading import load_dataset
 
     if kind not in ("direct", "indirect"):
         raise UsageError(f"--kind must be direct or indirect, got '{kind}'")
@@ -202,7 +202,7 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
     Returns:
         :class:`FillReport`; failed rows keep their old response and are listed there.
     """
-    from evaluators.data.dataset import build_dataset
+    from evaluators.data.mapping import build_dataset
     from evaluators.judge.client import JudgeClient, JudgeError
 
     ds = build_dataset(records, list(range(1, len(records) + 1)), "<attack set>", "<attack set>", column_mapping)

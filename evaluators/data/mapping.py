@@ -1,0 +1,186 @@
+"""From records to a dataset: which column feeds which canonical field, and every row checked against it.
+
+Every problem is reported at once, by file, 1-based row and field; parsed rows are never changed in place,
+so one read serves every column mapping the user tries.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from evaluators.core.errors import ProblemCollector, UsageError
+from evaluators.core.registry import FIELDS
+from evaluators.data.sdk_compat import check_conversation, is_sdk_conversation
+from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, _as_text, _has_value
+from evaluators.data.reading import _kind, _too_big
+
+
+def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
+    """Guess canonical fields from column names. Returns (mapping, schema name).
+
+    The schema naming the most fields wins; a field it has no name for is then taken from any
+    other schema's names (so ``question, answer, context`` maps ``context`` too).
+    """
+    cols = set(columns)
+    best: tuple[int, dict[str, str], str] = (0, {}, "custom")
+    for schema, names in KNOWN_SCHEMAS.items():
+        mapping = {}
+        for fld, options in names.items():
+            hit = next((c for c in options if c in cols), None)
+            if hit:
+                mapping[fld] = hit
+        score = len(mapping) + (1 if "response" in mapping else 0)
+        if score > best[0]:
+            best = (score, mapping, schema)
+    mapping, schema = dict(best[1]), best[2]
+    if mapping:
+        for names in KNOWN_SCHEMAS.values():
+            for fld, options in names.items():
+                used = set(mapping.values())
+                hit = next((c for c in options if c in cols and c not in used), None)
+                if fld not in mapping and fld != "messages" and hit:
+                    mapping[fld] = hit
+    if "messages" in mapping:
+        schema = "azure" if schema == "azure" and cols & {"messages", "conversation"} else "openai-messages"
+    return mapping, schema
+
+
+def _text_or_json(v: Any) -> Any:
+    """CSV cells hold JSON for lists/objects; decode them when they look like JSON."""
+    if isinstance(v, str) and v[:1] in "[{":
+        try:
+            obj = json.loads(v)
+        except (ValueError, RecursionError):
+            return v
+        return obj if isinstance(obj, (list, dict)) and _too_big(obj) is None else v
+    return v
+
+
+def _check_context(v: Any, where, problems: ProblemCollector, row: int, col: str) -> None:
+    if isinstance(v, str) or v is None:
+        return
+    docs = v.get("citations", v.get("documents")) if isinstance(v, dict) else v
+    if not isinstance(docs, list):
+        problems.add(row, col, f"{where}context must be text, a list of texts or {{'citations': [...]}}, got {_kind(v)}")
+        return
+    for d in docs:
+        if isinstance(d, dict) and _as_text(d.get("content", "")) is None:
+            problems.add(row, col, f"{where}citation content must be text, got {_kind(d.get('content'))}")
+            return
+        if not isinstance(d, (str, dict)) and _as_text(d) is None:
+            problems.add(row, col, f"{where}each document must be text or an object with 'content', got {_kind(d)}")
+            return
+
+
+def build_dataset(records: list[dict], numbers: list[int], source: str, name: str,
+                  column_mapping: Mapping[str, str] | None = None,
+                  problems: ProblemCollector | None = None) -> Dataset:
+    """Map columns to fields and check types row by row.
+
+    ``records`` are not changed: a row whose values need converting (a number where text
+    belongs becomes its text, a CSV cell holding JSON becomes a list) is copied first, so the
+    same parsed rows can be mapped again another way.
+
+    Args:
+        records: parsed rows.
+        numbers: their row numbers in the source.
+        column_mapping: field -> column overrides (e.g. {"query": "question"}).
+    Raises:
+        UsageError: a mapping to an unknown field or column.
+        DataValidationError: wrong types, by row and field.
+    """
+    columns = list(dict.fromkeys(c for rec in records for c in rec))
+    mapping, schema, shape = _map_columns(columns, source, column_mapping)
+    problems = problems or ProblemCollector(source)
+    out: list[dict] = []
+    for rec, row in zip(records, numbers):
+        out.append(_check_row(rec, row, mapping, problems))
+        if problems.full:
+            break
+    problems.raise_if_any()
+    return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
+                   source=source, detected=schema, row_numbers=list(numbers))
+
+
+def _map_columns(columns: list[str], source: str,
+                 column_mapping: Mapping[str, str] | None) -> tuple[dict[str, str], str, str]:
+    """(field -> column mapping, schema detected, shape) for these columns and the user's overrides."""
+    mapping, schema = detect_mapping(columns)
+    for fld, col in (column_mapping or {}).items():
+        if fld not in FIELDS:
+            raise UsageError(f"cannot map '{fld}': fields are {', '.join(FIELDS)}")
+        if col not in columns:
+            raise UsageError(f"{source}: no column '{col}' to map to {fld}; columns are {', '.join(columns)}")
+        mapping = {f: c for f, c in mapping.items() if c != col}
+        mapping[fld] = col
+        schema = "custom"
+    shape = "conversation" if "messages" in mapping else "single"
+    if shape == "single" and "response" not in mapping:
+        raise UsageError(
+            f"{source}: no response column found among {', '.join(columns)}; "
+            "map one (CLI: --map response=COLUMN)")
+    return mapping, schema, shape
+
+
+def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector) -> dict:
+    """One row checked against the mapping (problems added); a copy where a value needed converting."""
+    changed: dict[str, Any] = {}
+    for fld, col in mapping.items():
+        v = rec.get(col)
+        if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
+            continue  # the common case: text where text belongs
+        if fld in ("messages", "context", "checklist"):
+            v = _text_or_json(v)
+        elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
+            problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
+            continue
+        if not _has_value(v):
+            if fld in ("response", "messages"):
+                problems.add(row, col, f"missing {fld}")
+            continue
+        if fld in TEXT_FIELDS:
+            text = _as_text(v)
+            if text is None:
+                problems.add(row, col, f"{fld} must be text, got {_kind(v)}")
+            v = text
+        elif fld == "context":
+            if _as_text(v) is not None:
+                v = _as_text(v)
+            _check_context(v, "", problems, row, col)
+        elif fld == "messages" and is_sdk_conversation(v):
+            v = check_conversation(v, problems, row, col)
+        elif fld == "messages":
+            v = _check_messages(v, problems, row, col)
+        elif fld == "checklist" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            problems.add(row, col, f"checklist must be a list of texts, got {type(v).__name__}")
+        if v is not rec.get(col) and v is not None:
+            changed[col] = v
+    return {**rec, **changed} if changed else rec
+
+
+def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
+    """Check a conversation; returns it with numeric ``content`` as text (copied only if so)."""
+    if not isinstance(v, list):
+        problems.add(row, col, f"messages must be a list of {{role, content}}, got {_kind(v)}")
+        return v
+    assistants, fixed = 0, list(v)
+    for k, m in enumerate(v):
+        where = f"messages[{k}]: "
+        if not isinstance(m, dict):
+            problems.add(row, col, f"{where}must be an object with role and content, got {_kind(m)}")
+            continue
+        if m.get("role") not in ROLES:
+            got = "no role" if "role" not in m else f"role {m.get('role')!r}"
+            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
+        text = _as_text(m.get("content"))
+        if text is None:
+            problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
+        elif text is not m.get("content"):
+            fixed[k] = {**m, "content": text}
+        if m.get("role") == "assistant":
+            assistants += 1
+            if "context" in m:
+                _check_context(m["context"], where, problems, row, col)
+    if v and not assistants:
+        problems.add(row, col, "the conversation has no assistant message to evaluate")
+    return fixed if any(a is not b for a, b in zip(fixed, v)) else v
