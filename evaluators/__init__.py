@@ -18,7 +18,7 @@ _WHERE = {
     "evaluate": "api", "open_results": "read.results", "prepare_run": "api", "EvalResult": "api",
     "Dataset": "data.dataset", "load_dataset": "data.loading",
     "DataValidationError": "core.errors", "EvalError": "core.errors", "UsageError": "core.errors",
-    "JudgeConfig": "judge.client",
+    "JudgeConfig": "judge.config",
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
     "Runner": "run.runner", "RunSpec": "run.spec",
     "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from evaluators.data.dataset import Dataset
     from evaluators.data.loading import load_dataset
     from evaluators.core.errors import DataValidationError, EvalError, UsageError
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
     from evaluators.core.registry import MetricSpec, all_metrics, get_metric
     from evaluators.run.runner import Runner
     from evaluators.run.spec import RunSpec

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 from evaluators.data.dataset import Dataset
 from evaluators.data.loading import load_dataset, load_dataset_streaming
 from evaluators.core.errors import UsageError
-from evaluators.judge.client import JudgeConfig
+from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import get_metric
 from evaluators.read.results import RunResults, open_results  # noqa: F401  (public: evaluators.open_results)
 from evaluators.run.runner import Progress, Runner

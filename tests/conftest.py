@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.judge.client import JudgeConfig
+from evaluators.judge.config import JudgeConfig
 from evaluators.store.store import Store
 from tests.judge_server import JudgeServer
 

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script (bench, by hand): make the proj
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluators.judge.client import PROBE_PROMPT  # noqa: E402
+from evaluators.judge.config import PROBE_PROMPT
 
 
 @dataclass

@@ -193,7 +193,7 @@ def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_ro
 def _first_rows(data, n):
     """Results of the first ``n`` rows of every metric, computed here (as a run killed early leaves them)."""
     from evaluators.core.registry import get_metric
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
     rows = [json.loads(x) for x in data.read_text().splitlines()[:n]]
     out = []

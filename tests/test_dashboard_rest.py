@@ -9,7 +9,7 @@ import pytest
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.read.results import open_results
 from evaluators.api import prepare_run
-from evaluators.store.store import Result, utcnow
+from evaluators.store.schema import Result, utcnow
 from tests.conftest import SINGLE, wait_for_run
 from tests import apptest
 

@@ -16,7 +16,7 @@ import pytest
 
 from evaluators import open_results, prepare_run
 from evaluators.data.loading import load_dataset
-from evaluators.judge.client import JudgeConfig
+from evaluators.judge.config import JudgeConfig
 from evaluators.run.runner import Runner, plan_tasks
 from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, env_for_subprocess

@@ -15,7 +15,7 @@ from evaluators.read.exports import csv_text  # noqa: E402
 from evaluators.core.registry import get_metric  # noqa: E402
 from evaluators.read.report import html_report  # noqa: E402
 from evaluators.read.results import RunResults, mean_ci, wilson  # noqa: E402
-from evaluators.store.store import Result  # noqa: E402
+from evaluators.store.schema import Result
 
 
 def _samples():

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from evaluators.core.errors import UsageError
-from evaluators.judge.client import JudgeClient, JudgeConfig, JudgeError, resolve_api_key
+from evaluators.judge.client import JudgeClient, JudgeError
+from evaluators.judge.config import JudgeConfig, resolve_api_key
 from tests.judge_server import Action, expected_score
 
 MSGS = [{"role": "user", "content": "Rate this: hello"}]
@@ -208,7 +209,8 @@ def test_the_check_of_a_plain_http_judge_sends_what_the_client_sends_without_htt
                        env=env_for_subprocess(HTTP_PROXY="", ALL_PROXY="", http_proxy="", all_proxy=""))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["1", "False"]
-    from evaluators.judge.client import JudgeConfig, check_judge
+    from evaluators.judge.config import JudgeConfig
+    from evaluators.judge.client import check_judge
 
     assert check_judge(JudgeConfig(model="test-judge", provider="compatible", base_url=judge_server.url, seed=3),
                        "key-123") == 1  # the same check through httpx2
@@ -224,7 +226,8 @@ def test_the_check_of_a_plain_http_judge_sends_what_the_client_sends_without_htt
 def test_the_plain_http_check_fails_and_learns_as_the_client_does():
     """Refusals read the same through http.client as through httpx2, and a 429 on the check reaches the
     run's limiter (no ramp for a judge that limits)."""
-    from evaluators.judge.client import JudgeConfig, JudgeUnavailable, check_judge
+    from evaluators.judge.config import JudgeConfig
+    from evaluators.judge.client import JudgeUnavailable, check_judge
     from tests.judge_server import JudgeServer
 
     with JudgeServer(require_key="right", models={"known"}) as server:

@@ -13,7 +13,7 @@ import pytest
 
 from evaluators import evaluate, prepare_run
 from evaluators.core.errors import UsageError
-from evaluators.judge.client import JudgeConfig, NamedJudge, named_judges, resolve_api_key
+from evaluators.judge.config import JudgeConfig, NamedJudge, named_judges, resolve_api_key
 from evaluators.run.runner import Runner
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import JudgeServer

@@ -99,7 +99,7 @@ def test_a_run_has_its_concurrency_in_flight_within_one_latency_of_the_check(tmp
     """End to end: 160 rows at concurrency 64 against a judge answering in 500 ms. The calls arriving
     at the server in the first 500 ms after the first row call: 64 (slow start sent 16, then 32)."""
     from evaluators import prepare_run
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
     from evaluators.run.runner import Runner
     from evaluators.store.store import Store
     from tests.judge_server import JudgeServerProcess

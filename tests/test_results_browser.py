@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from evaluators.store.store import utcnow
+from evaluators.store.schema import utcnow
 from tests.browser import needs_chromium, screenshot, served, settle
 from tests.conftest import ROOT
 from tests.test_results_page import COHERENCE, VIOLENCE, judged, known_results, stored_run

@@ -10,7 +10,7 @@ import pytest
 
 from evaluators import Store, load_dataset
 from evaluators.run.spec import RunSpec
-from evaluators.store.store import Result, utcnow
+from evaluators.store.schema import Result, utcnow
 from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")

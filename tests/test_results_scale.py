@@ -18,7 +18,7 @@ from evaluators import Store, load_dataset
 from evaluators.read.results import open_results
 from evaluators.core.registry import get_metric
 from evaluators.read.view import open_view
-from evaluators.store.store import Result
+from evaluators.store.schema import Result
 
 SINGLE_METRICS = ["coherence", "rouge", "violence", "indirect_attack", "wildbench_score", "wildbench_pairwise"]
 CONV_METRICS = ["coherence", "violence", "protected_material"]

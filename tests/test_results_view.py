@@ -6,7 +6,7 @@ import pytest
 from evaluators import load_dataset
 from evaluators.core.registry import get_metric
 from evaluators.read.results import RunResults
-from evaluators.store.store import Result
+from evaluators.store.schema import Result
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from evaluators import Store, load_dataset
-from evaluators.store.store import Result
+from evaluators.store.schema import Result
 from tests.browser import needs_chromium, settle, start_dashboard, stop
 
 pytestmark = needs_chromium

@@ -192,7 +192,7 @@ def _judges_file(tmp_path, url):
 
 
 def _cases(server, tmp_path):
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
 
     fast = dict(timeout=2.0, max_retries=1, backoff_base=0.005, backoff_max=0.01)
     plain = JudgeConfig(model="m", provider="compatible", base_url=server.url, **fast)
@@ -329,7 +329,7 @@ def test_a_builtin_template_is_named_explicitly(judge_server, judge_config, stor
 
 
 def test_resume_fingerprint_follows_a_metrics_run_options():
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
 
     judge = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
 
@@ -355,7 +355,8 @@ def test_the_judges_finish_reason_is_kept_with_each_verdict(judge_server, judge_
 def test_a_judge_failing_its_check_judges_no_row(judge_server, judge_config, store):
     """No real call leaves before the judge passed its check: a wrong URL, key or model costs the one
     check call, not a round of failing calls (issue 9), however slow the check's answer."""
-    from evaluators.judge.client import PROBE_PROMPT, JudgeUnavailable
+    from evaluators.judge.config import PROBE_PROMPT
+    from evaluators.judge.client import JudgeUnavailable
 
     judge_server.on_prompt(PROBE_PROMPT, Action(status=404, hang=0.4))  # the check: slow, then "no such model"
     rid = prepare_run(store, SINGLE, ["fluency"], judge_config.with_(concurrency=4))
@@ -367,7 +368,7 @@ def test_a_judge_failing_its_check_judges_no_row(judge_server, judge_config, sto
 
 
 def test_judge_check_passing_late_keeps_every_result(judge_server, judge_config, store):
-    from evaluators.judge.client import PROBE_PROMPT
+    from evaluators.judge.config import PROBE_PROMPT
 
     judge_server.on_prompt(PROBE_PROMPT, Action(hang=0.4))  # results come back before the check does
     res = evaluate(SINGLE, ["fluency"], judge=judge_config.with_(concurrency=8), store=store)

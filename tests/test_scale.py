@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 from evaluators import prepare_run
-from evaluators.judge.client import JudgeConfig
+from evaluators.judge.config import JudgeConfig
 from evaluators.run import runner as runner_mod
 from evaluators.run.runner import Runner
 from evaluators.store.store import Store
@@ -161,7 +161,7 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
     import streamlit as st
     from streamlit.testing import v1 as st_testing
 
-    from evaluators.store.store import utcnow
+    from evaluators.store.schema import utcnow
     from tests.conftest import ROOT, SINGLE
 
     st.cache_resource.clear()  # the dashboard's store is cached per process: not an earlier test's
@@ -243,7 +243,7 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
 def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch):
     from evaluators.store import store as store_mod
     from evaluators.data.loading import load_dataset
-    from evaluators.store.store import KeySet
+    from evaluators.store.records import KeySet
     from tests.conftest import CONVERSATIONS
 
     monkeypatch.setattr(store_mod, "RECORD_CHUNK", 6)

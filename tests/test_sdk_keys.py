@@ -278,7 +278,7 @@ def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(jud
     assert res.results.rows()[0]["outputs.fluency.fluency_properties"]["sample_input"] == sdk_sample_input(
         response="A.")
     with store.session() as s:  # as if the built-in template had changed since the run
-        from evaluators.store.store import ResultRow
+        from evaluators.store.schema import ResultRow
 
         for rr in s.query(ResultRow).filter_by(run_id=res.run_id):
             rr.meta = {**rr.meta, "prompt_sha": "0" * 12}
@@ -289,7 +289,7 @@ def test_sample_input_is_none_when_the_template_in_force_is_not_the_one_used(jud
 def test_finish_reason_is_read_from_the_results_meta():
     from evaluators.core.kinds import get_kind
     from evaluators.core.registry import get_metric
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
     spec, kind = get_metric("fluency"), get_kind("score")
     cut = Result(0, "fluency", 0, "ok", value=3.0, outputs={"fluency": 3.0}, raw='{"score": 3}',

@@ -6,7 +6,7 @@ import pytest
 from evaluators.data.loading import load_dataset
 from evaluators.core.errors import EvalError
 from evaluators.run.runner import Runner
-from evaluators.store.store import Result
+from evaluators.store.schema import Result
 from tests.conftest import SINGLE
 
 
@@ -45,7 +45,8 @@ def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
     (JSON, None as JSON null, booleans, timestamps), and replaces a key's row as it does."""
     import sqlite3
 
-    from evaluators.store.store import CacheRow, ResultRow, RunRow, DatasetRow, Store
+    from evaluators.store.schema import CacheRow, DatasetRow, ResultRow, RunRow
+    from evaluators.store.store import Store
 
     results = [Result(0, "bleu", 0, "ok", value=0.25, outputs={"bleu_score": 0.25, "note": "é — “q”"},
                       meta={"signature": "bleu|tok:sdk"}),
@@ -69,7 +70,7 @@ def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
             store.write_results("r", [Result(0, "bleu", 0, "error", error="first")])  # replaced below
             store.write_results("r", results, cache)
         else:  # SQLAlchemy's INSERT ... ON CONFLICT DO UPDATE, as every other database gets
-            from evaluators.store.store import utcnow
+            from evaluators.store.schema import utcnow
 
             rows = [dict(vars(r), run_id="r", created_at=utcnow()) for r in results]
             for row in rows:

@@ -18,7 +18,8 @@ from evaluators.run.spec import RunSpec
 from evaluators.run.runner import plan_tasks, render_judge_tasks
 from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import parse_template
-from evaluators.core.wb_rules import EMPTY, PairRow, ScoreRow, consistent, length_rule, mixture, pairwise_aggregates, score_aggregates, shorten, task_groups
+from evaluators.core.wb_rules import (EMPTY, PairRow, ScoreRow, consistent, length_rule, mixture, pairwise_aggregates,
+                                      score_aggregates, shorten, task_groups)
 from tests.judge_server import prompt_text
 from tests.test_cli import cli
 

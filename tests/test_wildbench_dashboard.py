@@ -89,7 +89,7 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     if not CHROMIUM.exists():
         pytest.skip("no chromium")
     url, store = live_app
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
     from tests.judge_server import JudgeServer
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

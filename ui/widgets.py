@@ -15,12 +15,12 @@ import streamlit as st
 from evaluators import EvalError
 from evaluators.read.charts_overview import number, output_label, rate_of
 from evaluators.read.exports import csv_text, jsonl_text
-from evaluators.judge.client import JudgeConfig, judge_url, named_judges
+from evaluators.judge.config import JudgeConfig, judge_url, named_judges
 from evaluators.core.registry import MetricSpec
 from evaluators.read.report import html_report
 from evaluators.read.results import RunResults
 from evaluators.run.runner import eta_seconds
-from evaluators.store.store import utcnow
+from evaluators.store.schema import utcnow
 from evaluators.run.workers import retry_failed, spawn_worker, worker_stopped
 from ui import auth, loaders, state
 

@@ -16,7 +16,7 @@ from evaluators.cli import safety as cli_safety, wildbench as cli_wildbench
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_CANCELLED, EXIT_FAILED = 0, 1, 2, 3, 4, 5
 GC_HELD = False  # `python -m evaluators` holds the cyclic garbage collector during start-up (__main__)
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _judge_from_args(a) -> "JudgeConfig":
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
 
     if a.judge:
         given = [f for f, v in (("--judge-base-url", a.judge_base_url), ("--judge-model", a.judge_model),
@@ -253,7 +253,7 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     spec.read_templates()
     spec.validate()
     if judged:
-        from evaluators.judge.client import resolve_api_key
+        from evaluators.judge.config import resolve_api_key
 
         resolve_api_key(judge, api_key)  # no key where one is needed: said now, with no call made
     return ds, judged

@@ -41,7 +41,7 @@ def add_commands(sub) -> None:
 def cmd_attack_set(a) -> int:
     from evaluators.cli.main import EXIT_ERROR, EXIT_OK, _pairs
     from evaluators.read.exports import write_atomic
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
     from evaluators.suites.safety import attack_records, fill_responses, records_text
 
     out = Path(a.out)

@@ -20,7 +20,8 @@ from evaluators.read.exports import _clean, write_atomic
 from evaluators.core.kinds import MetricCell
 from evaluators.core.registry import MetricSpec
 from evaluators.run.spec import RunSpec
-from evaluators.store.store import Result, Store
+from evaluators.store.schema import Result
+from evaluators.store.store import Store
 from evaluators.read.judge_inputs import JudgeInputs
 
 

@@ -16,7 +16,8 @@ from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import mean_ci, t95, wilson  # noqa: F401  re-exported: tests and callers use results.wilson
 from evaluators.read.judge_inputs import JudgeInputs
 from evaluators.run.spec import RunSpec
-from evaluators.store.store import Result, Store
+from evaluators.store.schema import Result
+from evaluators.store.store import Store
 
 
 def combine(spec: MetricSpec, results: list[Result]) -> MetricCell:

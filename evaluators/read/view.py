@@ -40,7 +40,8 @@ from evaluators.core.kinds.label import LabelKind
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults, combine
 from evaluators.data.sdk_compat import conversation_messages
-from evaluators.store.store import Result, Store
+from evaluators.store.schema import Result
+from evaluators.store.store import Store
 
 
 

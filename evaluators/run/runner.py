@@ -20,14 +20,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from evaluators.data.dataset import Dataset
 from evaluators.core.errors import EvalError
-from evaluators.judge.client import EarlyProbe, JudgeClient, JudgeConfig, JudgeError, JudgeUnavailable, judge_url
+from evaluators.judge.client import EarlyProbe, JudgeClient, JudgeError, JudgeUnavailable
+from evaluators.judge.config import JudgeConfig, judge_url
 from evaluators.run.classic_worker import ClassicWorker, compute_all
 from evaluators.run.classic_worker import wanted as classic_worker_wanted
 from evaluators.judge.ratelimit import RateLimiter
 from evaluators.core.registry import MetricSpec
 from evaluators.core.tasks import RowTask, default_row_tasks  # noqa: F401  (planning lives in core)
 from evaluators.run.spec import RunSpec, resolve_templates  # noqa: F401  (RunSpec lives there; importable from here too)
-from evaluators.store.store import KeySet, Result, Store, utcnow
+from evaluators.store.records import KeySet
+from evaluators.store.schema import Result, utcnow
+from evaluators.store.store import Store
 from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import Template
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluators.core.errors import UsageError
-from evaluators.judge.client import JudgeConfig
+from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import MetricSpec, get_metric, spec_fingerprint
 from evaluators.judge.templates import Template, load_template, load_user_template_text, parse_template
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from sqlalchemy import update
 
 from evaluators.core.errors import EvalError
-from evaluators.judge.client import JudgeConfig, named_judges
-from evaluators.store.store import HEARTBEAT_STALE, RunRow, Store, utcnow
+from evaluators.judge.config import JudgeConfig, named_judges
+from evaluators.store.schema import HEARTBEAT_STALE, RunRow, utcnow
+from evaluators.store.store import Store
 
 KEY_ENV = "EVAL_JUDGE_API_KEY"  # read by `python -m evaluators worker`
 ROOT = Path(__file__).resolve().parents[2]  # the project folder (the worker runs from it)
@@ -196,7 +197,7 @@ def _switch_judge(store: Store, run: dict, judge: JudgeConfig, errored: int) -> 
 def _count_errors(store: Store, run_id: str) -> int:
     from sqlalchemy import func, select
 
-    from evaluators.store.store import ResultRow
+    from evaluators.store.schema import ResultRow
 
     with store.session() as s:
         return s.scalar(select(func.count()).select_from(ResultRow)

@@ -197,7 +197,7 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
     arrive, keyed by the exact request, so running again asks only what is still missing.
 
     Args:
-        target: a :class:`evaluators.judge.client.JudgeConfig` for the target (model, base URL, concurrency).
+        target: a :class:`evaluators.judge.config.JudgeConfig` for the target (model, base URL, concurrency).
         api_key: the target's key ("unused" when None: never another service's key from the environment).
     Returns:
         :class:`FillReport`; failed rows keep their old response and are listed there.

@@ -203,10 +203,10 @@ def import_file(store: Any, path: str | Path, length_penalty: int = DEFAULT_LENG
     import hashlib
 
     from evaluators.data.dataset import Dataset
-    from evaluators.judge.client import JudgeConfig
+    from evaluators.judge.config import JudgeConfig
     from evaluators.core.registry import get_metric, spec_fingerprint
     from evaluators.run.spec import RunSpec
-    from evaluators.store.store import Result, utcnow
+    from evaluators.store.schema import Result, utcnow
 
     ef = read_eval_file(path)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -18,7 +18,7 @@ from evaluators.core.replies import parse_score_reply
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
     from evaluators.core.kinds.columns import MetricColumns
     from evaluators.read.judge_inputs import JudgeInputs
 

@@ -17,7 +17,7 @@ from evaluators.core.kinds.severity import sdk_extras
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
 
 def _bool(obj: dict, key: str) -> bool | None:

@@ -20,7 +20,7 @@ from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, boot
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
 MIRROR = {"A++": "B++", "A+": "B+", "A=B": "A=B", "B+": "A+", "B++": "A++"}
 # Per-turn details the parser keeps; shown in the inspector, not as row keys.

@@ -16,7 +16,7 @@ from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
 # The SDK's names of the four ranges of the 0-7 scale (``HarmSeverityLevel``).
 LEVELS = ((1.0, "Very low"), (3.0, "Low"), (5.0, "Medium"), (7.0, "High"))

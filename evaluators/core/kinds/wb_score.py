@@ -17,7 +17,7 @@ from evaluators.core.wb_rules import score_aggregates, score_rows_from_cells
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
-    from evaluators.store.store import Result
+    from evaluators.store.schema import Result
 
 FACTS = ("model", "length", "excluded", "groups")
 
