@@ -11,7 +11,8 @@ from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import get_metric
 from evaluators.read.results import RunResults, open_results  # noqa: F401  (public: evaluators.open_results)
-from evaluators.run.runner import Progress, Runner
+from evaluators.run.planning import Progress
+from evaluators.run.runner import Runner
 from evaluators.run.spec import RunSpec
 from evaluators.store.store import Store
 
@@ -150,7 +151,7 @@ def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any
         (characters / 4 of the rendered prompts), ``completion_tokens`` (``VERDICT_TOKENS`` a call) and
         ``latency_s`` (median of this model's recorded calls, or None).
     """
-    from evaluators.run.runner import plan_tasks, render_judge_tasks
+    from evaluators.run.planning import plan_tasks, render_judge_tasks
 
     tasks, skipped = plan_tasks(dataset, spec, set())
     judged = [t for t in tasks if t.spec.is_judge]

@@ -17,7 +17,8 @@ import pytest
 from evaluators import open_results, prepare_run
 from evaluators.data.loading import load_dataset
 from evaluators.judge.config import JudgeConfig
-from evaluators.run.runner import Runner, plan_tasks
+from evaluators.run.runner import Runner
+from evaluators.run.planning import plan_tasks
 from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import Action, Faults, JudgeServer, JudgeServerProcess, expected_score, prompt_text

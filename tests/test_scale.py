@@ -286,7 +286,7 @@ def test_a_jsonl_file_loaded_streaming_is_the_dataset_load_dataset_makes(tmp_pat
     """Streaming (two passes over the file, rows never held) must give the same records, columns,
     mapping, row numbers, hash and fields as load_dataset, and the same error, word for word, on
     every hostile file; so must a small file parsed once, its checked records kept."""
-    from evaluators.data import dataset as data
+    from evaluators.data import loading as data
     from evaluators.data.loading import FileDataset, load_dataset, load_dataset_streaming
 
     monkeypatch.setattr(data, "KEEP_BYTES", data.KEEP_BYTES if keep else -1)

@@ -15,7 +15,7 @@ from evaluators.data.loading import load_dataset
 from evaluators.core.errors import DataValidationError, UsageError
 from evaluators.core.registry import get_metric
 from evaluators.run.spec import RunSpec
-from evaluators.run.runner import plan_tasks, render_judge_tasks
+from evaluators.run.planning import plan_tasks, render_judge_tasks
 from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import parse_template
 from evaluators.core.wb_rules import (EMPTY, PairRow, ScoreRow, consistent, length_rule, mixture, pairwise_aggregates,

@@ -19,7 +19,7 @@ from evaluators.judge.config import JudgeConfig, judge_url, named_judges
 from evaluators.core.registry import MetricSpec
 from evaluators.read.report import html_report
 from evaluators.read.results import RunResults
-from evaluators.run.runner import eta_seconds
+from evaluators.run.planning import eta_seconds
 from evaluators.store.schema import utcnow
 from evaluators.run.workers import retry_failed, spawn_worker, worker_stopped
 from ui import auth, loaders, state

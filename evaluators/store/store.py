@@ -117,7 +117,7 @@ class Store:
             plain = not numbers or all(k == i for i, k in enumerate(numbers, 1))
             rows = array("q") if plain else array("q", numbers)
             del numbers
-            return Dataset(name=d.name, records=StoredRecords(self, dataset_id, n), columns=list(d.columns),
+            return Dataset(name=d.name, records=StoredRecords(self, dataset_id, n, RECORD_CHUNK), columns=list(d.columns),
                            mapping=dict(d.mapping), shape=d.shape, source=d.source, detected=d.detected,
                            row_numbers=rows)
 
