@@ -96,3 +96,13 @@ def fresh_caches():
 def home_store(tmp_path) -> Store:
     """The dashboard's store (EVAL_HOME is set per test above)."""
     return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+
+
+@pytest.fixture
+def recorder():
+    """A loopback "proxy" that records any outbound HTTP(S) a dashboard server attempts (tests.browser.Recorder)."""
+    from tests.browser import Recorder
+
+    r = Recorder()
+    yield r
+    r.close()
