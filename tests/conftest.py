@@ -62,6 +62,17 @@ def wait_for_run(store: Store, run_id: str, timeout: float = 60) -> dict:
     raise AssertionError(f"run {run_id} did not finish in {timeout} s")
 
 
+def app_pages() -> list[tuple[str, str]]:
+    """(page file, URL path) of every page app.py's st.navigation serves, read from app.py itself (its PAGES
+    and HOME), so a page added there is tested with the others; the default page's path is "" (served at "/")."""
+    import ast
+
+    assigned = {t.id: node.value for node in ast.parse((ROOT / "app.py").read_text()).body
+                if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+    pages, home = ast.literal_eval(assigned["PAGES"]), ast.literal_eval(assigned["HOME"])
+    return [(file, "" if path == home else path) for file, _title, _icon, path in pages]
+
+
 def env_for_subprocess(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)

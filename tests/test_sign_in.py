@@ -82,7 +82,15 @@ OIDC = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret":
         "client_secret": "s", "server_metadata_url": "https://idp.example/.well-known/openid-configuration"}
 
 
-def test_oidc_config_is_read_and_gates_every_page(home_store):
+@pytest.fixture
+def authlib(monkeypatch):
+    """Authlib>=1.3.2 present, as st.login needs (it is not a dependency: OIDC's operators install it)."""
+    from ui import auth
+
+    monkeypatch.setattr(auth, "authlib_ready", lambda: True)
+
+
+def test_oidc_config_is_read_and_gates_every_page(home_store, authlib):
     at = app(secrets={"auth": OIDC})
     assert [b.label for b in at.button] == ["Sign in"] and not at.dataframe and not at.metric
     at = app(secrets={"auth": {"redirect_uri": OIDC["redirect_uri"], "cookie_secret": "c" * 32,
