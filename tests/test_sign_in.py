@@ -5,6 +5,7 @@ and loopback judge, and headless Chromium against a real `streamlit run` (browse
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import urlencode
 
 import pytest
 
@@ -12,7 +13,8 @@ from evaluators import JudgeConfig, Store, evaluate
 from evaluators.data import load_dataset
 from tests.apptest import configured_app as app, shown_text
 from tests.browser import LOCAL_HOSTS, Dashboard, hosts, needs_chromium, settle, watched_page
-from tests.conftest import CONVERSATIONS, ROOT, SINGLE, wait_for_run
+from tests.conftest import CONVERSATIONS, ROOT, SINGLE, app_pages, wait_for_run
+from ui.auth import USER
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
@@ -27,26 +29,78 @@ def password_on(monkeypatch):
     monkeypatch.setenv("EVAL_DASHBOARD_PASSWORD_SHA256", hashlib.sha256(PASSWORD.encode()).hexdigest())
 
 
-def _only_sign_in(at) -> None:
-    assert not at.dataframe and not at.metric and not at.tabs
-    assert {b.label for b in at.button} <= {"Sign in"} and len(at.text_input) == 2
+NAME = "quarterly-eval-do-not-leak"
 
 
-def test_password_mode_guards_every_page_and_records_who_created(home_store, judge_server, password_on):
+def _runs_to_hide(store, judge_server) -> tuple[dict[str, str], list[str]]:
+    """Two completed runs; a deep link's query naming them (every parameter a page reads), and what of them a
+    signed-out page must never show."""
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
+    a = evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=store).run_id
+    b = evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=store).run_id
+    store.update_run(a, name=NAME)
+    store.update_run(b, name=f"{NAME}-b")
+    did = store.get_run(a)["dataset_id"]
+    query = {"run": a, "base": a, "runs": b, "dataset": did, "row": "2", "view": "Rows", "q": "quarterly"}
+    return query, [NAME, a, b, did, "coherence", "f1_score", load_dataset(SINGLE).name]
+
+
+def _only_sign_in(at, hidden: list[str]) -> None:
+    """The sign-in form and nothing else: no page of the app ran, nothing of ``hidden`` shows."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["evaldash"]
+    assert [w.label for w in at.text_input] == ["Your name", "Password"] and [b.label for b in at.button] == ["Sign in"]
+    assert not at.dataframe and not at.metric and not at.tabs and not at.get("page_link") and not at.sidebar.children
+    assert "routed" not in at.session_state  # app.py's gate never let a page through (ui.widgets.guard)
+    text = shown_text(at)
+    assert [h for h in hidden if h in text] == []
+
+
+@pytest.fixture
+def routed_as_on_a_server(monkeypatch):
+    """Runs go through app.py's router, as on a server. Because a pages/ folder exists, Streamlit serves its files
+    directly ("legacy" multipage mode) until that is turned off, which a server does for good when ui is first
+    imported (ui/__init__.py); AppTest turns it back on before every run, so off here too. (A fresh server's first
+    request, still in that mode, is the browser test's first address.)"""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    init = PagesManager.__init__
+
+    def server_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", server_init)
+
+
+def test_signed_out_every_address_and_deep_link_shows_only_the_sign_in_form(home_store, judge_server, password_on,
+                                                                            routed_as_on_a_server):
+    pages = app_pages()
+    assert len(pages) == 10  # app.py's navigation (a page added there is tested here; update the count)
+    # every page file is in it: Streamlit's legacy mode would serve a pages/ file that app.py does not route
+    assert {file for file, _ in pages} == {f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
+    deep, hidden = _runs_to_hide(home_store, judge_server)
+    for file, _ in pages:
+        for query in ({}, deep):
+            at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+            at.session_state[USER] = "Ana"
+            at.run()  # signed in, app.py registers its pages: switch_page can then open each one's address
+            at.switch_page(file)
+            at.query_params.update(query)
+            for key in (USER, "routed"):  # ...and signed out, as the Sign out button does (ui.auth._sign_out)
+                del at.session_state[key]
+            at.run()
+            _only_sign_in(at, hidden)
+            assert {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()} == query  # link kept
+
+
+def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store, judge_server, password_on):
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=home_store).run_id
-    # AppTest cannot open another address while the pages are registered but not run (its
-    # switch_page waits for the page); the browser test below opens a deep link. Here: the
-    # default address with a view's parameters, before and after signing in.
-    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.query_params.update(run=rid, row="2", view="Rows")
-    at.run()
-    _only_sign_in(at)
-    assert rid not in shown_text(at) and "coherence" not in shown_text(at)
     # (typing the password is tested in the browser: AppTest reruns a page registered under two
     # addresses as a pages/ file). A signed-in session sees the views and is recorded as creator.
     at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.session_state["auth.user"] = "Ana"
+    at.session_state[USER] = "Ana"
     at.run()
     assert not at.exception and any(b.key == "home.sample" for b in at.button)  # the home page
     assert any(t.value == "Ana" for t in at.sidebar.text)
@@ -127,26 +181,50 @@ def test_created_by_column_is_added_to_an_existing_store(tmp_path):
 
 # ---------------------------------------------------------------- in the browser
 
+# Every text the page showed while it loaded, not only the last: a page that rendered, then gave way to the form, counts
+SEEN = """window.__seen = [];
+new MutationObserver(() => { if (document.body) window.__seen.push(document.body.innerText); })
+    .observe(document, {subtree: true, childList: true, characterData: true});"""
+NOT_SIGNED_IN = ('[data-testid="stSidebarNav"], [data-testid="stDataFrame"], [data-testid="stMetric"], '
+                 '[data-testid="stTabs"], [data-testid="stPageLink"], [data-testid="stSidebar"] button')
+
+
+def _only_the_form(page, hidden: list[str], link: str) -> None:
+    seen = page.evaluate("() => window.__seen.join('\\n')") + page.locator("body").inner_text()
+    assert [h for h in hidden if h in seen] == [], link
+    assert page.locator("h1").all_inner_texts() == ["evaldash"], link
+    assert page.get_by_role("textbox").count() == 2 and page.get_by_role("textbox", name="Password").count() == 1
+    assert page.get_by_role("button", name="Sign in").count() == 1, link
+    assert page.locator(NOT_SIGNED_IN).count() == 0, link  # not even the page list
+
+
 @needs_chromium
-def test_with_a_password_a_deep_link_shows_only_the_sign_in_form(browser, recorder, judge_server, tmp_path):
+def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens_once_signed_in(
+        browser, recorder, judge_server, tmp_path):
     home = tmp_path / "evalhome"
     store = Store(f"sqlite:///{home / 'evals.db'}")
-    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
-    rid = evaluate(SINGLE, ["coherence"], judge=judge, store=store).run_id
-    store.update_run(rid, name="quarterly-eval-do-not-leak")
+    deep, hidden = _runs_to_hide(store, judge_server)
     store.engine.dispose()
-    digest = hashlib.sha256(PASSWORD.encode()).hexdigest()
+    paths = [f"/{path}" for _, path in app_pages()]
+    assert len(paths) == 10  # app.py's navigation, as in the AppTest above
     requests: list[str] = []
+    digest = hashlib.sha256(PASSWORD.encode()).hexdigest()
     dash = Dashboard(home, tmp_path / "server-logs", recorder, EVAL_DASHBOARD_PASSWORD_SHA256=digest)
     try:
         page = watched_page(browser, requests)
-        link = f"{dash.url}/results?run={rid}&view=Rows&row=2"
-        page.goto(link)
+        page.add_init_script(SEEN)
+        # non-root addresses first: a fresh server's first request meets Streamlit's legacy pages/ mode, where
+        # the page's own file runs before app.py's gate (ui/__init__.py, ui.widgets.guard)
+        for path in sorted(paths, key=lambda p: p == "/"):
+            for link in (path, f"{path}?{urlencode(deep)}"):
+                page.goto(dash.url + link)
+                settle(page, "sign in to continue")
+                page.get_by_role("button", name="Sign in").wait_for()  # the form's last element
+                settle(page)
+                _only_the_form(page, hidden, link)
+                assert page.url == dash.url + link  # the address and its query are kept
+        page.goto(f"{dash.url}/results?{urlencode(deep)}")
         settle(page, "sign in to continue")
-        main = page.locator('[data-testid="stMain"]')
-        assert "quarterly-eval" not in main.inner_text() and "coherence" not in main.inner_text()
-        assert page.locator('[data-testid="stDataFrame"], [data-testid="stMetric"], [data-testid="stTabs"]').count() == 0
-        assert page.locator('[data-testid="stSidebarNav"]').count() == 0  # not even the page list
         page.get_by_role("textbox", name="Your name").fill("Ana")
         page.get_by_role("textbox", name="Password").fill("not it")
         page.get_by_role("button", name="Sign in").click()
@@ -155,9 +233,12 @@ def test_with_a_password_a_deep_link_shows_only_the_sign_in_form(browser, record
         page.get_by_role("textbox", name="Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         settle(page, "coherence pass rate")  # the deep link's own view, once signed in
-        assert f"run={rid}" in page.url and "row=2" in page.url
+        assert f"run={deep['run']}" in page.url and "row=2" in page.url
         assert page.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
         assert PASSWORD not in page.url and not any(PASSWORD in u for u in requests)
+        # signed in, the sidebar lists the app's pages: the addresses tested above are all of them
+        links = page.locator('[data-testid="stSidebarNav"] a').evaluate_all("as => as.map(a => a.pathname)")
+        assert sorted(links) == sorted(paths)
     finally:
         dash.stop()
     assert hosts(requests) <= LOCAL_HOSTS
