@@ -124,12 +124,30 @@ def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store,
     assert lines[0].endswith(" by Ana `") and "by " not in lines[1]
 
 
-def test_password_hash_is_compared_in_constant_time_on_the_digest():
-    from ui.auth import check_password
+def test_password_check_goes_through_hmac_compare_digest_on_equal_length_digests(monkeypatch):
+    import hmac
 
+    from ui import auth
+
+    calls = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
     digest = hashlib.sha256(PASSWORD.encode()).hexdigest()
-    assert check_password(PASSWORD, digest) and not check_password(PASSWORD + " ", digest)
-    assert not check_password("", digest)
+    assert auth.check_password(PASSWORD, digest) is True
+    assert auth.check_password(PASSWORD + " ", digest) is False
+    assert auth.check_password("", digest) is False
+    assert auth.check_password("é" * 500, digest) is False  # a long password: still one digest against the other
+    assert len(calls) == 4  # every check went through it, none short-circuited before
+    for given, expected in calls:
+        assert type(given) is bytes and type(expected) is bytes and len(given) == len(expected) == 64
+        assert expected == digest.encode()
+    assert calls[0][0] == digest.encode()  # the typed password's digest against the configured one
+    assert calls[1][0] == hashlib.sha256(f"{PASSWORD} ".encode()).hexdigest().encode()
 
 
 OIDC = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "c" * 32, "client_id": "evaldash",
