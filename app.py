@@ -20,7 +20,8 @@ HOME = "home"
 
 if not auth.signed_in():
     # Every address serves only the sign-in form, under its own URL: a shared deep link keeps its
-    # address and query, and opens once signed in. No page of the app runs before that.
+    # address and query, and opens once signed in. No page of the app runs before that. A sign-in
+    # that is configured but unusable serves, in its place, what is wrong (ui.auth.settings).
     st.session_state.pop("routed", None)
     st.navigation([st.Page("ui/sign_in.py", title=title, url_path=path, default=path == HOME)
                    for _, title, _, path in PAGES], position="hidden").run()

@@ -25,3 +25,24 @@ def app(path: str | None = None, at=None, allow_errors: bool = False, **params):
     if not allow_errors:
         assert not at.error, [e.value for e in at.error]
     return at
+
+
+def configured_app(page: str | None = None, secrets: dict | None = None, user: dict | None = None, **params):
+    """tests.apptest.app with the server's secrets and the signed-in user set first (error messages allowed:
+    these tests read what the pages say)."""
+    at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if secrets:
+        at.secrets.update(secrets)
+    if user is not None:
+        at.user = user
+    return app(page, at, allow_errors=True, **params)
+
+
+def shown_text(at) -> str:
+    """Everything the page rendered as text, Markdown, captions, alerts, tables and labels."""
+    parts = []
+    for kind in ("markdown", "caption", "text", "code", "error", "warning", "info", "success", "title", "subheader"):
+        parts += [str(e.value) for e in getattr(at, kind)]
+    parts += [e.value.to_csv() for e in at.dataframe]
+    parts += [str(e.label) for e in at.expander] + [str(e.label) for e in at.metric]
+    return "\n".join(parts)

@@ -62,6 +62,17 @@ def wait_for_run(store: Store, run_id: str, timeout: float = 60) -> dict:
     raise AssertionError(f"run {run_id} did not finish in {timeout} s")
 
 
+def app_pages() -> list[tuple[str, str]]:
+    """(page file, URL path) of every page app.py's st.navigation serves, read from app.py itself (its PAGES
+    and HOME), so a page added there is tested with the others; the default page's path is "" (served at "/")."""
+    import ast
+
+    assigned = {t.id: node.value for node in ast.parse((ROOT / "app.py").read_text()).body
+                if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+    pages, home = ast.literal_eval(assigned["PAGES"]), ast.literal_eval(assigned["HOME"])
+    return [(file, "" if path == home else path) for file, _title, _icon, path in pages]
+
+
 def env_for_subprocess(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)
@@ -96,3 +107,13 @@ def fresh_caches():
 def home_store(tmp_path) -> Store:
     """The dashboard's store (EVAL_HOME is set per test above)."""
     return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+
+
+@pytest.fixture
+def recorder():
+    """A loopback "proxy" that records any outbound HTTP(S) a dashboard server attempts (tests.browser.Recorder)."""
+    from tests.browser import Recorder
+
+    r = Recorder()
+    yield r
+    r.close()

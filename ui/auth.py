@@ -8,51 +8,164 @@ Two modes, by configuration:
 - A shared password for small teams: the hex SHA-256 of the password in
   ``EVAL_DASHBOARD_PASSWORD_SHA256`` (or ``password_sha256`` under ``[evaldash]`` in secrets.toml).
   Users also give a name, recorded on the runs and datasets they create.
+
+Configured but unusable (a secrets file that cannot be read, an ``[auth]`` section Streamlit cannot
+sign in with, a digest that is not one, OIDC without Authlib): every address shows what is wrong and
+where, and nothing else; never the app without sign-in.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from streamlit import config as st_config
 
 PASSWORD_ENV = "EVAL_DASHBOARD_PASSWORD_SHA256"
 USER = "auth.user"  # session-state key of the signed-in name (password mode)
+OIDC_KEYS = ("redirect_uri", "cookie_secret")  # what Streamlit's st.login needs in [auth] itself...
+PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")  # ...and for each provider
+log = logging.getLogger("evaldash")
 
 
-def _secret(section: str) -> Any:
+class ConfigError(Exception):
+    """Sign-in is configured but cannot be used. The message says where and what; it never quotes a value."""
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """The sign-in this server is configured for."""
+
+    providers: tuple[str | None, ...] | None = None  # OIDC: the providers to offer ((None,): the one default)
+    password_sha256: str | None = None  # password mode: the configured digest, 64 lowercase hex characters
+    problem: str | None = None  # configured but unusable: the app is not served
+
+    @property
+    def off(self) -> bool:
+        return self.problem is None and self.providers is None and self.password_sha256 is None
+
+
+def settings() -> SignIn:
+    """Read the configuration afresh (a fixed secrets file takes effect at the next page load)."""
     try:
-        return st.secrets.get(section)
-    except Exception:  # noqa: BLE001 — no secrets.toml (or an unreadable one) means: not configured
+        secrets = _secrets()
+        password = _password(secrets.get("evaldash"))
+        return SignIn(_oidc(secrets.get("auth")), password)
+    except ConfigError as e:
+        return SignIn(problem=str(e))
+
+
+def authlib_ready() -> bool:
+    """What ``st.login`` checks first: Authlib>=1.3.2 importable."""
+    from streamlit.auth_util import is_authlib_installed
+
+    return is_authlib_installed()
+
+
+def _secret_files() -> list[str]:
+    return [str(p) for p in st_config.get_option("secrets.files")]
+
+
+def _where() -> str:
+    """The secrets files that exist, for a message ("secrets.toml" under tests that set st.secrets directly)."""
+    return ", ".join(p for p in _secret_files() if os.path.exists(p)) or ".streamlit/secrets.toml"
+
+
+def _secrets() -> Mapping[str, Any]:
+    """Streamlit's secrets; empty when no secrets file exists (sign-in may still be on by the environment)."""
+    try:
+        return {k: st.secrets[k] for k in ("auth", "evaldash") if k in st.secrets}
+    except Exception as e:  # noqa: BLE001 — any failure to read an existing file is a configuration error
+        present = [p for p in _secret_files() if os.path.exists(p)]
+        if not present:
+            return {}
+        wrong = [m for m in map(_unreadable, present) if m]
+        raise ConfigError("; ".join(wrong) or f"{', '.join(present)}: cannot be read ({type(e).__name__})") from None
+
+
+def _unreadable(path: str) -> str:
+    """What is wrong with one secrets file, by line and column, without its content ("" when it reads fine)."""
+    if os.path.isdir(path):
+        return ""  # a directory of secrets (Kubernetes style): Streamlit's own reading decides
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{path}: not UTF-8 text"
+    except OSError as e:
+        return f"{path}: cannot be read ({e.strerror or type(e).__name__})"
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        # tomllib names a key or one character at most; drop a quoted character anyway
+        return f"{path}: not valid TOML: " + re.sub(r" character .+? \(", " character (", str(e))
+    return ""
+
+
+def _oidc(auth: Any) -> tuple[str | None, ...] | None:
+    """The OIDC providers [auth] configures; None without [auth]; ConfigError when st.login could not use it."""
+    if auth is None:
         return None
+    if not isinstance(auth, Mapping):
+        raise ConfigError(f"{_where()}: [auth] must be a table of settings")
+    missing = _missing(auth, OIDC_KEYS)
+    named = [k for k, v in auth.items() if isinstance(v, Mapping) and k != "client_kwargs"]
+    for name in named:
+        if "_" in name:
+            raise ConfigError(f"{_where()}: [auth.{name}]: Streamlit does not accept '_' in a provider's name")
+        missing += [f"{name}.{k}" for k in _missing(auth[name], PROVIDER_KEYS)]
+    if not named:
+        missing += _missing(auth, PROVIDER_KEYS)
+    if missing:
+        raise ConfigError(f"{_where()}: [auth] configures OIDC sign-in but lacks {', '.join(missing)}")
+    if not authlib_ready():
+        raise ConfigError(f"{_where()}: [auth] configures OIDC sign-in, which needs Authlib>=1.3.2: "
+                          "pip install 'Authlib>=1.3.2'")
+    return tuple(named) or (None,)
 
 
-def oidc_providers() -> list[str | None] | None:
-    """None when OIDC is not configured; else the providers to offer (``[None]``: the one default)."""
-    auth = _secret("auth")
-    if not auth:
-        return None
-    named = [k for k, v in auth.items() if hasattr(v, "items")]
-    return named or [None]
+def _missing(table: Mapping, keys: tuple[str, ...]) -> list[str]:
+    return [k for k in keys if not (isinstance(table.get(k), str) and table.get(k).strip())]
 
 
-def password_hash() -> str | None:
-    """The configured password's hex SHA-256, or None when password mode is off."""
-    value = os.environ.get(PASSWORD_ENV) or ((_secret("evaldash") or {}).get("password_sha256"))
-    return str(value).strip().lower() or None if value else None
+def _password(evaldash: Any) -> str | None:
+    """The configured digest (the environment before the secrets file); ConfigError when one is not a digest."""
+    found = None
+    if evaldash is not None:
+        if not isinstance(evaldash, Mapping):
+            raise ConfigError(f"{_where()}: [evaldash] must be a table of settings")
+        if "password_sha256" in evaldash:
+            found = _digest(evaldash["password_sha256"], f"{_where()}: [evaldash] password_sha256")
+    if PASSWORD_ENV in os.environ:  # set, even empty: configured
+        found = _digest(os.environ[PASSWORD_ENV], f"the environment variable {PASSWORD_ENV}")
+    return found
+
+
+def _digest(value: Any, where: str) -> str:
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        found = (f"a value of type {type(value).__name__}" if not isinstance(value, str) else
+                 "64 characters, not all hexadecimal" if len(text) == 64 else f"{len(text)} characters")
+        raise ConfigError(f"{where} is not a SHA-256 digest: 64 hexadecimal characters expected, found {found}")
+    return text
 
 
 def check_password(password: str, expected_sha256: str) -> bool:
-    """Constant-time comparison of the password's digest with the configured one."""
+    """Constant-time comparison of the password's digest with the configured one (both 64 hex bytes)."""
     digest = hashlib.sha256(password.encode("utf-8")).hexdigest()
     return hmac.compare_digest(digest.encode(), expected_sha256.encode())
 
 
 def current_user() -> str | None:
     """Who is signed in (recorded as ``created_by``); None when sign-in is off."""
-    if oidc_providers() is not None:
+    if settings().providers is not None:
         user = st.user
         if user.get("is_logged_in"):
             return str(user.get("email") or user.get("name") or user.get("sub") or "signed in")
@@ -61,29 +174,32 @@ def current_user() -> str | None:
 
 
 def signed_in() -> bool:
-    """True when sign-in is off or this session has signed in (then a "Sign out" is in the sidebar)."""
-    providers = oidc_providers()
-    if providers is None and password_hash() is None:
+    """True when sign-in is off or this session has signed in (then a "Sign out" is in the sidebar).
+    False when the configuration is unusable: the app is not served."""
+    conf = settings()
+    if conf.off:
         return True
+    if conf.problem:
+        return False
     user = current_user()
     if user is None:
         return False
     with st.sidebar:
         st.caption("Signed in as")
         st.text(user)
-        if providers is not None:
-            st.button("Sign out", key="auth.logout", on_click=_oidc_sign_out)
-        else:
-            st.button("Sign out", key="auth.logout", on_click=_sign_out)
+        st.button("Sign out", key="auth.logout", on_click=_oidc_sign_out if conf.providers else _sign_out)
     return True
 
 
 def sign_in_page() -> None:
     """The only page a session that must sign in gets, whatever its URL (a deep link keeps its URL)."""
+    conf = settings()
+    if conf.problem:
+        _refuse(conf.problem)
+        return
     _gate_title()
-    providers = oidc_providers()
-    if providers is not None:
-        for p in providers:
+    if conf.providers is not None:
+        for p in conf.providers:
             st.button(f"Sign in with {p}" if p else "Sign in", key=f"auth.login.{p}", type="primary",
                       on_click=_login, args=(p,))
         return
@@ -94,11 +210,25 @@ def sign_in_page() -> None:
     if submitted:
         if not name.strip():
             st.error("Give your name: it is recorded on what you create.")
-        elif check_password(password, password_hash() or ""):
+        elif check_password(password, conf.password_sha256 or ""):
             st.session_state[USER] = name.strip()[:200]
             st.rerun()
         else:
             st.error("Wrong password.")
+
+
+_logged: set[str] = set()
+
+
+def _refuse(problem: str) -> None:
+    """The page every address serves while sign-in is configured but unusable: what is wrong, as text."""
+    if problem not in _logged:
+        _logged.add(problem)
+        log.error("sign-in is configured but unusable, nothing is served: %s", problem)
+    st.title("evaldash")
+    st.error("Sign-in is configured but cannot be used, so this dashboard shows nothing until it is fixed.")
+    st.text(problem)
+    st.caption("Fix it and reload this page (restart the dashboard after changing an environment variable).")
 
 
 def _sign_out() -> None:
@@ -110,7 +240,7 @@ def _gate_title() -> None:
     st.title("evaldash")
     st.caption("This dashboard is shared: sign in to continue.")
     if st.session_state.get("auth.error"):
-        st.error("Sign-in could not start (is Authlib>=1.3.2 installed?):")
+        st.error("Sign-in could not start:")
         st.code(st.session_state.pop("auth.error"), language=None, wrap_lines=True)
 
 
@@ -122,5 +252,5 @@ def _oidc_sign_out() -> None:
 def _login(provider: str | None) -> None:
     try:
         st.login(provider) if provider else st.login()
-    except Exception as e:  # noqa: BLE001 — e.g. Authlib missing: a clear line, not a traceback
+    except Exception as e:  # noqa: BLE001 — a clear line, not a traceback
         st.session_state["auth.error"] = f"{type(e).__name__}: {e}"
