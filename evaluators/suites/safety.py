@@ -185,6 +185,37 @@ def _call_key(messages: list[dict], identity: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _answers_so_far(resume: Path | None) -> dict[str, str]:
+    """The answers a resume file holds, by request key (a line cut short by a crash is skipped)."""
+    done: dict[str, str] = {}
+    if resume and resume.exists():
+        for line in resume.read_text(encoding="utf-8").splitlines():
+            try:
+                obj = json.loads(line)
+                done[obj["key"]] = obj["response"]
+            except (ValueError, KeyError, TypeError):
+                continue
+    return done
+
+
+async def _answer_row(ds, rec: dict, i: int, system: str | None, ask) -> bool:
+    """Put the target's answers into one row (each assistant turn of a conversation, in order, from the
+    history before it; else the response); True when every answer came from the resume file."""
+    if ds.shape == "conversation":
+        messages = rec[ds.mapping["messages"]]
+        fresh = []
+        for k, m in enumerate(messages):
+            if m.get("role") == "assistant":
+                text, cached = await ask(_target_messages(system, messages[:k], m.get("context")))
+                m["content"] = text
+                fresh.append(cached)
+        return all(fresh)
+    query = ds.canonical(i).get("query") or ""
+    text, cached = await ask(_target_messages(system, [{"role": "user", "content": query}], ds.value(i, "context")))
+    rec[ds.mapping.get("response") or "response"] = text
+    return cached
+
+
 def fill_responses(records: list[dict], target, system: str | None = None, api_key: str | None = None,
                    resume_file: str | Path | None = None, column_mapping: dict[str, str] | None = None,
                    on_progress: Callable[[int, int], None] | None = None) -> FillReport:
@@ -207,15 +238,8 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
 
     ds = build_dataset(records, list(range(1, len(records) + 1)), "<attack set>", "<attack set>", column_mapping)
     identity = target.identity()
-    done: dict[str, str] = {}
     resume = Path(resume_file) if resume_file else None
-    if resume and resume.exists():
-        for line in resume.read_text(encoding="utf-8").splitlines():
-            try:
-                obj = json.loads(line)
-                done[obj["key"]] = obj["response"]
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut short by a crash
+    done = _answers_so_far(resume)
     report = FillReport()
     total, finished = len(records), 0
 
@@ -239,24 +263,8 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
 
         async def one(i: int) -> None:
             nonlocal finished
-            rec = records[i]
             try:
-                if ds.shape == "conversation":
-                    messages = rec[ds.mapping["messages"]]
-                    fresh = []
-                    for k, m in enumerate(messages):
-                        if m.get("role") == "assistant":
-                            text, cached = await ask(_target_messages(system, messages[:k], m.get("context")))
-                            m["content"] = text
-                            fresh.append(cached)
-                    was_cached = all(fresh)
-                else:
-                    c = ds.canonical(i)
-                    query = c.get("query") or ""
-                    text, was_cached = await ask(_target_messages(system, [{"role": "user", "content": query}],
-                                                                  ds.value(i, "context")))
-                    rec[ds.mapping.get("response") or "response"] = text
-                if was_cached:
+                if await _answer_row(ds, records[i], i, system, ask):
                     report.resumed += 1
                 else:
                     report.called += 1

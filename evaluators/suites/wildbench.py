@@ -190,6 +190,66 @@ def _reference_of(ef: EvalFile) -> tuple[str, str]:
                             "keep the file under a ref=<reference> folder or name it <tested model>.json")
 
 
+def _score_rows(ef: EvalFile, metric: str, meta: dict) -> tuple[list[dict], list, str, None]:
+    """A score file's records as dataset rows and ``wildbench_score`` results (row i, turn 0)."""
+    from evaluators.store.schema import Result
+
+    records, results = [], []
+    model = model_name(ef.records[0]["model_test"])
+    for i, rec in enumerate(ef.records):
+        out = rec["model_output"] or ""
+        parsed = rec.get("parsed_result")
+        row = {"session_id": rec["session_id"], "model": model_name(rec["model_test"]), "model_output": out}
+        for extra in ("checklist", "primary_tag", "secondary_tags"):
+            if extra in rec:
+                row[extra] = rec[extra]
+        records.append(row)
+        score = float(rec["score"])
+        strengths, weaknesses = parsed_text(parsed, "strengths"), parsed_text(parsed, "weaknesses")
+        reason = "\n".join(x for x in (strengths and f"Strengths: {strengths}",
+                                       weaknesses and f"Weaknesses: {weaknesses}") if x) or None
+        outputs = {"wildbench_score": score, "wildbench_score_strengths": strengths,
+                   "wildbench_score_weaknesses": weaknesses, "model": row["model"], "length": len(out),
+                   "excluded": is_excluded(out), "groups": tags_of(rec)}
+        results.append(Result(i, metric, 0, "ok", value=score, outputs=outputs, reason=reason,
+                              raw=parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False),
+                              meta=dict(meta)))
+    return records, results, model, None
+
+
+def _pair_rows(ef: EvalFile, metric: str, meta: dict) -> tuple[list[dict], list, str, str]:
+    """A pairwise file's records as dataset rows (the tested model as A) and ``wildbench_pairwise`` results
+    (turn 1 where the judge saw the tested model as B, with the judge's label as given)."""
+    from evaluators.store.schema import Result
+
+    records, results = [], []
+    tested, ref = _reference_of(ef)
+    model, reference = model_name(tested), model_name(ref)
+    for i, rec in enumerate(ef.records):
+        outs = rec["model_outputs"]
+        a, b = outs.get(tested, ""), outs.get(ref, "")
+        records.append({"session_id": rec["session_id"], "model_A": model, "model_B": reference,
+                        "candidate_A": a, "candidate_B": b,
+                        **{k: rec[k] for k in ("checklist", "primary_tag", "secondary_tags") if k in rec}})
+        label = pair_label(rec)
+        turn = 0 if rec["model_A"] == tested else 1
+        parsed = rec.get("parsed_result")
+        details = {short: parsed_text(parsed, long) for long, short in _PAIR_DETAILS.items()}
+        reason = " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
+                                                               ("A=B", "reason_tie")) if details[v]) or None
+        outputs = {"wildbench_pairwise_reward": float(LABEL_REWARD[label]), "choice": label, **details,
+                   "model_A": model, "model_B": reference, "len_A": len(a), "len_B": len(b),
+                   "excluded": is_excluded(a) or is_excluded(b), "groups": tags_of(rec)}
+        results.append(Result(i, metric, turn, "ok", value=float(LABEL_REWARD[label]), outputs=outputs,
+                              reason=reason, raw=None if parsed is None else json.dumps(parsed, ensure_ascii=False),
+                              meta=dict(meta)))
+    return records, results, model, reference
+
+
+_PAIR_DETAILS = {"analysis of A": "analysis_A", "analysis of B": "analysis_B", "reason of A=B": "reason_tie",
+                 "reason of A>B": "reason_A", "reason of B>A": "reason_B"}
+
+
 def import_file(store: Any, path: str | Path, length_penalty: int = DEFAULT_LENGTH_PENALTY) -> ImportedRun:
     """Store one WildBench eval-result file as a completed run (dataset + per-row results), once.
 
@@ -206,59 +266,19 @@ def import_file(store: Any, path: str | Path, length_penalty: int = DEFAULT_LENG
     from evaluators.judge.config import JudgeConfig
     from evaluators.core.registry import get_metric, spec_fingerprint
     from evaluators.run.spec import RunSpec
-    from evaluators.store.schema import Result, utcnow
+    from evaluators.store.schema import utcnow
 
     ef = read_eval_file(path)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     metric = "wildbench_score" if ef.mode == "score" else "wildbench_pairwise"
     options = {} if ef.mode == "score" else {metric: {"length_penalty": int(length_penalty)}}
     spec = get_metric(metric).with_params(options.get(metric))
-    records, results = [], []
-    reference = None
+    meta = {"signature": spec.signature(), "model": ef.judge, "imported_from": str(path)}
     if ef.mode == "score":
-        model = model_name(ef.records[0]["model_test"])
-        for i, rec in enumerate(ef.records):
-            out = rec["model_output"] or ""
-            parsed = rec.get("parsed_result")
-            row = {"session_id": rec["session_id"], "model": model_name(rec["model_test"]), "model_output": out}
-            for extra in ("checklist", "primary_tag", "secondary_tags"):
-                if extra in rec:
-                    row[extra] = rec[extra]
-            records.append(row)
-            score = float(rec["score"])
-            strengths, weaknesses = parsed_text(parsed, "strengths"), parsed_text(parsed, "weaknesses")
-            reason = "\n".join(x for x in (strengths and f"Strengths: {strengths}",
-                                           weaknesses and f"Weaknesses: {weaknesses}") if x) or None
-            outputs = {"wildbench_score": score, "wildbench_score_strengths": strengths,
-                       "wildbench_score_weaknesses": weaknesses, "model": row["model"], "length": len(out),
-                       "excluded": is_excluded(out), "groups": tags_of(rec)}
-            results.append(Result(i, metric, 0, "ok", value=score, outputs=outputs, reason=reason,
-                                  raw=parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False),
-                                  meta={"signature": spec.signature(), "model": ef.judge, "imported_from": str(path)}))
+        records, results, model, reference = _score_rows(ef, metric, meta)
         mapping = {"response": "model_output"}
     else:
-        tested, ref = _reference_of(ef)
-        model, reference = model_name(tested), model_name(ref)
-        for i, rec in enumerate(ef.records):
-            outs = rec["model_outputs"]
-            a, b = outs.get(tested, ""), outs.get(ref, "")
-            records.append({"session_id": rec["session_id"], "model_A": model, "model_B": reference,
-                            "candidate_A": a, "candidate_B": b,
-                            **{k: rec[k] for k in ("checklist", "primary_tag", "secondary_tags") if k in rec}})
-            label = pair_label(rec)
-            turn = 0 if rec["model_A"] == tested else 1
-            parsed = rec.get("parsed_result")
-            details = {"analysis_A": parsed_text(parsed, "analysis of A"), "analysis_B": parsed_text(parsed, "analysis of B"),
-                       "reason_tie": parsed_text(parsed, "reason of A=B"), "reason_A": parsed_text(parsed, "reason of A>B"),
-                       "reason_B": parsed_text(parsed, "reason of B>A")}
-            reason = " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
-                                                                   ("A=B", "reason_tie")) if details[v]) or None
-            outputs = {"wildbench_pairwise_reward": float(LABEL_REWARD[label]), "choice": label, **details,
-                       "model_A": model, "model_B": reference, "len_A": len(a), "len_B": len(b),
-                       "excluded": is_excluded(a) or is_excluded(b), "groups": tags_of(rec)}
-            results.append(Result(i, metric, turn, "ok", value=float(LABEL_REWARD[label]), outputs=outputs,
-                                  reason=reason, raw=None if parsed is None else json.dumps(parsed, ensure_ascii=False),
-                                  meta={"signature": spec.signature(), "model": ef.judge, "imported_from": str(path)}))
+        records, results, model, reference = _pair_rows(ef, metric, meta)
         mapping = {"response": "candidate_A"}
     name = Path(path).name
     ds = Dataset(name=f"WildBench {ef.mode}: {model}" + (f" vs {reference}" if reference else ""),
