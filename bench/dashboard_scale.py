@@ -187,18 +187,17 @@ def rss_mb(pid: int) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
-def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locator_waits: bool = False) -> dict:
-    """Each figure ``reps`` times (a list of seconds), but the cold first render (once)."""
-    from playwright.sync_api import sync_playwright
+class _Timer:
+    """One browser, the figures measured so far (``out``), and how this bench waits for a page to settle."""
 
-    from tests.browser import ARGS, CHROMIUM
+    def __init__(self, url: str, locator_waits: bool):
+        self.url, self.locator_waits = url, locator_waits
+        self.out: dict = {k: [] for k in ("reference_render", "first_render", "filter", "select", "floor",
+                                          "runs_page", "results_in_app", "runs_in_app")}
 
-    out: dict = {k: [] for k in ("reference_render", "first_render", "filter", "select", "floor", "runs_page",
-                                 "results_in_app", "runs_in_app")}
-
-    def settle(page, text: str | None, timeout=300_000, table: bool = False, charts: int = 0):
+    def settle(self, page, text: str | None, timeout=300_000, table: bool = False, charts: int = 0):
         # (a data grid's cells are drawn on a canvas: ``table`` waits for the grid itself)
-        if not locator_waits:
+        if not self.locator_waits:
             page.wait_for_function(SETTLED, arg=[text, table, charts], polling="raf", timeout=timeout)
             return
         # --locator-waits: the waits this bench used before 2026-11-23, one after the other
@@ -210,119 +209,132 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locato
         if charts:
             page.wait_for_function(SETTLED, arg=[None, False, charts], polling="raf", timeout=timeout)
 
-    def new_tab(ctx, path: str, text: str, charts: int = 0, key: str | None = None):
+    def goto(self, page, path: str) -> None:
+        # "commit": the page is watched from its first response on
+        page.goto(f"{self.url}{path}", wait_until="load" if self.locator_waits else "commit")
+
+    def new_tab(self, ctx, path: str, text: str, charts: int = 0, key: str | None = None):
         """Open ``path`` in a new tab, time it until ``text`` (and the charts) show; keep the tab open."""
         page = ctx.new_page()
         t = time.perf_counter()
-        # "commit": the page is watched from its first response on
-        page.goto(f"{url}{path}", wait_until="load" if locator_waits else "commit")
-        settle(page, text, charts=charts)
+        self.goto(page, path)
+        self.settle(page, text, charts=charts)
         if key:
-            out[key].append(time.perf_counter() - t)
+            self.out[key].append(time.perf_counter() - t)
         return page
 
+
+def _results_loads(tm: _Timer, ctx, page, run_id: str, expect: dict, reps: int) -> None:
+    """The Results page of a 5-row run (this machine's floor), the big run's cold first render, then warm."""
+    for _ in range(reps):
+        tm.new_tab(ctx, "/results?run=small0000000", "f1_score pass rate", expect["ref_charts"],
+                   "reference_render").close()
+    t = time.perf_counter()
+    tm.goto(page, f"/results?run={run_id}")
+    tm.settle(page, "coherence pass rate", charts=expect["charts"])
+    tm.out["first_render_cold"] = time.perf_counter() - t
+    for _ in range(reps):
+        tm.new_tab(ctx, f"/results?run={run_id}", "coherence pass rate", expect["charts"], "first_render").close()
+
+
+def _pick(tm: _Timer, page, verdict, name: str, matching: int) -> None:
+    verdict.click()
+    page.get_by_role("option", name=name, exact=True).click()
+    tm.settle(page, f"of {matching:,} matching")
+
+
+def _rows_tab(tm: _Timer, page, expect: dict, reps: int) -> None:
+    """The Rows tab: a filter change, a row selection (its detail pane), a text search."""
+    page.get_by_role("tab", name="Rows").click()
+    tm.settle(page, f"of {expect['all']:,} matching")
+    verdict = page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict")
+    for _ in range(reps):
+        verdict.click()
+        option = page.get_by_role("option", name="fail", exact=True)
+        option.wait_for()
+        t = time.perf_counter()  # from the choice to the table it gives (opening the list is not the change)
+        option.click()
+        tm.settle(page, f"of {expect['fail']:,} matching")
+        tm.out["filter"].append(time.perf_counter() - t)
+        _pick(tm, page, verdict, "all", expect["all"])  # back to every row, untimed
+    _pick(tm, page, verdict, "fail", expect["fail"])
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    for k in range(reps):  # a different row each time: its selection box, then its detail pane
+        before, shown = page.url, page.evaluate(HEADING)
+        t = time.perf_counter()
+        page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 35 * k)
+        page.wait_for_function(ROW_SHOWN, arg=[before, shown], polling="raf", timeout=60_000)
+        if tm.locator_waits:  # the text and the finished run seen again through Playwright's waits
+            tm.settle(page, "Judge's reasoning")
+        tm.out["select"].append(time.perf_counter() - t)
+    search = page.get_by_label("Search query and response")
+    for key, word in (("search_first", "python"), ("search", "function")):
+        t = time.perf_counter()
+        search.fill(word)
+        search.press("Enter")
+        tm.settle(page, f"of {expect[word]:,} matching")
+        tm.out[key] = time.perf_counter() - t
+
+
+def _in_app(tm: _Timer, last, run_id: str, expect: dict, reps: int) -> None:
+    """Within the app, as a reader moves: from the Runs page, click the big run (the newest, listed first) to
+    open its Results; from there, the sidebar's "Runs" back to the list. Streamlit swaps the page without
+    reloading the browser's app, so these leave out its start-up."""
+    for _ in range(reps):
+        link = last.locator('[data-testid="stPageLink"] a').filter(has_text="big run").first
+        t = time.perf_counter()
+        link.click()
+        last.wait_for_url(f"**/results?run={run_id}**", timeout=60_000)
+        tm.settle(last, "coherence pass rate", charts=expect["charts"])
+        tm.out["results_in_app"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        last.locator('[data-testid="stSidebarNav"] a').filter(has_text="Runs").first.click()
+        last.wait_for_url("**/runs**", timeout=60_000)
+        last.wait_for_function("() => !document.querySelector('[data-testid=stVegaLiteChart]')", polling="raf")
+        tm.settle(last, "Page 1 of")
+        tm.out["runs_in_app"].append(time.perf_counter() - t)
+
+
+def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locator_waits: bool = False) -> dict:
+    """Each figure ``reps`` times (a list of seconds), but the cold first render (once)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import ARGS, CHROMIUM
+
+    tm = _Timer(url, locator_waits)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
-        page = new_tab(ctx, "/runs", "Page 1 of")  # the app's first start (store, samples) is not a page's time
-        for _ in range(reps):  # the same page on a 5-row run: what the machine takes for any Results page
-            new_tab(ctx, "/results?run=small0000000", "f1_score pass rate", expect["ref_charts"], "reference_render").close()
-        t = time.perf_counter()
-        page.goto(f"{url}/results?run={run_id}", wait_until="load" if locator_waits else "commit")
-        settle(page, "coherence pass rate", charts=expect["charts"])
-        out["first_render_cold"] = time.perf_counter() - t
-        for _ in range(reps):
-            new_tab(ctx, f"/results?run={run_id}", "coherence pass rate", expect["charts"], "first_render").close()
-
-        page.get_by_role("tab", name="Rows").click()
-        settle(page, f"of {expect['all']:,} matching")
-        verdict = page.locator('[data-testid="stSelectbox"]').filter(has_text="Verdict")
-        for _ in range(reps):
-            verdict.click()
-            option = page.get_by_role("option", name="fail", exact=True)
-            option.wait_for()
-            t = time.perf_counter()  # from the choice to the table it gives (opening the list is not the change)
-            option.click()
-            settle(page, f"of {expect['fail']:,} matching")
-            out["filter"].append(time.perf_counter() - t)
-            verdict.click()  # back to every row, untimed
-            page.get_by_role("option", name="all", exact=True).click()
-            settle(page, f"of {expect['all']:,} matching")
-        verdict.click()
-        page.get_by_role("option", name="fail", exact=True).click()
-        settle(page, f"of {expect['fail']:,} matching")
-        box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
-        for k in range(reps):  # a different row each time: its selection box, then its detail pane
-            before, shown = page.url, page.evaluate(HEADING)
-            t = time.perf_counter()
-            page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 35 * k)
-            page.wait_for_function(ROW_SHOWN, arg=[before, shown], polling="raf", timeout=60_000)
-            if locator_waits:  # the text and the finished run seen again through Playwright's waits
-                settle(page, "Judge's reasoning")
-            out["select"].append(time.perf_counter() - t)
-        search = page.get_by_label("Search query and response")
-        t = time.perf_counter()
-        search.fill("python")
-        search.press("Enter")
-        settle(page, f"of {expect['python']:,} matching")
-        out["search_first"] = time.perf_counter() - t
-        t = time.perf_counter()
-        search.fill("function")
-        search.press("Enter")
-        settle(page, f"of {expect['function']:,} matching")
-        out["search"] = time.perf_counter() - t
-        out["rss_mb"] = rss_mb(pid)
-
+        page = tm.new_tab(ctx, "/runs", "Page 1 of")  # the app's first start (store, samples) is not a page's time
+        _results_loads(tm, ctx, page, run_id, expect, reps)
+        _rows_tab(tm, page, expect, reps)
+        tm.out["rss_mb"] = rss_mb(pid)
         for _ in range(reps):  # what any page of this app takes to load here: a title, a message, a link
-            new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet", key="floor").close()
+            tm.new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet", key="floor").close()
         for k in range(reps):
-            last = new_tab(ctx, "/runs", "Page 1 of", key="runs_page")  # the first 25 runs listed, the pager under them
+            last = tm.new_tab(ctx, "/runs", "Page 1 of", key="runs_page")  # the first 25 runs, the pager under them
             if k < reps - 1:
                 last.close()  # the last one stays open for the moves inside the app
-
-        # Within the app, as a reader moves: from the Runs page, click the big run (the newest, listed
-        # first) to open its Results; from there, the sidebar's "Runs" back to the list. Streamlit swaps
-        # the page without reloading the browser's app, so these leave out its start-up.
-        for _ in range(reps):
-            link = last.locator('[data-testid="stPageLink"] a').filter(has_text="big run").first
-            t = time.perf_counter()
-            link.click()
-            last.wait_for_url(f"**/results?run={run_id}**", timeout=60_000)
-            settle(last, "coherence pass rate", charts=expect["charts"])
-            out["results_in_app"].append(time.perf_counter() - t)
-            t = time.perf_counter()
-            last.locator('[data-testid="stSidebarNav"] a').filter(has_text="Runs").first.click()
-            last.wait_for_url("**/runs**", timeout=60_000)
-            last.wait_for_function("() => !document.querySelector('[data-testid=stVegaLiteChart]')", polling="raf")
-            settle(last, "Page 1 of")
-            out["runs_in_app"].append(time.perf_counter() - t)
+        _in_app(tm, last, run_id, expect, reps)
         browser.close()
-    return out
+    return tm.out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
-    ap.add_argument("--reps", type=int, default=3, help="times each figure is measured (the median is reported)")
-    ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
-    ap.add_argument("--locator-waits", action="store_true",
-                    help="wait as this bench did before 2026-11-23 (Playwright's locator waits, which poll at "
-                         "growing intervals up to 500 ms), to compare; figures are then late by up to 0.5 s")
-    args = ap.parse_args()
-    if not WILDBENCH.is_dir():
-        print(f"SKIPPED: WildBench answers not found at {WILDBENCH} (../shared is absent); nothing measured.")
-        return
+def _store(args) -> tuple[Path, str]:
+    """The bench's store: built at ``--keep`` (or a new temporary folder), reused when already there."""
     home = Path(args.keep or tempfile.mkdtemp(prefix="evaldash-dash-"))
     t = time.perf_counter()
     if (home / "evals.db").exists():
-        run_id = "bigrun000000"
         print(f"reusing the store at {home}")
-    else:
-        run_id = build_store(home, args.rows, args.runs)
-        print(f"store: {args.rows:,} rows x 6 metrics + {args.runs - 1} small runs, built in "
-              f"{time.perf_counter() - t:.1f} s ({(home / 'evals.db').stat().st_size / 2**20:.0f} MB) at {home}")
+        return home, "bigrun000000"
+    run_id = build_store(home, args.rows, args.runs)
+    print(f"store: {args.rows:,} rows x 6 metrics + {args.runs - 1} small runs, built in "
+          f"{time.perf_counter() - t:.1f} s ({(home / 'evals.db').stat().st_size / 2**20:.0f} MB) at {home}")
+    return home, run_id
 
+
+def _expected(home: Path, run_id: str) -> dict:
+    """What each view must show (row counts), from the engine; prints the first open's build times."""
     from evaluators import Store
     from evaluators.read.view import open_view
 
@@ -345,7 +357,12 @@ def main() -> None:
         res.summary(s)
     print(f"first open of the run (columns built and written to views/): {build:.2f} s; summaries of 6 metrics "
           f"{time.perf_counter() - t:.2f} s; search text of the dataset built and written: {search_build:.2f} s")
-    del res, store
+    return expect
+
+
+def _serve(home: Path):
+    """A real ``streamlit run app.py`` on loopback over the bench's store; (process, URL) once it answers."""
+    import urllib.request
 
     from tests.browser import free_port
 
@@ -356,22 +373,19 @@ def main() -> None:
                              "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    try:
-        import urllib.request
+    deadline = time.time() + 60
+    while True:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                return proc, url
+        except OSError:
+            if time.time() > deadline:
+                proc.terminate()
+                raise SystemExit("the dashboard did not start")
+            time.sleep(0.2)
 
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                if time.time() > deadline:
-                    raise SystemExit("the dashboard did not start")
-                time.sleep(0.2)
-        got = measure(url, run_id, proc.pid, expect, args.reps, args.locator_waits)
-    finally:
-        proc.terminate()
-        proc.wait(10)
+
+def _report(got: dict, runs: int) -> None:
     rows = [("Results page of a 5-row run (reference: this machine)", "reference_render", None, "s"),
             ("Results page first render, cold (server's first open)", "first_render_cold", "first_render", "s"),
             ("Results page first render, warm (new page)", "first_render", "first_render", "s"),
@@ -381,9 +395,9 @@ def main() -> None:
             ("text search, next", "search", None, "s"),
             ("streamlit server RSS", "rss_mb", "rss_mb", "MB"),
             ("a page with a title, a message and a link (reference: any page)", "floor", None, "s"),
-            (f"Runs page with {args.runs} runs", "runs_page", "runs_page", "s"),
+            (f"Runs page with {runs} runs", "runs_page", "runs_page", "s"),
             ("Results page from a click in the Runs list (in the app)", "results_in_app", "first_render", "s"),
-            (f"Runs page from the sidebar (in the app, {args.runs} runs)", "runs_in_app", "runs_page", "s")]
+            (f"Runs page from the sidebar (in the app, {runs} runs)", "runs_in_app", "runs_page", "s")]
     print(f"\n{'figure (repeated ones: the median, then each sample)':58s} {'measured':>10s} {'target':>9s}  verdict")
     for label, key, target, unit in rows:
         v = got[key]
@@ -397,6 +411,29 @@ def main() -> None:
         tfmt = "" if tv is None else (f"< {tv} {unit}" if unit == "MB" else f"<= {tv} {unit}")
         print(f"{label:58s} {fmt:>10s} {tfmt:>9s}  {verdict:4s}  {samples}")
 
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=1000, help="runs in the store (at least 2)")
+    ap.add_argument("--reps", type=int, default=3, help="times each figure is measured (the median is reported)")
+    ap.add_argument("--keep", help="build the store here (and keep it); an existing store there is reused")
+    ap.add_argument("--locator-waits", action="store_true",
+                    help="wait as this bench did before 2026-11-23 (Playwright's locator waits, which poll at "
+                         "growing intervals up to 500 ms), to compare; figures are then late by up to 0.5 s")
+    args = ap.parse_args()
+    if not WILDBENCH.is_dir():
+        print(f"SKIPPED: WildBench answers not found at {WILDBENCH} (../shared is absent); nothing measured.")
+        return
+    home, run_id = _store(args)
+    expect = _expected(home, run_id)
+    proc, url = _serve(home)
+    try:
+        got = measure(url, run_id, proc.pid, expect, args.reps, args.locator_waits)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    _report(got, args.runs)
 
 if __name__ == "__main__":
     main()
