@@ -52,6 +52,13 @@ def test_worker_env_holds_only_the_key_its_judge_may_use(monkeypatch, tmp_path):
     assert keys(JudgeConfig(provider="openai")) == {"OPENAI_API_KEY"}
     assert keys(JudgeConfig(provider="openai"), TYPED_KEY) == {KEY_ENV}  # typed wins; the server's stays home
     assert keys(JudgeConfig(provider="azure")) == {"AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"}
+    # a typed URL or another Azure resource: the server's keys belong elsewhere, so the worker holds none
+    assert keys(JudgeConfig(provider="openai", base_url="http://127.0.0.1:9/v1")) == set()
+    assert keys(JudgeConfig(provider="openai", base_url="https://api.openai.com/v1/")) == {"OPENAI_API_KEY"}
+    assert keys(JudgeConfig(provider="azure", azure_endpoint="https://other.openai.azure.com")) == set()
+    assert keys(JudgeConfig(provider="azure", azure_endpoint="https://res.openai.azure.com/")) == {
+        "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"}
+    assert keys(JudgeConfig(provider="azure", base_url="http://127.0.0.1:9/openai")) == set()
     assert keys(None) == set()
     env = worker_env(JudgeConfig(provider="openai"), None, url)
     assert env["OPENAI_API_KEY"] == SERVER_KEY and env["EVAL_DATABASE_URL"] == url and "aws-secret" not in env.values()

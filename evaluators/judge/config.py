@@ -233,6 +233,23 @@ def named_judge(name: str) -> NamedJudge:
     return judges[name]
 
 
+def server_key_env(config: JudgeConfig) -> tuple[str, ...]:
+    """The server's environment variables this judge may be given (its key and what locates it); () when the
+    judge's URL is not the one those belong to. The one rule :func:`resolve_api_key` and the dashboard's
+    workers (:func:`evaluators.run.workers.worker_env`) both follow."""
+    if config.provider == "openai":
+        if config.base_url and _norm_url(config.base_url) != _norm_url(OPENAI_URL):
+            return ()  # OPENAI_API_KEY is OpenAI's; another server gets only a key given for it
+        return ("OPENAI_API_KEY",)
+    if config.provider == "azure":
+        env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
+        endpoint = config.azure_endpoint or env_endpoint
+        if config.base_url or not env_endpoint or _norm_url(endpoint) != _norm_url(env_endpoint):
+            return ()  # AZURE_OPENAI_API_KEY goes only to AZURE_OPENAI_ENDPOINT
+        return ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT")
+    return ()
+
+
 def resolve_api_key(config: JudgeConfig, api_key: str | None = None) -> str | None:
     """The key this judge's calls carry; None sends none.
 
@@ -254,20 +271,19 @@ def resolve_api_key(config: JudgeConfig, api_key: str | None = None) -> str | No
         config = config.resolved()
     if api_key:
         return api_key
+    allowed = server_key_env(config)
     if config.provider == "openai":
-        if config.base_url and _norm_url(config.base_url) != _norm_url(OPENAI_URL):
+        if not allowed:
             return None  # OPENAI_API_KEY is OpenAI's; another server gets only a key given for it
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
             raise UsageError("no API key for the OpenAI judge: set OPENAI_API_KEY (or pick a compatible base URL)")
         return key
     if config.provider == "azure":
-        env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
-        endpoint = config.azure_endpoint or env_endpoint
-        key = os.environ.get("AZURE_OPENAI_API_KEY")
-        if config.base_url or not env_endpoint or _norm_url(endpoint) != _norm_url(env_endpoint):
+        if not allowed:
             raise UsageError(f"no API key for the Azure endpoint {judge_url(config)}: AZURE_OPENAI_API_KEY is sent "
                              "only to AZURE_OPENAI_ENDPOINT; give a key for this endpoint")
+        key = os.environ.get("AZURE_OPENAI_API_KEY")
         if not key:
             raise UsageError("no API key for the Azure judge: set AZURE_OPENAI_API_KEY")
         return key

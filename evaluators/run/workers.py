@@ -21,7 +21,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 from evaluators.core.errors import EvalError
-from evaluators.judge.config import JudgeConfig, named_judges
+from evaluators.judge.config import JudgeConfig, named_judges, server_key_env
 from evaluators.store.schema import HEARTBEAT_STALE, RunRow, utcnow
 from evaluators.store.store import Store
 
@@ -32,7 +32,6 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVA
               "SSL_CERT_FILE", "SSL_CERT_DIR")
 # A live runner reports every half second; one this long silent after our worker died is nobody.
 DEAD_WORKER_GRACE = dt.timedelta(seconds=5)
-PROVIDER_KEY_ENV = {"openai": ("OPENAI_API_KEY",), "azure": ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT")}
 
 
 class WorkerBusy(EvalError):
@@ -85,8 +84,9 @@ def worker_stopped(run: dict) -> bool:
 def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str) -> dict[str, str]:
     """The worker's whole environment: the basics, the store, and the one key its judge may use.
 
-    A typed key goes as ``EVAL_JUDGE_API_KEY``; an operator's named judge gets exactly its
-    ``key_env``; the server's own OpenAI or Azure key only to a judge of that provider given no key.
+    A typed key goes as ``EVAL_JUDGE_API_KEY``; an operator's named judge gets exactly its ``key_env``;
+    the server's own OpenAI or Azure key only to a judge given no key whose URL that key belongs to
+    (:func:`evaluators.judge.config.server_key_env`): a typed base URL or another Azure endpoint gets none.
     """
     env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -100,7 +100,7 @@ def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str) -
     elif api_key:
         env[KEY_ENV] = api_key
     else:
-        for name in PROVIDER_KEY_ENV.get(judge.provider, ()):
+        for name in server_key_env(judge):
             if os.environ.get(name):
                 env[name] = os.environ[name]
     return env
