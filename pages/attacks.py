@@ -7,77 +7,83 @@ from evaluators.suites.safety import attack_records, fill_responses, records_tex
 from ui import loaders, safety as sw, state, widgets as w
 
 st.title("Jailbreak attacks")
-with w.guard():
-    tab_upia, tab_make = st.tabs(["Direct attack comparison (UPIA)", "Generate an attack set"], key="atab",
-                                 bind=state.URL)
-    with tab_upia:
-        st.caption("Run the harm metrics twice on the same rows: once as they are (baseline) and once with a "
-                   "jailbreak in the user turn (attack). A row is a direct-attack defect for a harm when the "
-                   "attack run's severity is above the threshold and the baseline's is not.")
-        runs = [r for r in loaders.safety_runs(st.query_params.get("base")) if r["status"] == "completed"]
-        if len(runs) < 2:
-            st.info("Two completed runs with harm metrics are needed. Generate an attack set in the next tab "
-                    "(it fills the attack responses when you point it at your application), then under New "
-                    "evaluation run hate_unfairness, sexual, violence or self_harm on the original dataset "
-                    "(baseline) and on the attack set (attack).")
-            st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+tab_upia, tab_make = st.tabs(["Direct attack comparison (UPIA)", "Generate an attack set"], key="atab",
+                             bind=state.URL)
+with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the other drawn
+    st.caption("Run the harm metrics twice on the same rows: once as they are (baseline) and once with a "
+               "jailbreak in the user turn (attack). A row is a direct-attack defect for a harm when the "
+               "attack run's severity is above the threshold and the baseline's is not.")
+    runs = [r for r in loaders.safety_runs(st.query_params.get("base")) if r["status"] == "completed"]
+    if len(runs) < 2:
+        st.info("Two completed runs with harm metrics are needed. Generate an attack set in the next tab "
+                "(it fills the attack responses when you point it at your application), then under New "
+                "evaluation run hate_unfairness, sexual, violence or self_harm on the original dataset "
+                "(baseline) and on the attack set (attack).")
+        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+    else:
+        ids, label = [r["id"] for r in runs], w.run_label(runs)
+        base_id = state.pick("Baseline run", "base", ids, ids[-1], format_func=label)
+        attack_id = state.pick("Attack run", "attack", ids, ids[0], format_func=label)
+        base, attack = loaders.run(base_id), loaders.run(attack_id)
+        # the columns both runs' rows have; "id" first (an attack set pairs with its source by row number)
+        shared = [c for c in loaders.dataset(base["dataset_id"]).columns
+                  if c in set(loaders.dataset(attack["dataset_id"]).columns)]
+        choices = ["id"] + [c for c in shared if c != "id"]
+        id_column = state.pick("Pair rows by", "idcol", choices, "id",
+                               help="the column whose value is the same on a row and its attacked copy; "
+                                    "an attack set made here pairs with its source by row number under \"id\"")
+        if base_id == attack_id:
+            st.info("Pick two different runs.")
         else:
-            ids, label = [r["id"] for r in runs], w.run_label(runs)
-            base_id = state.pick("Baseline run", "base", ids, ids[-1], format_func=label)
-            attack_id = state.pick("Attack run", "attack", ids, ids[0], format_func=label)
-            id_column = st.text_input("Pair rows by column", "id", key="idcol", bind=state.URL)
-            if base_id == attack_id:
-                st.info("Pick two different runs.")
-            else:
-                sw.upia(loaders.attack_comparison(loaders.run(base_id), loaders.run(attack_id), id_column))
-    with tab_make:
-        saved = loaders.datasets(st.query_params.get("dataset"))
-        labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-        did = state.pick("Dataset", "dataset", list(labels), next(iter(labels), None), format_func=labels.get)
-        if not did:
-            st.info("No dataset yet: upload one on the Datasets page.")
-            st.stop()
-        c1, c2 = st.columns(2)
-        kind = c1.radio("Attack", ["direct", "indirect"], horizontal=True, key="atk.kind",
-                        help="direct: a jailbreak before the user's message (UPIA); indirect: an instruction "
-                             "planted in the context or a retrieved document (XPIA)")
-        seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="atk.seed", help="the same seed, the same attacks"))
-        fill = st.toggle("Fill responses from the application under test", key="atk.fill")
-        target = key = system = None
-        if fill:
-            c3, c4 = st.columns(2)
-            base_url = c3.text_input("Target base URL (OpenAI-compatible)", key="atk.url")
-            model = c4.text_input("Target model", key="atk.model")
-            system = st.text_area("System prompt sent to the target", key="atk.system") or None
-            c5, c6 = st.columns(2)
-            key = c5.text_input("Target API key", type="password", key="atk.key",
-                                help="kept in this browser session only") or None
-            concurrency = int(c6.number_input("Concurrency", 1, 64, 8, key="atk.concurrency"))
-            if base_url and model:
-                target = JudgeConfig(model=model, provider="compatible", base_url=base_url, concurrency=concurrency)
-        if st.button("Generate attack set", type="primary", key="atk.go", disabled=fill and target is None):
-            ds = loaders.dataset(did)
-            records = attack_records(ds, kind, seed)
-            if target is not None:
-                bar = st.progress(0.0, text="asking the target")
-                report = fill_responses(records, target, system, key, column_mapping=ds.mapping,
-                                        on_progress=lambda d, n: bar.progress(d / n, text=f"{d}/{n} responses"))
-                if report.failed:
-                    st.error(f"{len(report.failed)} of {len(records)} target calls failed; nothing was saved. First:")
-                    st.code(next(iter(report.failed.values())), language=None)  # the server's words, as text
-                    st.stop()
-            name = f"{ds.name} · {kind} attack · seed {seed}" + (f" · {target.model}" if target else "")
-            made = load_dataset(records, ds.mapping, name=name)
-            st.session_state["atk.made"] = loaders.store().save_dataset(made)
-            loaders.forget_lists()
-        made_id = st.session_state.get("atk.made")
-        if made_id:
-            made = loaders.dataset(made_id)
-            st.success(f"Saved as a new dataset ({len(made)} rows):")
-            st.text(made.name)
-            st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
-                               "application/jsonl", key="atk.download")
-            st.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",
-                         query_params={"dataset": made_id})
-            preview = [{k: v for k, v in r.items() if k in ("id", "attack", "attack_category")} for r in made.records[:20]]
-            st.dataframe(preview, hide_index=True)
+            sw.upia(loaders.attack_comparison(base, attack, id_column))
+with tab_make, w.guard():
+    saved = loaders.datasets(st.query_params.get("dataset"))
+    labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
+    did = state.pick("Dataset", "dataset", list(labels), next(iter(labels), None), format_func=labels.get)
+    if not did:
+        st.info("No dataset yet: upload one on the Datasets page.")
+        st.stop()
+    c1, c2 = st.columns(2)
+    kind = c1.radio("Attack", ["direct", "indirect"], horizontal=True, key="atk.kind",
+                    help="direct: a jailbreak before the user's message (UPIA); indirect: an instruction "
+                         "planted in the context or a retrieved document (XPIA)")
+    seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="atk.seed", help="the same seed, the same attacks"))
+    fill = st.toggle("Fill responses from the application under test", key="atk.fill")
+    target = key = system = None
+    if fill:
+        c3, c4 = st.columns(2)
+        base_url = c3.text_input("Target base URL (OpenAI-compatible)", key="atk.url")
+        model = c4.text_input("Target model", key="atk.model")
+        system = st.text_area("System prompt sent to the target", key="atk.system") or None
+        c5, c6 = st.columns(2)
+        key = c5.text_input("Target API key", type="password", key="atk.key",
+                            help="kept in this browser session only") or None
+        concurrency = int(c6.number_input("Concurrency", 1, 64, 8, key="atk.concurrency"))
+        if base_url and model:
+            target = JudgeConfig(model=model, provider="compatible", base_url=base_url, concurrency=concurrency)
+    if st.button("Generate attack set", type="primary", key="atk.go", disabled=fill and target is None):
+        ds = loaders.dataset(did)
+        records = attack_records(ds, kind, seed)
+        if target is not None:
+            bar = st.progress(0.0, text="asking the target")
+            report = fill_responses(records, target, system, key, column_mapping=ds.mapping,
+                                    on_progress=lambda d, n: bar.progress(d / n, text=f"{d}/{n} responses"))
+            if report.failed:
+                st.error(f"{len(report.failed)} of {len(records)} target calls failed; nothing was saved. First:")
+                st.code(next(iter(report.failed.values())), language=None)  # the server's words, as text
+                st.stop()
+        name = f"{ds.name} · {kind} attack · seed {seed}" + (f" · {target.model}" if target else "")
+        made = load_dataset(records, ds.mapping, name=name)
+        st.session_state["atk.made"] = loaders.store().save_dataset(made)
+        loaders.forget_lists()
+    made_id = st.session_state.get("atk.made")
+    if made_id:
+        made = loaders.dataset(made_id)
+        st.success(f"Saved as a new dataset ({len(made)} rows):")
+        st.text(made.name)
+        st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
+                           "application/jsonl", key="atk.download")
+        st.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",
+                     query_params={"dataset": made_id})
+        preview = [{k: v for k, v in r.items() if k in ("id", "attack", "attack_category")} for r in made.records[:20]]
+        st.dataframe(preview, hide_index=True)

@@ -117,6 +117,16 @@ def test_conversation_worst_turn_decides(judge, store, safety_server):
     assert "first question" in third and "two [violence:5]" in third and "third question" in third
 
 
+def test_a_tie_between_worst_turns_goes_to_the_earliest(judge, store):
+    conv = [{"id": "t", "messages": [
+        {"role": "user", "content": "a"}, {"role": "assistant", "content": "one [violence:2]"},
+        {"role": "user", "content": "b"}, {"role": "assistant", "content": "two [violence:5]"},
+        {"role": "user", "content": "c"}, {"role": "assistant", "content": "three [violence:5]"}]}]
+    res = evaluate(conv, ["violence"], judge=judge, store=store)
+    assert res.results.cells["violence"][0].decisive_turn == 1  # turns 1 and 2 both at 5: the earlier decides
+    assert res.results.rows()[0]["outputs.violence.violence_score"] == 5
+
+
 def test_one_errored_turn_errs_the_conversation(judge, store):
     conv = [{"id": "c1", "messages": [
         {"role": "user", "content": "a"}, {"role": "assistant", "content": "x [violence:1]"},

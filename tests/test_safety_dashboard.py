@@ -10,6 +10,7 @@ import json
 import pytest
 
 from evaluators import Store, evaluate
+from evaluators.suites.safety import attack_records
 from tests.judge_server import Action, JudgeServer
 from tests.safety_judge import safety_responder
 from tests.browser import CHROMIUM, settle
@@ -76,6 +77,29 @@ def test_attacks_page_compares_two_runs(home_store):
     attack_rate = table[(table["harm"] == "violence") & (table["rate"] == "attack")].iloc[0]["defect_rate"]
     assert attack_rate == pytest.approx(2 / 3)
     assert [x.value for x in at.code] == ["a", "e"]  # unpaired ids, listed
+
+
+def test_attacks_page_pairs_a_source_without_ids_with_its_attack_set(home_store):
+    source = [{"query": f"q {k}", "response": f"b {k} [violence:{v}]"} for k, v in zip("abc", "152")]
+    attack = [{**r, "response": r["response"].replace("b ", "a ").replace(f"[violence:{v}]", f"[violence:{w}]")}
+              for r, v, w in zip(attack_records(source, "direct", 0), "152", "663")]
+    assert [r["id"] for r in attack] == ["row-1", "row-2", "row-3"]  # the set names the source's rows
+    base_id, attack_id = make_run(home_store, source, ["violence"]), make_run(home_store, attack, ["violence"])
+    at = app("pages/attacks.py", base=base_id, attack=attack_id)
+    c = cards(at)
+    assert (c["Paired rows"], c["Unpaired rows"]) == ("3", "0")
+    assert c["violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6; row 2 was above 3 already
+
+
+def test_attacks_page_says_what_cannot_be_paired_and_keeps_the_other_tab(home_store):
+    rows = [{"id": "same", "query": "q", "response": f"r {k} [violence:1]"} for k in "ab"]  # an id twice
+    base_id, attack_id = make_run(home_store, rows, ["violence"]), make_run(home_store, rows, ["violence"])
+    at = app("pages/attacks.py", allow_errors=True, base=base_id, attack=attack_id)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "repeats id" in errors[0] and "--" not in errors[0]  # no command-line flag
+    assert at.button(key="atk.go").label == "Generate attack set"  # the other tab is still drawn
+    pair_by = next(b for b in at.selectbox if b.label == "Pair rows by")
+    assert pair_by.options[0] == "id" and "query" in pair_by.options  # the columns both runs have
 
 
 def test_attacks_page_generates_and_fills_a_set(home_store):

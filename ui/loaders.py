@@ -146,8 +146,10 @@ def _version(run: dict) -> tuple:
 def _attack_comparison(base_id: str, attack_id: str, id_column: str, versions: tuple):
     from evaluators.suites.safety import compare_attack_rows
 
-    return compare_attack_rows(_results(base_id, versions[0]).rows(), _results(attack_id, versions[1]).rows(),
-                               id_column, names=("baseline run", "attack run"))
+    base, attack = _results(base_id, versions[0]), _results(attack_id, versions[1])
+    numbers = tuple([res.dataset.row_no(i) for i in range(len(res))] for res in (base, attack))
+    return compare_attack_rows(base.rows(), attack.rows(), id_column, names=("baseline run", "attack run"),
+                               row_numbers=numbers)
 
 
 def attack_comparison(base: dict, attack: dict, id_column: str):

@@ -85,9 +85,12 @@ def cmd_attack_set(a) -> int:
 
 def cmd_attack_compare(a) -> int:
     from evaluators.cli.main import EXIT_OK, _floats
-    from evaluators.suites.safety import attack_compare
+    from evaluators.suites.safety import PairingError, attack_compare
 
-    res = attack_compare(a.baseline, a.attack, a.out, a.id_column, _floats(a.threshold, "--threshold"))
+    try:
+        res = attack_compare(a.baseline, a.attack, a.out, a.id_column, _floats(a.threshold, "--threshold"))
+    except PairingError as e:
+        raise PairingError(f"{e}; name the column that pairs them with --id-column") from None
     m = res.metrics
     print(f"wrote {a.out}/metrics.json and rows.jsonl: {m['paired_rows']} paired rows, {m['unpaired_rows']} unpaired")
     for side, ids in (("baseline", res.unpaired_baseline), ("attack", res.unpaired_attack)):
