@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from evaluators.data.dataset import conversation_turns
-from evaluators.data.loading import load_dataset
+from evaluators.data.loading import load_dataset, load_dataset_streaming
 from evaluators.core.errors import DataValidationError, MAX_PROBLEMS, UsageError
 from tests.conftest import CONVERSATIONS, SINGLE
 
@@ -223,3 +223,35 @@ def test_conversation_turns_take_a_number_as_its_text():
     # whatever path a conversation was checked by (our messages list or the SDK's object), turns are text
     t = conversation_turns([{"role": "user", "content": 6}, {"role": "assistant", "content": 42}])
     assert (t[0].query, t[0].response, t[0].history) == ("6", "42", "User: 6")
+
+
+def test_a_column_whose_values_do_not_fit_is_not_guessed_for_a_field(tmp_path):
+    """Safety sets carry the expected verdict as a true/false `label`: the name suggests a ground truth, the
+    values cannot be one, so it is left unmapped and the rows load (they were all refused before)."""
+    rows = [{"query": f"q{i}", "response": f"r{i}", "label": i % 2 == 0} for i in range(3)]
+    f = tmp_path / "safety.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for ds in (load_dataset(str(f)), load_dataset_streaming(str(f))):
+        assert ds.mapping == {"query": "query", "response": "response"} and len(ds) == 3
+    # the same name holding text is a ground truth, as before; and a user's own mapping is still checked
+    texts = [{"question": "q", "answer": "a", "label": "yes"}]
+    assert load_dataset(texts).mapping["ground_truth"] == "label"
+    with pytest.raises(DataValidationError, match="ground_truth must be text, got true/false"):
+        load_dataset(rows, {"ground_truth": "label"})
+
+
+def test_a_protected_material_run_on_a_set_with_expected_labels(tmp_path):
+    """The run a safety set is made for: rows with a true/false `label` (the expected verdict) are judged."""
+    from evaluators.cli.main import main
+    from tests.judge_server import JudgeServer
+    from tests.safety_judge import safety_responder
+
+    rows = [{"query": f"q{i}", "response": f"r{i} [pm:{'true' if i == 0 else 'false'}]", "label": i == 0}
+            for i in range(3)]
+    f = tmp_path / "pm.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with JudgeServer(responder=safety_responder) as s:
+        assert main(["run", str(f), "--metrics", "protected_material", "--out", str(tmp_path / "o"),
+                     "--judge-base-url", s.url, "--quiet"]) == 0
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert m["protected_material.protected_material_defect_rate"] == pytest.approx(1 / 3)

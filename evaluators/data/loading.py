@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from evaluators.core.errors import DataValidationError, Problem, ProblemCollector, UsageError
 from evaluators.data.dataset import Dataset, FORMATS, _records_hash
-from evaluators.data.mapping import _check_row, _map_columns, build_dataset, detect_mapping
+from evaluators.data.mapping import SAMPLE_ROWS, _check_row, _map_columns, build_dataset, detect_mapping
 from evaluators.data.reading import _json_safe, _jsonl_file, _sniff, max_upload_bytes, read_records
 
 
@@ -169,17 +169,20 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
     except OSError:
         small = False
     parsed: list | None = [] if small else None  # a small file is parsed once; a big one streamed each walk
+    sample: list[dict] = []  # the first rows: the column guess must fit their values
     for rec, row in _jsonl_file(path, problems):
         n += 1
         if parsed is not None:
             parsed.append((rec, row))
+        if n <= SAMPLE_ROWS:
+            sample.append(rec)
         for c in rec:
             if c not in columns:
                 columns[c] = None
     if problems.problems or not n:
         return load_dataset(data, column_mapping, name)
     cols = list(columns)
-    mapping, schema, shape = _map_columns(cols, path.name, column_mapping)
+    mapping, schema, shape = _map_columns(cols, path.name, column_mapping, sample)
     numbers = array("q")
     fields: set[str] = set()
     chunk: list[dict] = []
@@ -272,7 +275,7 @@ def inspect_parsed(parsed: ParsedFile, column_mapping: Mapping[str, str] | None 
     problems = ProblemCollector(name)
     problems.problems, problems.truncated = list(parsed.problems), parsed.truncated
     columns = list(dict.fromkeys(c for r in parsed.records for c in r))
-    detected, schema = detect_mapping(columns)
+    detected, schema = detect_mapping(columns, parsed.records)
     mapping = {**detected, **(column_mapping or {})}
     try:
         ds = build_dataset(parsed.records, parsed.numbers, name, name, column_mapping, problems)

@@ -6,7 +6,7 @@ so one read serves every column mapping the user tries.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from evaluators.core.errors import ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS
@@ -15,18 +15,45 @@ from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, 
 from evaluators.data.reading import _kind, _too_big
 
 
-def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
-    """Guess canonical fields from column names. Returns (mapping, schema name).
+SAMPLE_ROWS = 200  # rows whose values decide whether a column's type fits the field its name suggests
+
+
+def _fits(fld: str, v: Any) -> bool:
+    """Whether a value can feed a field (a missing one always can): text fields take text or a number,
+    never a true/false; a context text, documents or citations; messages and checklists a list (or text)."""
+    if not _has_value(v):
+        return True
+    if fld in TEXT_FIELDS:
+        return _as_text(v) is not None
+    if fld == "context":
+        return isinstance(v, (str, list, dict))
+    if fld in ("messages", "checklist"):
+        return isinstance(v, (str, list))
+    return True
+
+
+def detect_mapping(columns: list[str], sample: Sequence[dict] = ()) -> tuple[dict[str, str], str]:
+    """Guess canonical fields from column names and, in ``sample`` (the first rows), their values. Returns
+    (mapping, schema name).
 
     The schema naming the most fields wins; a field it has no name for is then taken from any
-    other schema's names (so ``question, answer, context`` maps ``context`` too).
+    other schema's names (so ``question, answer, context`` maps ``context`` too). A column whose values do
+    not fit the field its name suggests is not mapped to it (a true/false ``label`` is no ground truth),
+    unless it is named as the field itself.
     """
     cols = set(columns)
+    rows = sample[:SAMPLE_ROWS]
+
+    def usable(fld: str, c: str) -> bool:
+        # a column named as the field is that field (a bad value in it is reported, row by row); another
+        # name is a guess, taken only when the values fit
+        return c in cols and (c == fld or all(_fits(fld, r.get(c)) for r in rows))
+
     best: tuple[int, dict[str, str], str] = (0, {}, "custom")
     for schema, names in KNOWN_SCHEMAS.items():
         mapping = {}
         for fld, options in names.items():
-            hit = next((c for c in options if c in cols), None)
+            hit = next((c for c in options if usable(fld, c)), None)
             if hit:
                 mapping[fld] = hit
         score = len(mapping) + (1 if "response" in mapping else 0)
@@ -37,7 +64,7 @@ def detect_mapping(columns: list[str]) -> tuple[dict[str, str], str]:
         for names in KNOWN_SCHEMAS.values():
             for fld, options in names.items():
                 used = set(mapping.values())
-                hit = next((c for c in options if c in cols and c not in used), None)
+                hit = next((c for c in options if usable(fld, c) and c not in used), None)
                 if fld not in mapping and fld != "messages" and hit:
                     mapping[fld] = hit
     if "messages" in mapping:
@@ -90,7 +117,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         DataValidationError: wrong types, by row and field.
     """
     columns = list(dict.fromkeys(c for rec in records for c in rec))
-    mapping, schema, shape = _map_columns(columns, source, column_mapping)
+    mapping, schema, shape = _map_columns(columns, source, column_mapping, records)
     problems = problems or ProblemCollector(source)
     out: list[dict] = []
     for rec, row in zip(records, numbers):
@@ -102,10 +129,11 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
                    source=source, detected=schema, row_numbers=list(numbers))
 
 
-def _map_columns(columns: list[str], source: str,
-                 column_mapping: Mapping[str, str] | None) -> tuple[dict[str, str], str, str]:
-    """(field -> column mapping, schema detected, shape) for these columns and the user's overrides."""
-    mapping, schema = detect_mapping(columns)
+def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, str] | None,
+                 sample: Sequence[dict] = ()) -> tuple[dict[str, str], str, str]:
+    """(field -> column mapping, schema detected, shape) for these columns (``sample``: the first rows, whose
+    values the guess must fit) and the user's overrides."""
+    mapping, schema = detect_mapping(columns, sample)
     for fld, col in (column_mapping or {}).items():
         if fld not in FIELDS:
             raise UsageError(f"cannot map '{fld}': fields are {', '.join(FIELDS)}")
