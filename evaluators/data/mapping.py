@@ -20,14 +20,17 @@ SAMPLE_ROWS = 200  # rows whose values decide whether a column's type fits the f
 
 def _fits(fld: str, v: Any) -> bool:
     """Whether a value can feed a field (a missing one always can): text fields take text or a number,
-    never a true/false; a context text, documents or citations; messages and checklists a list (or text)."""
+    never a true/false; a context text, documents or citations; messages a list or the SDK's conversation
+    object; a checklist a list (each may also come as text)."""
     if not _has_value(v):
         return True
     if fld in TEXT_FIELDS:
         return _as_text(v) is not None
     if fld == "context":
         return isinstance(v, (str, list, dict))
-    if fld in ("messages", "checklist"):
+    if fld == "messages":  # a list of messages, the SDK's {"messages": [...]} object, or either as JSON text
+        return isinstance(v, (str, list, dict))
+    if fld == "checklist":
         return isinstance(v, (str, list))
     return True
 
