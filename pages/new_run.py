@@ -5,7 +5,7 @@ from evaluators.api import estimate_run, prepare_run
 from evaluators.registry import FAMILIES, all_metrics
 from evaluators.runner import RunSpec
 from evaluators.workers import spawn_worker
-from ui import auth, loaders, state, widgets as w, wildbench as wb
+from ui import auth, judge_form, loaders, state, widgets as w, wildbench as wb
 
 st.title("New evaluation")
 with w.guard():
@@ -48,13 +48,13 @@ with w.guard():
     judge, api_key = None, None
     if any(s.is_judge for s in chosen):
         st.subheader("Judge")
-        judge, api_key = w.judge_settings()
+        judge, api_key = judge_form.judge_settings()
         if judge is None:
             st.stop()
     spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
     spec.validate()
     st.subheader("Before you start")
-    w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge)
+    judge_form.estimate_panel(estimate_run(loaders.store(), ds, spec), judge)
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()

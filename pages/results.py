@@ -1,7 +1,7 @@
 """Results of one run: headline, the run in one picture, distributions and thresholds, errors, every row, exports."""
 import streamlit as st
 
-from ui import loaders, overview, state, widgets as w
+from ui import exports_widgets, judge_form, loaders, overview, rows, state, widgets as w
 
 st.title("Results")
 with w.guard():
@@ -35,13 +35,13 @@ with w.guard():
     # a first render sends the browser one tab's elements, not a 100-row grid hidden behind another.
     if tab_rows.open is not False:
         with tab_rows:
-            w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
+            rows.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
     if tab_errors.open is not False:
         with tab_errors:
-            w.errors_panel(res, run)
+            judge_form.errors_panel(res, run)
     if tab_share.open is not False:
         with tab_share:
             st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
                        "thresholds, page and selected row) to anyone who can open the dashboard:")
-            w.share_link()
-            w.exports(res, run)
+            exports_widgets.share_link()
+            exports_widgets.exports(res, run)

@@ -1,0 +1,312 @@
+"""Shared widgets of the dashboard: the error guard, text helpers, run pickers and lists, a run's progress,
+the headline cards and threshold sliders, and the tables of the Datasets page. Pages compose these; no
+scoring happens here. The Rows tab is in ``ui.rows``, the judge's settings (new run, retry) in
+``ui.judge_form``, the share link and exports in ``ui.exports_widgets``."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import re
+
+import streamlit as st
+
+from evaluators import EvalError
+from evaluators.charts_overview import number, output_label, rate_of
+from evaluators.registry import MetricSpec
+from evaluators.results import RunResults
+from evaluators.runner import eta_seconds
+from evaluators.store import utcnow
+from evaluators.workers import spawn_worker, worker_stopped
+from ui import loaders, state
+
+ACTIVE = ("queued", "running")
+log = logging.getLogger("evaldash")
+
+
+@contextlib.contextmanager
+def guard():
+    """Show a user's error as a message and anything else as a short apology: never a traceback.
+
+    Also sends a session that reached a page without app.py's router through it once.
+    """
+    if not st.session_state.get("routed"):
+        st.rerun()
+    try:
+        yield
+    except EvalError as e:
+        st.error(literal(e))  # a message may quote a file name, a URL or a value from the data
+    except Exception as e:  # noqa: BLE001 — the browser gets one line; the server log gets the rest
+        log.exception("page error")
+        st.error("Something went wrong: " + literal(f"{type(e).__name__}: {e}"))
+
+
+def literal(text: object) -> str:
+    """Data for a place that renders Markdown (a label, st.error, a caption): an inline code span,
+    so it shows as written — no link (not even a bare URL), image, HTML, directive or formula."""
+    flat = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}"
+
+
+def session_key() -> str | None:
+    """The judge key typed in this browser session (never stored, never in the URL)."""
+    return st.session_state.get("judge_api_key") or None
+
+
+def status_word(run: dict) -> str:
+    """A run's state in one word, as every view shows it: "stopped" for an active-looking run whose
+    worker is gone, else the stored status."""
+    return "stopped" if worker_stopped(run) else run["status"]
+
+
+def run_label(runs: list[dict]):
+    """Option text for a run picker. Active runs' states are read from the store now (not from the
+    cached list), so the picker and the progress bar below say the same thing; the labels are fixed
+    for this script run (a widget's options must not change under it)."""
+    fresh = {r["id"]: (loaders.run(r["id"]) or r) if r["status"] in ACTIVE else r for r in runs}
+    text = {rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}" for rid, r in fresh.items()}
+    # Streamlit hands a selectbox's choice back as its option text: two runs of one name started in the same
+    # minute would read back as the first of them, so such labels carry the run's id
+    seen = collections.Counter(text.values())
+    text = {rid: f"{t} · {rid}" if seen[t] > 1 else t for rid, t in text.items()}
+
+    def label(rid: str) -> str:
+        return text.get(rid, rid)  # option text: not Markdown
+    return label
+
+
+def run_picker(runs: list[dict]) -> str:
+    """The run a page is of, pinned in the URL as ``run`` (the newest when none is given), shown as a
+    button naming it that opens the list of runs to pick another.
+
+    The list is a selectbox inside a popover, built in the browser only when opened: drawn on the
+    page, its code costs every first render ~0.2 s of the browser's main thread (bench/dashboard_scale.py).
+    """
+    ids = [r["id"] for r in runs]
+    chosen = state.current("run", ids, ids[0])
+    label = run_label(runs)
+    key = f"run_picker.{chosen}"  # a new run in the URL (a link) is a new widget, set from the URL
+
+    def picked() -> None:
+        state.write("run", st.session_state[key])
+
+    with st.popover(f"Run: {literal(label(chosen))}"):
+        st.selectbox("Run", ids, index=ids.index(chosen), format_func=label, key=key, on_change=picked)
+    return chosen
+
+
+STATUS_ICONS = {"completed": ":material/check_circle:", "running": ":material/pending:", "queued": ":material/schedule:",
+                "failed": ":material/error:", "cancelled": ":material/cancel:", "stopped": ":material/pause_circle:"}
+
+
+def run_lines(runs: list[dict], dataset_names: dict[str, str], query: str = "") -> list[tuple[dict, str]]:
+    """Each run with one line of plain text about it (dataset, state, progress, metrics, judge, when,
+    by whom), the runs whose name or line holds ``query`` (any case) only."""
+    out = []
+    for r in runs:
+        done = (r["tasks_done"] + r["tasks_errored"]) / r["tasks_total"] if r["tasks_total"] else 0.0
+        state_ = status_word(r) + ("" if r["status"] == "completed" else f" {done:.0%}")
+        parts = [dataset_names.get(r["dataset_id"], r["dataset_id"]), state_,
+                 f"{r['tasks_errored']:,} errored" if r["tasks_errored"] else "",
+                 ", ".join(r["spec"]["metrics"]), (r["spec"].get("judge") or {}).get("model", ""),
+                 f"{r['created_at']:%Y-%m-%d %H:%M}", f"by {r['created_by']}" if r.get("created_by") else ""]
+        out.append((r, " · ".join(p for p in parts if p)))
+    q = query.strip().lower()
+    return [(r, line) for r, line in out if q in r["name"].lower() or q in line.lower()] if q else out
+
+
+def pager(page_path: str, page: int, pages: int, params: dict) -> None:
+    """Links to the previous and next page of a list (``page`` in the URL), and where this one is."""
+    with st.container(horizontal=True, gap="medium", vertical_alignment="center"):
+        if page > 1:
+            st.page_link(page_path, label="Newer", icon=":material/chevron_left:",
+                         query_params={**params, "page": str(page - 1)})
+        st.caption(f"Page {page} of {pages}")
+        if page < pages:
+            st.page_link(page_path, label="Older", icon=":material/chevron_right:",
+                         query_params={**params, "page": str(page + 1)})
+
+
+def run_status(run: dict) -> None:
+    """Live progress while a run is active (outside the script run: read from the store), or its end state."""
+    stopped = worker_stopped(run)
+    if run["status"] in ACTIVE and not stopped:
+        _live(run["id"], run["status"])
+        return
+    if stopped:
+        st.warning("This run's worker stopped (killed, or silent for 30 s). Results so far are kept: resume to finish.")
+    elif run["status"] == "failed":
+        st.error("The run failed:")
+        st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
+    elif run["status"] == "cancelled":
+        st.info("The run was cancelled. Results so far are kept.")
+    if run["status"] != "completed" and st.button("Resume run", key="resume"):
+        spawn_worker(loaders.store(), run["id"], session_key())  # refuses while a worker holds the run
+        loaders.forget_lists()
+        st.rerun()
+
+
+def judged_metrics(run: dict) -> list[str]:
+    """The run's metrics that call the judge (none when the run has no judge)."""
+    from evaluators.registry import get_metric
+
+    spec = run["spec"] or {}
+    return [m for m in spec.get("metrics", []) if get_metric(m).is_judge] if spec.get("judge") else []
+
+
+def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | None) -> tuple[str, str | None]:
+    """The progress line of an active run and, while the judge has answered nothing, why.
+
+    The time left is extrapolated only from work that has really been done: with a judge, from
+    the judged results stored so far, never from classic metrics that finish in a moment while
+    the judge has not answered once. Until a judged result is stored there is no estimate, only
+    "no judged result yet", the judge calls made (failed attempts included) and the first error.
+
+    Args:
+        run: the stored run.
+        counts: status -> stored results of the judged metrics (None: the run uses no judge).
+        first_error: the first error of a judged metric, if any.
+    Returns:
+        (the bar's text, a line to show under it or None).
+    """
+    total, done, errored = run["tasks_total"], run["tasks_done"], run["tasks_errored"]
+    finished = done + errored
+    head = f"{run['status']}: {finished}/{total or '?'} scored · {errored} errored"
+    elapsed = (utcnow() - run["started_at"]).total_seconds() if run["started_at"] else None
+    note = None
+    if counts is not None and not counts.get("ok"):
+        attempts = run.get("judge_calls") or 0
+        head += " · no judged result yet" + (f" ({attempts} judge call(s) made)" if attempts else "")
+        note = f"First error: {first_error}" if first_error else None
+        left = None
+    elif counts is not None:
+        judged_done = sum(counts.values())
+        left = (total - finished) * elapsed / judged_done if elapsed and judged_done and finished < total else None
+    else:
+        left = eta_seconds(finished, total, elapsed) if elapsed is not None else None
+    if left is not None:
+        head += f" · about {left:.0f} s left"
+    limited = run.get("rate_limited_until")  # the judge asked the run to wait (429, rate-limit headers)
+    wait = (limited - utcnow()).total_seconds() if limited else 0.0
+    if wait > 0:
+        head += f" · rate limited, waiting {max(1, round(wait))} s"
+    return head, note
+
+
+@st.fragment(run_every=1.0)
+def _live(run_id: str, shown: str) -> None:
+    """The progress bar, redrawn every second from the store. When the run's state changes from the
+    one the page was drawn with (queued -> running, or it ended), the whole page is redrawn, so the
+    picker, the bar and the results below never disagree."""
+    run = loaders.run(run_id)
+    if run is None or run["status"] != shown or worker_stopped(run):
+        st.rerun()  # the whole page, with the new state
+    judged = judged_metrics(run)
+    store = loaders.store()
+    counts = store.status_counts(run_id, judged) if judged else None
+    first = store.first_error(run_id, judged) if judged and counts and counts.get("error") else None
+    text, note = progress_text(run, counts, first)
+    total = run["tasks_total"]
+    st.progress((run["tasks_done"] + run["tasks_errored"]) / total if total else 0.0, text=text)
+    if note:
+        st.caption(literal(note))  # the judge's or the server's words: shown as written
+    if st.button("Cancel run", key="cancel"):
+        loaders.store().request_cancel(run_id)
+
+
+def grid(items: list, per_row: int):
+    """Columns in rows of at most ``per_row``, one per item (so labels never get squeezed to "coh…")."""
+    for k in range(0, len(items), per_row):
+        chunk = items[k:k + per_row]
+        yield from zip(st.columns(per_row), chunk)
+
+
+def uses_threshold(spec: MetricSpec) -> bool:
+    """Whether moving the threshold can change a verdict: not for labels, whose verdict is the label
+    itself (``kinds.label.LabelKind.passed`` ignores the threshold)."""
+    return spec.kind != "label"
+
+
+def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> dict[str, float]:
+    """The thresholds in force: the run's own, or what a slider set (``th.<metric>`` in the URL, only
+    when changed). ``shown``: one slider per metric whose threshold matters, three a row, ``cells`` (if
+    given) receiving each metric's grid cell for what goes under its slider; not shown (their tab is
+    closed), no sliders: the page draws six widgets fewer and the URL keeps what they set. (Not bound
+    with Streamlit's ``bind``: a bound parameter leaves the URL with its widget.)"""
+    from evaluators.registry import get_metric
+
+    specs = [get_metric(name) for name in run["spec"]["metrics"]]
+    own = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
+    out = dict(own)
+    movable = [s for s in specs if uses_threshold(s)]
+    bounds = {s.name: tuple(map(float, s.score_range)) for s in movable}
+    for spec in movable:
+        low, high = bounds[spec.name]
+        out[spec.name] = min(max(state.read(f"th.{spec.name}", own[spec.name], float), low), high)
+    if not shown:
+        return out
+    for col, spec in grid(movable, 3):
+        if cells is not None:
+            cells[spec.name] = col
+        low, high = bounds[spec.name]
+        out[spec.name] = col.slider(f"{spec.name} threshold", low, high, out[spec.name],
+                                    1.0 if spec.integer else 0.05, key=f"th.{spec.name}",
+                                    on_change=_threshold_to_url, args=(spec.name, own[spec.name]),
+                                    help="Pass rates are recomputed from stored scores; nothing is re-run.")
+    return out
+
+
+def _threshold_to_url(name: str, default: float) -> None:
+    value = st.session_state[f"th.{name}"]
+    state.write(f"th.{name}", f"{value:g}" if value != default else None)
+
+
+def headline(res: RunResults) -> None:
+    """Rows, errored rows and each metric's pass (or defect) rate, as cards that wrap onto more rows."""
+    cards = [("Rows", f"{len(res):,}", None), ("Errored rows", f"{res.errored_rows():,}", None)]
+    for s in res.specs:
+        r = rate_of(s, res.summary(s))
+        pending = r.counts["pending_rows"]
+        more = f" · {r.counts['scored_rows']} scored so far, {pending} pending" if pending else ""
+        rule = (f"share of scored rows with {output_label(s)} {'≥' if s.higher_is_better else '≤'} "
+                f"{res.thresholds[s.name]:g}" if uses_threshold(s) else "share of scored rows labelled true")
+        if r.measure == "defect rate" and uses_threshold(s):
+            rule = rule.replace("≤", ">").replace("≥", "<")
+        cards.append((f"{s.name} {r.measure}", "–" if r.rate is None else f"{r.rate:.0%}", rule + more))
+    # A wrapping row of cards each as wide as its own text: nothing is cut to "coh…" or "7…", however
+    # many metrics or however narrow the window (fixed columns squeeze every card to 1/n of the row).
+    with st.container(horizontal=True, gap="small"):
+        for label, value, help_ in cards:
+            st.metric(label, value, border=True, help=help_, width="content")
+
+
+def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:
+    """A small multiple's title: the metric, then its average with its interval, its rate with its
+    interval, and its counts."""
+    sm = res.summary(spec)
+    r = rate_of(spec, sm)
+    mean, (lo, hi) = sm.get(spec.primary), sm.get(f"{spec.primary}_ci95") or (None, None)
+    line = []
+    if mean is not None and uses_threshold(spec):  # a label's mean is its defect rate, said next
+        line.append(f"average {number(mean)}" + ("" if lo is None else f" (95% CI {number(lo)}–{number(hi)})"))
+    if r.rate is not None:
+        line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
+    counts = (f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
+              + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
+    return output_label(spec), [*line, counts] if line else ["no scored rows yet", counts]
+
+
+def problems_table(problems: list, truncated: bool = False) -> None:
+    st.error(f"{len(problems)}{'+' if truncated else ''} problem(s) found; nothing was saved.")
+    st.dataframe([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems],
+                 hide_index=True)
+
+
+def json_preview(rows: list[dict]) -> None:
+    """Records as a table of text (JSON for lists and objects): a column mixing numbers and text still renders."""
+    import pandas as pd
+
+    st.dataframe(pd.DataFrame([{k: "" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
+                                else str(v) for k, v in r.items()} for r in rows]), hide_index=True)
