@@ -13,7 +13,7 @@ from evaluators.judge import JudgeConfig, judge_url, named_judges
 from evaluators.results import RunResults
 from evaluators.workers import retry_failed, worker_stopped
 from ui import loaders
-from ui.widgets import ACTIVE, judged_metrics, literal, session_key
+from ui.widgets import ACTIVE, KEPT, judged_metrics, literal, session_key
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
@@ -21,7 +21,22 @@ NAMED = "Server judge: "  # prefix of an operator's named judge in the provider 
 _SECRET = re.compile(r"\b(sk-|key-)[\w*\-.]{4,}")  # a (masked) key a provider may echo in an error
 
 
-def _provider_choice(options: list[str], current: JudgeConfig | None) -> int:
+def _kept(prefix: str, name: str, default):
+    """Where a judge widget starts: on New evaluation what this browser session last set there (Streamlit
+    drops a widget's value once a page without it is shown), else ``default``. Kept in session state only:
+    never in the URL, the store, a file or a log; a retry's settings start from the run's judge instead."""
+    return st.session_state.get(KEPT + name, default) if prefix == "judge" else default
+
+
+def _keep(prefix: str, **values) -> None:
+    if prefix == "judge":
+        for name, value in values.items():
+            st.session_state[KEPT + name] = value
+
+
+def _provider_choice(options: list[str], current: JudgeConfig | None, kept: str | None = None) -> int:
+    if kept in options:
+        return options.index(kept)
     if current is None:
         return 0
     if current.judge_name and NAMED + current.judge_name in options:
@@ -37,7 +52,8 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
 
     The operator's named judges come first, picked by name: their URL and key stay on the server
     (nothing to type, nothing shown). The free-form options take a URL and a key typed here, kept
-    in this browser session only. Nothing is pre-filled but ``current``: no made-up model or URL.
+    in this browser session only. Nothing is pre-filled but ``current`` or, on New evaluation, what
+    this browser session set there before (:func:`_kept`): no made-up model or URL.
 
     Args:
         prefix: widget keys' prefix ("judge" on New evaluation; another for a retry's settings).
@@ -47,14 +63,16 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
     """
     named = named_judges()
     options = [NAMED + n for n in named] + list(PROVIDERS)
-    choice = st.selectbox("Judge", options, index=_provider_choice(options, current), key=f"{prefix}.provider")
+    choice = st.selectbox("Judge", options, index=_provider_choice(options, current, _kept(prefix, "provider", None)),
+                          key=f"{prefix}.provider")
     c3, c4, c5 = st.columns(3)
-    temperature = c3.number_input("Temperature", 0.0, 2.0, current.temperature if current else 0.0, 0.1,
-                                  key=f"{prefix}.temperature")
-    max_tokens = c4.number_input("Max tokens", 16, 8192, current.max_tokens if current else 800, 16,
-                                 key=f"{prefix}.max_tokens")
-    concurrency = c5.number_input("Concurrency", 1, 128, current.concurrency if current else 8,
-                                  key=f"{prefix}.concurrency")
+    temperature = c3.number_input("Temperature", 0.0, 2.0, _kept(prefix, "temperature", current.temperature if current
+                                                                  else 0.0), 0.1, key=f"{prefix}.temperature")
+    max_tokens = c4.number_input("Max tokens", 16, 8192, _kept(prefix, "max_tokens", current.max_tokens if current
+                                                               else 800), 16, key=f"{prefix}.max_tokens")
+    concurrency = c5.number_input("Concurrency", 1, 128, _kept(prefix, "concurrency", current.concurrency if current
+                                                               else 8), key=f"{prefix}.concurrency")
+    _keep(prefix, provider=choice, temperature=temperature, max_tokens=max_tokens, concurrency=concurrency)
     sampling = dict(temperature=float(temperature), max_tokens=int(max_tokens), concurrency=int(concurrency))
     key_field = "judge_api_key" if prefix == "judge" else f"{prefix}.api_key"
     if choice.startswith(NAMED):
@@ -66,24 +84,33 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
         return cfg, None
     provider = PROVIDERS[choice]
     same = current is not None and not current.judge_name and current.provider == provider
-    model = st.text_input("Model (Azure: deployment)", current.model if same else "", key=f"{prefix}.model",
-                          placeholder="the model's name, e.g. gpt-4o-mini or llama3.1").strip()
+    model = st.text_input("Model (Azure: deployment)", _kept(prefix, "model", current.model if same else ""),
+                          key=f"{prefix}.model", placeholder="the model's name, e.g. gpt-4o-mini or llama3.1")
     base_url = endpoint = None
     if provider == "compatible":
-        base_url = st.text_input("Base URL", (current.base_url or "") if same else "", key=f"{prefix}.base_url",
-                                 placeholder="e.g. http://localhost:11434/v1 (Ollama), http://host:8000/v1 (vLLM)").strip()
+        base_url = st.text_input("Base URL", _kept(prefix, "base_url", (current.base_url or "") if same else ""),
+                                 key=f"{prefix}.base_url",
+                                 placeholder="e.g. http://localhost:11434/v1 (Ollama), http://host:8000/v1 (vLLM)")
+        _keep(prefix, base_url=base_url)
+        base_url = base_url.strip()
     elif provider == "azure":
-        endpoint = st.text_input("Azure endpoint", (current.azure_endpoint if same and current.azure_endpoint else
-                                                    os.environ.get("AZURE_OPENAI_ENDPOINT", "")),
-                                 key=f"{prefix}.endpoint").strip()
+        endpoint = st.text_input("Azure endpoint", _kept(prefix, "endpoint", current.azure_endpoint if same and
+                                                         current.azure_endpoint else
+                                                         os.environ.get("AZURE_OPENAI_ENDPOINT", "")),
+                                 key=f"{prefix}.endpoint")
+        _keep(prefix, endpoint=endpoint)
+        endpoint = endpoint.strip()
+    _keep(prefix, model=model)
+    model = model.strip()
     if provider == "compatible":
         hint = "sent only to this base URL; kept in this browser session only"
     else:
         env = "AZURE_OPENAI_API_KEY" if provider == "azure" else "OPENAI_API_KEY"
         hint = (f"leave empty to use the server's {env}" if os.environ.get(env)
                 else "kept in this browser session only")
-    st.text_input("API key", type="password", key=key_field, help=hint, placeholder=hint)
-    typed = st.session_state.get(key_field) or None
+    typed = st.text_input("API key", _kept(prefix, "api_key", ""), type="password", key=key_field, help=hint,
+                          placeholder=hint) or None
+    _keep(prefix, api_key=typed)
     missing = [what for what, value in (("the model", model), ("the base URL", base_url if provider == "compatible" else 1),
                                         ("the Azure endpoint", endpoint if provider == "azure" else 1)) if not value]
     if missing:

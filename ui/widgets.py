@@ -50,9 +50,13 @@ def literal(text: object) -> str:
     return f"{fence} {flat} {fence}"
 
 
+KEPT = "kept.judge."  # session state holding New evaluation's judge settings for the browser session (ui.judge_form)
+
+
 def session_key() -> str | None:
-    """The judge key typed in this browser session (never stored, never in the URL)."""
-    return st.session_state.get("judge_api_key") or None
+    """The judge key typed on New evaluation in this browser session (in its memory only: never stored,
+    never in the URL), also once another page is shown (Resume, Retry failed rows)."""
+    return st.session_state.get(KEPT + "api_key") or None
 
 
 def status_word(run: dict) -> str:
