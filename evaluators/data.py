@@ -603,7 +603,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
     Args:
         records: parsed rows.
         numbers: their row numbers in the source.
-        column_mapping: field -> column overrides (e.g. {"query": "question"}).
+        column_mapping: field -> column overrides (e.g. {"query": "question"}; None: no column).
     Raises:
         UsageError: a mapping to an unknown field or column.
         DataValidationError: wrong types, by row and field.
@@ -628,6 +628,10 @@ def _map_columns(columns: list[str], source: str,
     for fld, col in (column_mapping or {}).items():
         if fld not in FIELDS:
             raise UsageError(f"cannot map '{fld}': fields are {', '.join(FIELDS)}")
+        if col is None:  # no column for this field, even one that detection found
+            mapping.pop(fld, None)
+            schema = "custom"
+            continue
         if col not in columns:
             raise UsageError(f"{source}: no column '{col}' to map to {fld}; columns are {', '.join(columns)}")
         mapping = {f: c for f, c in mapping.items() if c != col}
@@ -963,7 +967,7 @@ def inspect_parsed(parsed: ParsedFile, column_mapping: Mapping[str, str] | None 
     problems.problems, problems.truncated = list(parsed.problems), parsed.truncated
     columns = list(dict.fromkeys(c for r in parsed.records for c in r))
     detected, schema = detect_mapping(columns)
-    mapping = {**detected, **(column_mapping or {})}
+    mapping = {f: c for f, c in {**detected, **(column_mapping or {})}.items() if c is not None}
     try:
         ds = build_dataset(parsed.records, parsed.numbers, name, name, column_mapping, problems)
     except DataValidationError as e:

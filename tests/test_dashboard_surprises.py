@@ -53,3 +53,55 @@ def test_judge_settings_are_kept_for_the_browser_session_the_key_in_memory_only(
     fresh = app("pages/new_run.py", dataset=did)
     fresh.checkbox(key="new.metric.coherence").check().run()
     assert fresh.text_input(key="judge.model").value == "" and fresh.text_input(key="judge_api_key").value == ""
+
+
+# ---------------------------------------------------------------- 2. the preview and checks follow the mapping
+ROWS = [{"question": f"q{i}", "answer": f"a{i}", "rewrite": f"better a{i}", "passage": f"doc {i}"} for i in range(3)]
+
+
+def test_the_column_mapping_drives_the_preview_the_checks_and_what_is_saved(home_store):
+    at = app("pages/datasets.py")
+    data = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    at.file_uploader(key="datasets.upload").set_value(("mapped.jsonl", data, "application/octet-stream")).run()
+    fid = next(s.key for s in at.selectbox if s.key.endswith(".response")).rsplit(".", 2)[1]
+
+    def field(name):
+        return at.selectbox(key=f"datasets.map.{fid}.{name}")
+
+    def preview():
+        return next(d.value for d in at.dataframe if d.value.index.name == "row")
+
+    assert (field("query").value, field("response").value, field("context").value) == ("question", "answer", "passage")
+    assert any("3 rows, single shape, all checks passed" in s.value for s in at.success)
+    # the preview shows each field under the column it is read from, then the columns left unread
+    assert list(preview().columns) == ["query ← question", "response ← answer", "context ← passage", "rewrite (not used)"]
+    assert list(preview()["response ← answer"]) == ["a0", "a1", "a2"]
+
+    field("response").set_value("(none)").run()  # no response at all: nothing to evaluate, said so
+    assert not at.success and not [b for b in at.button if b.key == "datasets.save"]
+    problems = next(d.value for d in at.dataframe if "problem" in d.value.columns)
+    assert any("no response column" in p for p in problems["problem"])
+    assert not [c for c in preview().columns if c.startswith("response")]
+    assert "answer (not used)" in preview().columns
+
+    field("response").set_value("rewrite").run()  # another column: the preview reads it
+    assert any("3 rows, single shape, all checks passed" in s.value for s in at.success)
+    assert list(preview()["response ← rewrite"]) == ["better a0", "better a1", "better a2"]
+
+    field("context").set_value("(none)").run()  # a detected field left out stays out
+    assert "passage (not used)" in preview().columns
+    assert any("all checks passed" in s.value for s in at.success)
+    at.button(key="datasets.save").click().run()
+    saved = next(d for d in home_store.list_datasets() if d["name"] == "mapped.jsonl")
+    assert home_store.get_dataset(saved["id"]).mapping == {"query": "question", "response": "rewrite"}
+
+
+def test_a_field_mapped_to_no_column_is_not_read_even_when_detected():
+    from evaluators.data import inspect_file
+
+    data = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    assert inspect_file(data, "m.jsonl").mapping == {"query": "question", "response": "answer", "context": "passage"}
+    left_out = inspect_file(data, "m.jsonl", {"context": None})
+    assert left_out.dataset.mapping == {"query": "question", "response": "answer"} and left_out.detected == "custom"
+    none = inspect_file(data, "m.jsonl", {"response": None})
+    assert none.dataset is None and "no response column found" in none.problems[0].message

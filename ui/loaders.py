@@ -119,8 +119,9 @@ def _inspection(file_id: str, name: str, mapping: tuple, _upload) -> Inspection:
     return inspect_parsed(_parsed(file_id, name, _upload), dict(mapping) or None)
 
 
-def inspect_upload(upload, mapping: dict[str, str] | None = None) -> Inspection:
-    """An upload read once per file, and mapped and checked once per mapping, not on every rerun."""
+def inspect_upload(upload, mapping: dict[str, str | None] | None = None) -> Inspection:
+    """An upload read once per file, and mapped and checked once per mapping (the user's changes to the
+    detected one; None: no column for that field), not on every rerun."""
     return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload)
 
 
