@@ -55,8 +55,9 @@ def _styled(df, specs: list[MetricSpec]):
     return df.style.apply(colour, axis=None)
 
 
-def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
-    """One page of the filtered, sorted rows; returns the selected row's index.
+def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | None, bool]:
+    """One page of the filtered, sorted rows; returns the selected row's index and whether this page
+    lists it.
 
     The selection is kept by the row's id (``row`` in the URL), not by its position: a change of
     filter, sort, search, page or thresholds shows a new table, which starts with that row selected
@@ -93,7 +94,32 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> int | None:
     if k is not None and ids[k] != chosen:
         chosen = ids[k]
         state.write("row", chosen)
-    return chosen
+    return chosen, chosen in ids
+
+
+def position(res: RunResults, filters: dict, row: int) -> int | None:
+    """Where ``row`` is among the rows matching ``filters`` in their order (None: the filters leave it out)."""
+    import numpy as np
+
+    ids = res.select(**filters) if hasattr(res, "select") else res.table(**filters).index.to_numpy()
+    hit = np.nonzero(np.asarray(ids) == row)[0]
+    return int(hit[0]) if len(hit) else None
+
+
+def not_listed(res: RunResults, filters: dict, row: int) -> None:
+    """Why the selected row's detail shows while the table does not list it: the filters or the search
+    leave it out, or it is on another page of the matching rows (with a button to that page)."""
+    at = position(res, filters, row)
+    name = f"Row {res.dataset.row_no(row)}"
+    if at is None:
+        st.info(f"{name} is filtered out: it does not match the filters or the search above, so the table does "
+                "not list it. Its detail stays below; change the filters to see it among the rows.",
+                icon=":material/filter_alt_off:")
+        return
+    page = at // PAGE_ROWS + 1
+    c1, c2 = st.columns([4, 1], vertical_alignment="center")
+    c1.caption(f"{name} matches the filters; it is on page {page} of the table.")
+    c2.button(f"Go to page {page}", key="rows.goto", on_click=state.write, args=("page", page))
 
 
 @st.fragment
@@ -103,9 +129,11 @@ def rows_view(res: RunResults) -> None:
     filters = row_filters(res)
     table, pane = st.columns([3, 2])
     with table:
-        row = row_table(res, filters)
+        row, listed = row_table(res, filters)
     with pane:
         if row is not None and 0 <= row < len(res):
+            if not listed:
+                not_listed(res, filters, row)
             detail(res, row)
         else:
             st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
