@@ -15,8 +15,12 @@ with w.guard():
     w.run_status(run)
     overview.refresh_while_running(run)
     head = st.container()
-    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = st.tabs(
-        ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"], key="view", bind=state.URL)
+    views = ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"]
+    tabs = st.tabs(views, key="view", bind=state.URL)
+    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = tabs
+    shown = next((v for v, t in zip(views, tabs) if t.open), None)
+    if shown not in (None, "Share & export"):
+        st.session_state["results.came_from"] = shown  # the view a share link opens (see exports_widgets)
     with tab_thresholds:  # sliders only in their tab; the thresholds they set (in the URL) hold on every tab
         intro, cells = st.container(), {}
         thresholds = w.threshold_bar(run, cells, shown=tab_thresholds.open is not False)
@@ -41,7 +45,5 @@ with w.guard():
             judge_form.errors_panel(res, run)
     if tab_share.open is not False:
         with tab_share:
-            st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
-                       "thresholds, page and selected row) to anyone who can open the dashboard:")
-            exports_widgets.share_link()
+            exports_widgets.share_link(views[:-1], st.session_state.get("results.came_from"))
             exports_widgets.exports(res, run)

@@ -132,3 +132,23 @@ def test_the_detail_pane_says_when_the_filters_leave_its_row_out(home_store, mon
     at.button(key="rows.goto").click().run()
     assert list(at.dataframe[0].value["#"]) == [7, 8, 9] and at.query_params["page"] == "3"
     assert not [c for c in at.caption if "matches the filters" in c.value]
+
+
+# ---------------------------------------------------------------- 4. a share link opens the view
+def test_a_share_link_opens_the_tab_it_was_taken_from_encoded(home_store):
+    from urllib.parse import parse_qs, urlsplit
+
+    from tests.test_results_page import known_results, stored_run
+
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid, view="Share & export", q="answer & more")  # straight to the Share tab
+
+    def link():
+        return next(c.value for c in at.code if "run=" in c.value)
+
+    assert at.radio(key="share.opens").value == "Metrics"  # no tab before it: the first one
+    assert "q=answer%20%26%20more" in link() and "view=" not in link()  # one value, the Metrics tab (no view)
+    at.radio(key="share.opens").set_value("Rows").run()
+    assert parse_qs(urlsplit(link()).query) == {"run": [rid], "q": ["answer & more"], "view": ["Rows"]}
+    assert any(c.value.startswith("This link opens the Rows tab of this run") for c in at.caption)

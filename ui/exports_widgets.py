@@ -17,6 +17,22 @@ def exports(res: RunResults, run: dict) -> None:
     c3.download_button("HTML report", lambda: html_report(res, run), f"{name}.html", "text/html", key="dl.html")
 
 
-def share_link() -> None:
-    """This view's link (URL-encoded; run, tab, filters, thresholds, page and row), with a copy button."""
-    st.code(state.link(), language=None, wrap_lines=True)
+# The copy button of st.code shows only while the pointer is over the code; this one is always shown.
+# Our own style sheet (no data in it), scoped to the share link's container.
+ALWAYS_COPY = """<style>
+.st-key-share_link [data-testid="stCode"] div:has([data-testid="stElementToolbarButton"]) {
+    visibility: visible !important; opacity: 1 !important; }
+</style>"""
+
+
+def share_link(views: list[str], came_from: str | None) -> None:
+    """This view's link (URL-encoded: the run, thresholds, filters, page and selected row) with a copy
+    button always shown. The link opens the tab the reader came from (``came_from``; or one of ``views``
+    they pick), never this one: a reader of a shared link wants the view, not the link to it."""
+    opens = st.radio("The link opens", views, index=views.index(came_from) if came_from in views else 0,
+                     horizontal=True, key="share.opens")
+    st.caption(f"This link opens the {opens} tab of this run, with its thresholds, filters, page and selected row, "
+               "for anyone who can open the dashboard. Copy it with the button at its right.")
+    with st.container(key="share_link"):
+        st.html(ALWAYS_COPY)
+        st.code(state.link(view=None if opens == views[0] else opens), language=None, wrap_lines=True)
