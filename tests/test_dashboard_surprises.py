@@ -152,3 +152,28 @@ def test_a_share_link_opens_the_tab_it_was_taken_from_encoded(home_store):
     at.radio(key="share.opens").set_value("Rows").run()
     assert parse_qs(urlsplit(link()).query) == {"run": [rid], "q": ["answer & more"], "view": ["Rows"]}
     assert any(c.value.startswith("This link opens the Rows tab of this run") for c in at.caption)
+
+
+# ---------------------------------------------------------------- 5. one colour language on the overview
+def test_the_overview_speaks_one_colour_language_and_its_legend_names_it(home_store):
+    from evaluators.charts_overview import FAIL, PASS, UNSURE
+    from tests.test_results_page import figure, known_results, overview_rows, stored_run
+
+    app()
+    rid = stored_run(home_store, known_results())
+    at = app("pages/results.py", run=rid)
+    rates, counts = figure(at, "overview")["hconcat"]
+    colour = rates["layer"][0]["encoding"]["color"]
+    meanings = {"meets the target": PASS, "too close to tell": UNSURE, "below the target": FAIL,
+                "no scored rows": "#9e9e9e"}
+    # the bars' colours come from a scale whose legend names each one (none was drawn before)
+    assert dict(zip(colour["scale"]["domain"], colour["scale"]["range"])) == meanings
+    assert colour["field"] == "meaning" and colour["legend"] and colour["title"] == "Rate against the target"
+    # coherence 31-83% straddles the 80% target, f1 11-60% is below it (see test_results_page)
+    assert [(r["meaning"], r["colour"]) for r in overview_rows(at)][:2] == [("too close to tell", UNSURE),
+                                                                         ("below the target", FAIL)]
+    # the row counts beside them use none of those colours: red means "below the target", not "errored"
+    rows = dict(zip(counts["encoding"]["color"]["scale"]["domain"], counts["encoding"]["color"]["scale"]["range"]))
+    assert set(rows) == {"scored", "errored", "skipped", "pending"}
+    assert not set(rows.values()) & {PASS, FAIL, UNSURE}
+    assert figure(at, "overview")["resolve"]["legend"]["color"] == "independent"  # two legends, one each
