@@ -177,3 +177,33 @@ def test_the_overview_speaks_one_colour_language_and_its_legend_names_it(home_st
     assert set(rows) == {"scored", "errored", "skipped", "pending"}
     assert not set(rows.values()) & {PASS, FAIL, UNSURE}
     assert figure(at, "overview")["resolve"]["legend"]["color"] == "independent"  # two legends, one each
+
+
+# ---------------------------------------------------------------- 6. the rows table uses the width
+def test_the_rows_table_shows_each_metric_in_one_narrow_column_then_the_text(home_store):
+    import pyarrow as pa
+
+    from evaluators.store import Result
+    from tests.test_results_page import known_results, stored_run
+
+    app()
+    results = [r for r in known_results() if not (r.metric == "coherence" and r.row_idx == 4)]
+    results.append(Result(4, "coherence", 0, "error", error="no verdict"))
+    rid = stored_run(home_store, results)
+    at = app("pages/results.py", run=rid, view="Rows")
+    table = at.dataframe[0]
+    # the table is not squeezed into a column beside the detail: it is the tab's full width
+    assert at.columns and not [d for c in at.columns for d in c.dataframe if d.proto.id == table.proto.id]
+    # a column per metric (its verdict in words inside it), narrow, then the query and the response
+    assert list(table.proto.column_order) == ["#", "coherence", "f1_score", "violence", "protected_material",
+                                              "query", "response"]
+    widths = json.loads(table.proto.columns)
+    assert widths["#"]["width"] == 44 and all(widths[m]["width"] <= 170 for m in ("coherence", "f1_score", "violence"))
+    assert sum(widths[c]["width"] for c in list(table.proto.column_order)[:5]) <= 520  # query starts by 520 px
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_pandas()
+    # scores 5 4 3 2 (error) ..., f1 0.421348, violence 0 1 4, protected material false: as a reader reads them
+    assert list(shown["coherence"][:5]) == ["5 · pass", "4 · pass", "3 · pass", "2 · fail", "error"]
+    assert list(shown["f1_score"][:2]) == ["0.4213 · fail", "0.9 · pass"]
+    assert list(shown["violence"][:3]) == ["0 · pass", "1 · pass", "4 · fail"]
+    assert shown["protected_material"][9] == "true · fail"
+    assert list(table.value["coherence verdict"][:5]) == ["pass", "pass", "pass", "fail", "error"]  # kept in the data

@@ -37,7 +37,11 @@ PASS_STYLE, FAIL_STYLE = "background-color: #e8f5e9; color: #1b5e20", "backgroun
 
 
 def _styled(df, specs: list[MetricSpec]):
-    """Scores and verdicts first, each coloured by the row's verdict (pass green, fail red); text after."""
+    """Scores first, each cell coloured by the row's verdict (pass green, fail red) and reading as the
+    score with sensible digits and the verdict in words ("4 · pass", "0.4213 · fail", "error"); text after.
+    The verdicts stay in the data as their own columns (for the Styler, downloads, tests), not shown."""
+    import pandas as pd
+
     names = [x for s in specs for x in (s.name, f"{s.name} verdict")]
     df = df[["#", *names, "query", "response"]].copy()
     for col in ("query", "response"):  # a cell shows one line; the detail pane shows the whole text
@@ -52,7 +56,27 @@ def _styled(df, specs: list[MetricSpec]):
             out[s.name], out[f"{s.name} verdict"] = style, style
         return out
 
-    return df.style.apply(colour, axis=None)
+    for s in specs:  # a cell without a score reads as its state ("error"); the browser shows any empty cell as
+        # "None", whatever the Styler says, so these hold -inf (first in an ascending sort, as a worst value)
+        df[s.name] = df[s.name].fillna(float("-inf"))
+    styler = df.style.apply(colour, axis=None)
+    for s in specs:
+        verdicts = df[f"{s.name} verdict"]
+        value = (lambda v: "true" if v else "false") if s.kind == "label" else number
+        for word in verdicts.unique():
+            shown_as = (lambda v, w=word, f=value: f"{f(v)} · {w}") if word in ("pass", "fail") else (lambda v, w=word: w)
+            styler = styler.format(shown_as, subset=pd.IndexSlice[verdicts.index[verdicts == word], [s.name]])
+    return styler
+
+
+def _columns(specs: list[MetricSpec]) -> tuple[list[str], dict]:
+    """The columns shown (a score column per metric, its verdict in words inside it) and their widths:
+    each metric's as narrow as its name allows, so that the text (query, response) has the rest."""
+    widths = {s.name: min(170, max(100, 8 * len(s.name) + 30)) for s in specs}
+    config = {"#": st.column_config.NumberColumn("#", help="row number in the file", width=44),
+              **{name: st.column_config.Column(width=w) for name, w in widths.items()},
+              "query": st.column_config.TextColumn(width="medium"), "response": st.column_config.TextColumn(width="large")}
+    return ["#", *widths, "query", "response"], config
 
 
 def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | None, bool]:
@@ -85,11 +109,10 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | 
     # a new widget whenever the rows shown change, so that a stale position never names another row
     view_key = f"{key}.{hashlib.sha1(repr(ids).encode()).hexdigest()[:12]}"
     default = {"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None
+    order, config = _columns(res.specs)
     event = st.dataframe(_styled(df, res.specs) if len(df) else df, hide_index=True, on_select="rerun",
                          selection_mode="single-row", key=view_key, selection_default=default,
-                         column_config={"#": st.column_config.NumberColumn("#", help="row number in the file"),
-                                        "query": st.column_config.TextColumn(width="medium"),
-                                        "response": st.column_config.TextColumn(width="large")})
+                         column_order=order, column_config=config)
     k = state.selected(event, len(df))
     if k is not None and ids[k] != chosen:
         chosen = ids[k]
@@ -124,19 +147,17 @@ def not_listed(res: RunResults, filters: dict, row: int) -> None:
 
 @st.fragment
 def rows_view(res: RunResults) -> None:
-    """The Rows tab: filters, one page of rows and the selected row's detail. A fragment, so that a
-    filter, a page or a selection reruns this tab only, not the charts of the whole run."""
+    """The Rows tab: filters, one page of rows across the page's width and, under it, the selected row's
+    detail (its inputs beside its scores). A fragment, so that a filter, a page or a selection reruns this
+    tab only, not the charts of the whole run."""
     filters = row_filters(res)
-    table, pane = st.columns([3, 2])
-    with table:
-        row, listed = row_table(res, filters)
-    with pane:
-        if row is not None and 0 <= row < len(res):
-            if not listed:
-                not_listed(res, filters, row)
-            detail(res, row)
-        else:
-            st.caption("Select a row to read its inputs, scores and the judge's reasoning.")
+    row, listed = row_table(res, filters)
+    if row is None or not 0 <= row < len(res):
+        st.caption("Select a row (the box at its left) to read its inputs, scores and the judge's reasoning here.")
+        return
+    if not listed:
+        not_listed(res, filters, row)
+    detail(res, row, side_by_side=True)
 
 
 def text_block(label: str, text: object) -> None:
@@ -204,18 +225,30 @@ def conversation(res: RunResults, i: int) -> None:
                 turn += 1
 
 
-def detail(res: RunResults, i: int) -> None:
+def detail(res: RunResults, i: int, side_by_side: bool = False) -> None:
     """Everything about one row: inputs, then per metric its value and verdict, the judge's reasoning,
-    and the raw reply collapsed. A metric computed in process has no reasoning: its value only."""
+    and the raw reply collapsed (``side_by_side``: the scores beside the inputs, not under them). A metric
+    computed in process has no reasoning: its value only."""
     ds = res.dataset
     st.subheader(f"Row {ds.row_no(i)}")
-    if ds.shape == "conversation":
-        conversation(res, i)
-    else:
-        c = ds.canonical(i)
-        for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"), ("Ground truth", "ground_truth")):
-            text_block(label, c.get(key))
-    st.markdown("---")
+    inputs, scores = st.columns(2, gap="large") if side_by_side else (st.container(), st.container())
+    with inputs:
+        if ds.shape == "conversation":
+            conversation(res, i)
+        else:
+            c = ds.canonical(i)
+            for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"),
+                               ("Ground truth", "ground_truth")):
+                text_block(label, c.get(key))
+    if not side_by_side:
+        st.markdown("---")
+    with scores:
+        metric_details(res, i)
+
+
+def metric_details(res: RunResults, i: int) -> None:
+    """Per metric: its value and verdict, an error or a note, the judge's reasoning and the raw reply."""
+    ds = res.dataset
     for s in res.specs:
         cell = res.cell(s.name, i)
         verdict = res.passed(s, cell)

@@ -279,8 +279,13 @@ def headline(res: RunResults) -> None:
         if r.measure == "defect rate" and uses_threshold(s):
             rule = rule.replace("≤", ">").replace("≥", "<")
         cards.append((f"{s.name} {r.measure}", "–" if r.rate is None else f"{r.rate:.0%}", rule + more))
-    # A wrapping row of cards each as wide as its own text: nothing is cut to "coh…" or "7…", however
-    # many metrics or however narrow the window (fixed columns squeeze every card to 1/n of the row).
+    metric_cards(cards)
+
+
+def metric_cards(cards: list[tuple[str, str, str | None]]) -> None:
+    """(label, value, help) cards in a wrapping row, each as wide as its own text: nothing is cut to
+    "coh…" or "hate_unfairn…", however many metrics or however narrow the window (fixed columns squeeze
+    every card to 1/n of the row)."""
     with st.container(horizontal=True, gap="small"):
         for label, value, help_ in cards:
             st.metric(label, value, border=True, help=help_, width="content")
