@@ -207,3 +207,61 @@ def test_the_rows_table_shows_each_metric_in_one_narrow_column_then_the_text(hom
     assert list(shown["violence"][:3]) == ["0 · pass", "1 · pass", "4 · fail"]
     assert shown["protected_material"][9] == "true · fail"
     assert list(table.value["coherence verdict"][:5]) == ["pass", "pass", "pass", "fail", "error"]  # kept in the data
+
+
+# ---------------------------------------------------------------- 7. the README names the controls as the UI does
+# Quoted names in the README's dashboard sections that are not on screen: sections of documents it points to.
+SECTION_REFERENCES = {"Reading a run", "Where each target stands"}
+
+
+def readme_names() -> set[str]:
+    """Every "quoted" or **bold** name in the README's dashboard sections (The dashboard with Reading a run,
+    Risk and safety's "In the dashboard", WildBench's "Dashboard."), leaving out code, the bold lead of a
+    list item or a paragraph ("**Home** (`/`) —", "**Named judges.**") and inline code."""
+    import re
+
+    from tests.conftest import ROOT
+
+    text = re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S)
+
+    def section(start: str, end: str) -> str:
+        i = text.index(start)
+        m = re.compile(end, re.M).search(text, i + len(start))
+        return text[i:m.start() if m else len(text)]
+
+    names = set()
+    for part in (section("## The dashboard", r"^## "), section("### In the dashboard", r"^##? "),
+                 section("**Dashboard.**", r"^\s*$")):
+        for line in part.splitlines():
+            line = re.sub(r"`[^`]*`", "", line)
+            names |= set(re.findall(r'"([^"]{2,60})"', line))
+            for m in re.finditer(r"\*\*([^*]{2,60})\*\*", line):
+                if line[:m.start()].strip() not in ("-", "") and not m.group(1).endswith((".", ":")):
+                    names.add(m.group(1))
+    return names
+
+
+def ui_texts() -> set[str]:
+    """Every text the dashboard's code writes: string constants and the fixed start of f-strings."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    out = set()
+    for path in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out.add(node.value.lstrip("#").strip())  # a heading's text without its Markdown
+            elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+                out.add(node.values[0].value)
+    return out
+
+
+def test_every_control_the_readme_names_is_named_so_in_the_dashboard(home_store):
+    names = readme_names()
+    assert sorted(names - SECTION_REFERENCES - ui_texts()) == []  # "Try it on the sample" (the button: "Evaluate...")
+    assert {"Evaluate the sample", "Filter", "Test connection", "Retry failed rows", "Resume run",
+            "Show only differences", "Share & export"} <= names  # the extraction finds what it is for
+    # and on screen, where it is said to be
+    at = app()
+    assert at.button(key="home.sample").label == "Evaluate the sample"
