@@ -1,7 +1,7 @@
 """New evaluation: dataset, metrics (built from the registry), thresholds, judge, estimate, start."""
 import streamlit as st
 
-from evaluators.api import estimate_run, prepare_run
+from evaluators.api import prepare_run
 from evaluators.registry import FAMILIES, all_metrics
 from evaluators.runner import RunSpec
 from evaluators.workers import spawn_worker
@@ -17,7 +17,7 @@ with w.guard():
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()
     ds = loaders.dataset(did)
-    missing = ds.availability()
+    missing = loaders.availability(did)
     chosen = []
     for family, title in FAMILIES.items():
         specs = [s for s in all_metrics() if s.family == family]
@@ -54,7 +54,7 @@ with w.guard():
     spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
     spec.validate()
     st.subheader("Before you start")
-    judge_form.estimate_panel(estimate_run(loaders.store(), ds, spec), judge)
+    judge_form.estimate_panel(did, spec)
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()

@@ -265,3 +265,67 @@ def test_every_control_the_readme_names_is_named_so_in_the_dashboard(home_store)
     # and on screen, where it is said to be
     at = app()
     assert at.button(key="home.sample").label == "Evaluate the sample"
+
+
+# ---------------------------------------------------------------- 8. a checkbox does not re-estimate the run
+def test_a_checkbox_estimates_only_a_judge_metric_not_estimated_yet(home_store, judge_server, monkeypatch):
+    import evaluators.api as api
+
+    calls = []
+
+    def counted(store, ds, spec):
+        calls.append(list(spec.metrics))
+        return real(store, ds, spec)
+
+    real = api.estimate_run
+    monkeypatch.setattr(api, "estimate_run", counted)
+    app()
+    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at.checkbox(key="new.metric.f1_score").check().run()
+    assert calls == []  # classic metrics only: nothing to estimate (every rerun walked every row before)
+    at.checkbox(key="new.metric.coherence").check().run()
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback").run()
+    assert calls == [["coherence"]] and {m.label: m.value for m in at.metric}["Judge calls"] == "31"
+    for metric in ("bleu", "rouge"):  # classic checkboxes, the judge given: the estimate is read, not made
+        at.checkbox(key=f"new.metric.{metric}").check().run()
+    at.number_input(key="new.th.coherence").set_value(4.0).run()  # a threshold changes no prompt
+    assert calls == [["coherence"]]
+    at.checkbox(key="new.metric.fluency").check().run()  # a new judge metric: that one only
+    assert calls == [["coherence"], ["fluency"]] and {m.label: m.value for m in at.metric}["Judge calls"] == "62"
+    at.checkbox(key="new.metric.fluency").uncheck().run()
+    at.checkbox(key="new.metric.fluency").check().run()
+    assert len(calls) == 2 and {m.label: m.value for m in at.metric}["Judge calls"] == "62"
+    at.number_input(key="judge.max_tokens").set_value(400).run()  # another judge setting: other prompts' keys
+    assert sorted(map(tuple, calls[2:])) == [("coherence",), ("fluency",)]
+
+
+def test_a_big_dataset_is_estimated_in_the_background_while_the_page_answers(home_store, judge_server, monkeypatch):
+    import threading
+
+    import evaluators.api as api
+
+    release = threading.Event()
+    real = api.estimate_run
+
+    def slow(store, ds, spec):
+        release.wait(30)
+        return real(store, ds, spec)
+
+    monkeypatch.setattr(api, "estimate_run", slow)
+    monkeypatch.setattr("ui.loaders.INLINE_ROWS", 10)  # the sample's 31 rows count as big here
+    app()
+    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at.checkbox(key="new.metric.coherence").check().run()
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback").run()
+    assert any("Working out the judge calls" in c.value for c in at.caption)  # drawn without waiting for it
+    assert not [m for m in at.metric if m.label == "Judge calls"] and at.button(key="new.start")
+    release.set()
+    from ui import loaders
+
+    for job in list(loaders._estimates().jobs.values()):
+        job.result(30)
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Judge calls"] == "31"
+    assert not [c for c in at.caption if "Working out" in c.value]

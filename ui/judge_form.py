@@ -11,6 +11,7 @@ import streamlit as st
 from evaluators import EvalError
 from evaluators.judge import JudgeConfig, judge_url, named_judges
 from evaluators.results import RunResults
+from evaluators.runner import RunSpec
 from evaluators.workers import retry_failed, worker_stopped
 from ui import loaders
 from ui.widgets import ACTIVE, KEPT, judged_metrics, literal, session_key
@@ -143,18 +144,24 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
     st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {calls} call(s).")
 
 
-def estimate_panel(est: dict, judge: JudgeConfig | None) -> None:
-    """Judge calls, tokens, cost and time before a run starts; classic-only runs cost nothing, so no cost."""
+def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
+    """Judge calls, tokens, cost and time before a run starts; classic-only runs cost nothing, so no cost.
+    The figures come from ``loaders.estimate`` (each judge metric estimated once, not on every rerun); on a
+    big dataset a new one is worked out in the background while the page stays usable."""
+    judge = spec.judge
     if judge is None:
         st.caption("Classic metrics only: computed on this server, no judge calls and no cost.")
         return
-    concurrency = judge.concurrency
     c1, c2 = st.columns(2)
     price_in = c1.number_input("Price per 1M input tokens", 0.0, value=0.15, step=0.05, key="price.in")
     price_out = c2.number_input("Price per 1M output tokens", 0.0, value=0.60, step=0.05, key="price.out")
+    est = loaders.estimate(dataset_id, spec)
+    if est is None:
+        _estimating(dataset_id, spec)
+        return
     per_call = est["latency_s"] or st.session_state.get("price.latency", 2.0)
     cost = est["prompt_tokens"] / 1e6 * price_in + est["completion_tokens"] / 1e6 * price_out
-    seconds = est["judge_calls"] * per_call / max(1, concurrency)
+    seconds = est["judge_calls"] * per_call / max(1, judge.concurrency)
     cols = st.columns(4)
     cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
     cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
@@ -162,6 +169,14 @@ def estimate_panel(est: dict, judge: JudgeConfig | None) -> None:
     cols[2].metric("Cost (est.)", f"{cost:.4f}")
     cols[3].metric("Time (est.)", f"{seconds:.0f} s", help=f"{per_call:.2f} s a call"
                    + (" (median of this model's past calls)" if est["latency_s"] else " (assumed)"))
+
+
+@st.fragment(run_every=0.5)
+def _estimating(dataset_id: str, spec: RunSpec) -> None:
+    """A line in place of the estimate while it is worked out; the page is drawn again once it is ready."""
+    if loaders.estimate_ready(dataset_id, spec):
+        st.rerun()
+    st.caption("Working out the judge calls, tokens and cost of every row…")
 
 
 ERRORS_SHOWN = 1000  # errored cells listed at once (the data layer reads no more than this, plus one)
