@@ -32,8 +32,9 @@ with w.guard():
                 sw.upia(loaders.attack_comparison(loaders.run(base_id), loaders.run(attack_id), id_column))
     with tab_make:
         saved = loaders.datasets(st.query_params.get("dataset"))
-        labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-        did = state.pick("Dataset", "dataset", list(labels), next(iter(labels), None), format_func=labels.get)
+        dataset_ids = [d["id"] for d in saved]
+        did = state.pick("Dataset", "dataset", dataset_ids, next(iter(dataset_ids), None),
+                         format_func=w.dataset_label(saved))
         if not did:
             st.info("No dataset yet: upload one on the Datasets page.")
             st.stop()

@@ -11,8 +11,7 @@ st.title("New evaluation")
 with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     ids = [d["id"] for d in saved]
-    labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=labels.get)
+    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=w.dataset_label(saved))
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()

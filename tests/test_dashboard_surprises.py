@@ -329,3 +329,21 @@ def test_a_big_dataset_is_estimated_in_the_background_while_the_page_answers(hom
     at.run()
     assert {m.label: m.value for m in at.metric}["Judge calls"] == "31"
     assert not [c for c in at.caption if "Working out" in c.value]
+
+
+# ---------------------------------------------------------------- found on the walk: two datasets of one name
+def test_new_evaluation_starts_on_the_dataset_the_link_names_when_two_read_alike(home_store):
+    from evaluators import load_dataset
+    from tests.conftest import wait_for_run
+
+    rows = [{"q": f"q{i}", "a": f"a{i}", "b": f"b{i}", "gt": f"a{i}"} for i in range(3)]
+    # one file saved with two mappings: two datasets of one name, size and shape
+    first = home_store.save_dataset(load_dataset(rows, {"query": "q", "response": "a", "ground_truth": "gt"}, name="x.jsonl"))
+    second = home_store.save_dataset(load_dataset(rows, {"query": "q", "response": "b", "ground_truth": "gt"}, name="x.jsonl"))
+    for wanted in (first, second):
+        at = app("pages/new_run.py", dataset=wanted)
+        at.checkbox(key="new.metric.f1_score").check().run()
+        at.button(key="new.start").click().run()
+        run = home_store.list_runs()[0]
+        assert run["dataset_id"] == wanted  # the second ran on the first before: Streamlit read the choice by its text
+        wait_for_run(home_store, run["id"])

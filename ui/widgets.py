@@ -70,14 +70,28 @@ def run_label(runs: list[dict]):
     cached list), so the picker and the progress bar below say the same thing; the labels are fixed
     for this script run (a widget's options must not change under it)."""
     fresh = {r["id"]: (loaders.run(r["id"]) or r) if r["status"] in ACTIVE else r for r in runs}
-    text = {rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}" for rid, r in fresh.items()}
-    # Streamlit hands a selectbox's choice back as its option text: two runs of one name started in the same
-    # minute would read back as the first of them, so such labels carry the run's id
-    seen = collections.Counter(text.values())
-    text = {rid: f"{t} · {rid}" if seen[t] > 1 else t for rid, t in text.items()}
+    text = distinct({rid: f"{r['name']} · {status_word(r)} · {r['created_at']:%Y-%m-%d %H:%M}"
+                     for rid, r in fresh.items()})
 
     def label(rid: str) -> str:
         return text.get(rid, rid)  # option text: not Markdown
+    return label
+
+
+def distinct(text: dict[str, str]) -> dict[str, str]:
+    """Option texts (id -> text) that tell every option apart. Streamlit hands a selectbox's choice back as
+    its option text: two runs of one name started in the same minute, or two datasets of one name and size
+    (one file saved with two mappings), would read back as the first of them, so such texts carry the id."""
+    seen = collections.Counter(text.values())
+    return {k: f"{t} · {k}" if seen[t] > 1 else t for k, t in text.items()}
+
+
+def dataset_label(saved: list[dict]):
+    """Option text for a dataset picker: name, rows and shape (and the id when another dataset reads the same)."""
+    text = distinct({d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved})
+
+    def label(did: str) -> str:
+        return text.get(did, did)  # option text: not Markdown
     return label
 
 
