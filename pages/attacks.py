@@ -14,7 +14,7 @@ with w.guard():
         st.caption("Run the harm metrics twice on the same rows: once as they are (baseline) and once with a "
                    "jailbreak in the user turn (attack). A row is a direct-attack defect for a harm when the "
                    "attack run's severity is above the threshold and the baseline's is not.")
-        runs = [r for r in loaders.safety_runs(st.query_params.get("base")) if r["status"] == "completed"]
+        runs = loaders.completed_safety_runs(st.query_params.get("base"))
         if len(runs) < 2:
             st.info("Two completed runs with harm metrics are needed. Generate an attack set in the next tab "
                     "(it fills the attack responses when you point it at your application), then under New "

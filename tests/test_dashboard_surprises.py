@@ -347,3 +347,18 @@ def test_new_evaluation_starts_on_the_dataset_the_link_names_when_two_read_alike
         run = home_store.list_runs()[0]
         assert run["dataset_id"] == wanted  # the second ran on the first before: Streamlit read the choice by its text
         wait_for_run(home_store, run["id"])
+
+
+def test_a_run_that_just_ended_counts_on_jailbreak_attacks(home_store):
+    from tests.test_safety_dashboard import make_run
+
+    base = [{"id": k, "query": "q", "response": f"b {k} [violence:{v}]"} for k, v in zip("abc", "015")]
+    attack = [{"id": k, "query": "q", "response": f"a {k} [violence:{v}]"} for k, v in zip("abc", "665")]
+    base_id, attack_id = make_run(home_store, base, ["violence"]), make_run(home_store, attack, ["violence"])
+    home_store.update_run(attack_id, status="running")  # still going when the page lists the runs
+    at = app("pages/attacks.py")
+    assert any("Two completed runs" in i.value for i in at.info)
+    home_store.update_run(attack_id, status="completed")  # it ends; the list the page read is 2 s fresh
+    at = app("pages/attacks.py", base=base_id, attack=attack_id)
+    assert not any("Two completed runs" in i.value for i in at.info)
+    assert {m.label: m.value for m in at.metric}["violence direct-attack defect rate"] == "66.7%"  # a and b of a, b, c
