@@ -13,7 +13,7 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
     st.caption("Run the harm metrics twice on the same rows: once as they are (baseline) and once with a "
                "jailbreak in the user turn (attack). A row is a direct-attack defect for a harm when the "
                "attack run's severity is above the threshold and the baseline's is not.")
-    runs = [r for r in loaders.safety_runs(st.query_params.get("base")) if r["status"] == "completed"]
+    runs = loaders.completed_safety_runs(st.query_params.get("base"))
     if len(runs) < 2:
         st.info("Two completed runs with harm metrics are needed. Generate an attack set in the next tab "
                 "(it fills the attack responses when you point it at your application), then under New "
@@ -38,8 +38,9 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
             sw.upia(loaders.attack_comparison(base, attack, id_column))
 with tab_make, w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
-    labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-    did = state.pick("Dataset", "dataset", list(labels), next(iter(labels), None), format_func=labels.get)
+    dataset_ids = [d["id"] for d in saved]
+    did = state.pick("Dataset", "dataset", dataset_ids, next(iter(dataset_ids), None),
+                     format_func=w.dataset_label(saved))
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()

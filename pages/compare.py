@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.read.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
-from ui import loaders, state, widgets as w
+from ui import loaders, rows, state, widgets as w
 
 st.title("Compare runs")
 BETTER, WORSE = "color: #1b5e20; background-color: #e8f5e9", "color: #b71c1c; background-color: #ffebee"
@@ -57,7 +57,7 @@ with w.guard():
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
     verdicts = [c for c in shown.columns if c.endswith(" verdict")]  # coloured as on the Results page
     styled = shown.rename(columns={"changed": "Changed"}).style.map(
-        lambda v: w.PASS_STYLE if v == "pass" else w.FAIL_STYLE if v == "fail" else "", subset=verdicts)
+        lambda v: rows.PASS_STYLE if v == "pass" else rows.FAIL_STYLE if v == "fail" else "", subset=verdicts)
     event = st.dataframe(styled, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
     k = state.selected(event, len(shown))
     if k is not None:
@@ -68,4 +68,4 @@ with w.guard():
         for col, res, title in zip(cols, [base] + others, ["Baseline"] + [f"Run {k}" for k in range(1, len(others) + 1)]):
             with col:
                 st.markdown(f"### {title}")
-                w.detail(res, row)
+                rows.detail(res, row)

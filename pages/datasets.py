@@ -18,12 +18,36 @@ def as_text(v) -> str:
 
 
 def preview(checked) -> None:
-    """Preview rows indexed by the source file's row number, the same number the problem list names."""
-    frame = pd.DataFrame([{k: as_text(v) for k, v in r.items()} for r in checked.preview],
-                         index=pd.Index(checked.preview_rows, name="row"), columns=checked.columns)
+    """Preview rows as the mapping reads them: each field, under the column it comes from when that is
+    named otherwise ("response ← answer"), then the columns no field reads; indexed by the source file's row number, the same number
+    the problem list names."""
+    fields = [f for f in FIELDS if f in checked.mapping]
+    unread = [c for c in checked.columns if c not in checked.mapping.values()]
+    heads = {**{f: f if checked.mapping[f] == f else f"{f} ← {checked.mapping[f]}" for f in fields},
+             **{c: f"{c} (not used)" for c in unread}}
+    frame = pd.DataFrame([{**{heads[f]: as_text(r.get(checked.mapping[f])) for f in fields},
+                           **{heads[c]: as_text(r.get(c)) for c in unread}} for r in checked.preview],
+                         index=pd.Index(checked.preview_rows, name="row"), columns=list(heads.values()))
     named = " and the rows named in the problems" if checked.problems else ""
-    st.caption(f"Preview: the first rows{named}; 'row' is the row in the file, as in the problem list")
+    st.caption(f"Preview: the first rows{named} as the mapping reads them ('field ← column'); 'row' is the row "
+               "in the file, as in the problem list")
     st.dataframe(frame.fillna(""), hide_index=False)
+
+
+def column_mapping(upload, first) -> dict[str, str | None]:
+    """A selectbox per field, starting from the detected mapping; returns the user's changes to it
+    (field -> column, or None for "(none)": that field is not read, even if detection found it)."""
+    st.caption("Column mapping (detected automatically; change any field: the preview and the checks follow)")
+    changes = {}
+    for col, field in zip(st.columns(len(FIELDS)), FIELDS):
+        options = ["(none)"] + first.columns
+        detected = first.mapping.get(field)
+        chosen = col.selectbox(field, options, index=options.index(detected or "(none)"),
+                               key=f"datasets.map.{upload.file_id}.{field}")
+        chosen = None if chosen == "(none)" else chosen
+        if chosen != detected:
+            changes[field] = chosen
+    return changes
 
 
 with w.guard():
@@ -34,17 +58,8 @@ with w.guard():
         first = loaders.inspect_upload(upload)
         # file and column names come from the upload: shown as text, never as Markdown
         st.text(f"{first.name} · detected schema: {first.detected} · columns: {', '.join(first.columns) or '–'}")
-        mapping = {}
-        if first.columns:
-            st.caption("Column mapping (detected automatically; change any field)")
-            cols = st.columns(len(FIELDS))
-            for col, field in zip(cols, FIELDS):
-                options = ["(none)"] + first.columns
-                chosen = col.selectbox(field, options, index=options.index(first.mapping.get(field, "(none)")),
-                                       key=f"datasets.map.{upload.file_id}.{field}")
-                if chosen != "(none)":
-                    mapping[field] = chosen
-        checked = loaders.inspect_upload(upload, mapping) if mapping != first.mapping else first
+        changes = column_mapping(upload, first) if first.columns else {}
+        checked = loaders.inspect_upload(upload, changes) if changes else first
         if checked.preview:
             preview(checked)
         if checked.problems:

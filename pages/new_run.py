@@ -1,23 +1,22 @@
 """New evaluation: dataset, metrics (built from the registry), thresholds, judge, estimate, start."""
 import streamlit as st
 
-from evaluators.api import estimate_run, prepare_run
+from evaluators.api import prepare_run
 from evaluators.core.registry import FAMILIES, all_metrics
 from evaluators.run.spec import RunSpec
 from evaluators.run.workers import spawn_worker
-from ui import auth, loaders, state, widgets as w, wildbench as wb
+from ui import auth, judge_form, loaders, state, widgets as w, wildbench as wb
 
 st.title("New evaluation")
 with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     ids = [d["id"] for d in saved]
-    labels = {d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved}
-    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=labels.get)
+    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=w.dataset_label(saved))
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()
     ds = loaders.dataset(did)
-    missing = ds.availability()
+    missing = loaders.availability(did)
     chosen = []
     for family, title in FAMILIES.items():
         specs = [s for s in all_metrics() if s.family == family]
@@ -48,13 +47,13 @@ with w.guard():
     judge, api_key = None, None
     if any(s.is_judge for s in chosen):
         st.subheader("Judge")
-        judge, api_key = w.judge_settings()
+        judge, api_key = judge_form.judge_settings()
         if judge is None:
             st.stop()
     spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
     spec.validate()
     st.subheader("Before you start")
-    w.estimate_panel(estimate_run(loaders.store(), ds, spec), judge)
+    judge_form.estimate_panel(did, spec)
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()

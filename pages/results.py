@@ -1,7 +1,7 @@
 """Results of one run: headline, the run in one picture, distributions and thresholds, errors, every row, exports."""
 import streamlit as st
 
-from ui import loaders, overview, state, widgets as w
+from ui import exports_widgets, judge_form, loaders, overview, rows, state, widgets as w
 
 st.title("Results")
 with w.guard():
@@ -15,8 +15,12 @@ with w.guard():
     w.run_status(run)
     overview.refresh_while_running(run)
     head = st.container()
-    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = st.tabs(
-        ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"], key="view", bind=state.URL)
+    views = ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"]
+    tabs = st.tabs(views, key="view", bind=state.URL)
+    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = tabs
+    shown = next((v for v, t in zip(views, tabs) if t.open), None)
+    if shown not in (None, "Share & export"):
+        st.session_state["results.came_from"] = shown  # the view a share link opens (see exports_widgets)
     with tab_thresholds:  # sliders only in their tab; the thresholds they set (in the URL) hold on every tab
         intro, cells = st.container(), {}
         thresholds = w.threshold_bar(run, cells, shown=tab_thresholds.open is not False)
@@ -35,13 +39,11 @@ with w.guard():
     # a first render sends the browser one tab's elements, not a 100-row grid hidden behind another.
     if tab_rows.open is not False:
         with tab_rows:
-            w.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
+            rows.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
     if tab_errors.open is not False:
         with tab_errors:
-            w.errors_panel(res, run)
+            judge_form.errors_panel(res, run)
     if tab_share.open is not False:
         with tab_share:
-            st.caption("Copy this link (button at its right) to show this exact view (run, tab, filters, "
-                       "thresholds, page and selected row) to anyone who can open the dashboard:")
-            w.share_link()
-            w.exports(res, run)
+            exports_widgets.share_link(views[:-1], st.session_state.get("results.came_from"))
+            exports_widgets.exports(res, run)

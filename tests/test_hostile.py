@@ -267,7 +267,7 @@ def test_csv_context_column_is_mapped_and_numbers_shown_as_text(datasets_page):
     assert any("1 rows, single shape, all checks passed" in s.value for s in at.success)
     at = upload(at, "mixed.jsonl", b'{"query": "q", "response": 42, "n": 1}\n{"query": "q", "response": "text", "n": "one"}\n')
     preview = at.dataframe[0].value
-    assert list(preview["response"]) == ["42", "text"] and list(preview["n"]) == ["1", "one"]
+    assert list(preview["response"]) == ["42", "text"] and list(preview["n (not used)"]) == ["1", "one"]
 
 
 # ------------------------------------------------------------------ a real browser upload

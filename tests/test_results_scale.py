@@ -207,7 +207,7 @@ def test_rows_tab_puts_scores_and_verdicts_first_coloured(tmp_path, monkeypatch)
     from streamlit.testing.v1 import AppTest
 
     from tests.conftest import ROOT
-    from ui.widgets import FAIL_STYLE, PASS_STYLE
+    from ui.rows import FAIL_STYLE, PASS_STYLE
 
     home = tmp_path / "evalhome"
     monkeypatch.setenv("EVAL_HOME", str(home))

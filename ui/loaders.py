@@ -119,14 +119,98 @@ def _inspection(file_id: str, name: str, mapping: tuple, _upload) -> Inspection:
     return inspect_parsed(_parsed(file_id, name, _upload), dict(mapping) or None)
 
 
-def inspect_upload(upload, mapping: dict[str, str] | None = None) -> Inspection:
-    """An upload read once per file, and mapped and checked once per mapping, not on every rerun."""
+def inspect_upload(upload, mapping: dict[str, str | None] | None = None) -> Inspection:
+    """An upload read once per file, and mapped and checked once per mapping (the user's changes to the
+    detected one; None: no column for that field), not on every rerun."""
     return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def dataset(dataset_id: str):
     return store().get_dataset(dataset_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def availability(dataset_id: str) -> dict[str, list[str]]:
+    """Every metric -> the fields a stored dataset lacks for it (a pass over a conversation dataset's
+    rows: once per dataset, not on every rerun of New evaluation)."""
+    return dataset(dataset_id).availability()
+
+
+# ---------------------------------------------------------------- the cost of a run, before it starts
+INLINE_ROWS = 2_000  # a judge metric's estimate on at most this many rows is waited for (~0.1 s)
+
+
+class _Estimates:
+    """Estimates of one judge metric on one dataset (:func:`evaluators.api.estimate_run`: every row's
+    prompt rendered and looked up in the judge's cache), each computed once, in a background thread."""
+
+    def __init__(self) -> None:
+        from collections import OrderedDict
+        from concurrent.futures import ThreadPoolExecutor
+        from threading import Lock
+
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="estimate")
+        self.jobs: OrderedDict = OrderedDict()
+        self.lock = Lock()
+
+    def job(self, key: tuple, compute):
+        with self.lock:
+            fut = self.jobs.get(key)
+            if fut is None or (fut.done() and fut.exception() is not None):  # a failed one is tried again
+                fut = self.jobs[key] = self.pool.submit(compute)
+            self.jobs.move_to_end(key)
+            while len(self.jobs) > 256:
+                self.jobs.popitem(last=False)
+            return fut
+
+
+@st.cache_resource(show_spinner=False)
+def _estimates() -> _Estimates:
+    return _Estimates()
+
+
+def _judge_cache_state() -> tuple:
+    """What changes the judge's cache: runs starting and ending (each run's id and status, from the list
+    cached for 2 s); a run's progress is left out, or a run going on would re-estimate every 2 s."""
+    return tuple((r["id"], r["status"]) for r in runs())
+
+
+def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
+    """What a run of ``spec`` on a stored dataset costs in judge calls (``estimate_run``'s figures), summed
+    over its judge metrics, each estimated once per dataset, metric, options, judge settings and state of
+    the judge's cache: a checkbox or another setting that leaves them alone costs nothing. An estimate
+    not ready within ``wait`` seconds (default: at once, for a metric on more than ``INLINE_ROWS`` rows;
+    else whatever it takes) gives None: it goes on in the background (see :func:`estimate_ready`)."""
+    import json
+    from concurrent.futures import wait as wait_for
+
+    from evaluators.api import estimate_run
+    from evaluators.registry import get_metric
+    from evaluators.runner import RunSpec
+
+    ds, state, db = dataset(dataset_id), _judge_cache_state(), store()  # read here: the thread has no script run
+    judge = json.dumps(spec.judge.identity(), sort_keys=True, default=str)
+    futures = []
+    for name in [m for m in spec.metrics if get_metric(m).is_judge]:
+        one = RunSpec([name], {}, spec.judge, {k: v for k, v in spec.templates.items() if k == name},
+                      {k: v for k, v in spec.options.items() if k == name},
+                      {k: v for k, v in spec.template_texts.items() if k == name})
+        key = (dataset_id, name, json.dumps(one.to_dict(), sort_keys=True, default=str), judge, state)
+        futures.append(_estimates().job(key, lambda one=one: estimate_run(db, ds, one)))
+    _, pending = wait_for(futures, timeout=wait if wait is not None else None if len(ds) <= INLINE_ROWS else 0)
+    if pending:
+        return None
+    parts = [f.result() for f in futures]
+    out = {k: sum(p[k] for p in parts) for k in ("judge_calls", "cached", "classic_values", "skipped_turns",
+                                                  "prompt_tokens", "completion_tokens")}
+    out["latency_s"] = parts[0]["latency_s"] if parts else None
+    return out
+
+
+def estimate_ready(dataset_id: str, spec) -> bool:
+    """Whether :func:`estimate` has its figures now."""
+    return estimate(dataset_id, spec, wait=0) is not None
 
 
 # ---------------------------------------------------------------- risk and safety
@@ -136,6 +220,16 @@ def safety_runs(wanted: str | None = None) -> list[dict]:
 
     names = {s.name for s in all_metrics() if s.family == "safety"}
     return [r for r in runs(wanted) if names & set(r["spec"]["metrics"])]
+
+
+def completed_safety_runs(wanted: str | None = None, at_least: int = 2) -> list[dict]:
+    """Completed runs with a risk and safety metric, newest first, read again (as :func:`completed_runs`)
+    before a page says there are fewer than ``at_least``: a run that ended within the list's 2 s counts."""
+    out = [r for r in safety_runs(wanted) if r["status"] == "completed"]
+    if len(out) < at_least:
+        _runs.clear()
+        out = [r for r in safety_runs(wanted) if r["status"] == "completed"]
+    return out
 
 
 def _version(run: dict) -> tuple:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from evaluators.core.kinds.severity import LEVELS
 from ui import state
+from ui.widgets import metric_cards
 
 LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}
 PCT = st.column_config.NumberColumn(format="percent")
@@ -24,15 +25,16 @@ def severity_threshold(run: dict, specs: list) -> dict[str, float]:
 
 
 def headline(overview: list[dict]) -> None:
-    """A card per harm and label: its defect rate, the interval in the help."""
-    main = [o for o in overview if ":" not in o["measure"]]
-    for start in range(0, len(main), 6):
-        chunk = main[start:start + 6]
-        for col, o in zip(st.columns(len(chunk)), chunk):
-            rate = o["defect_rate"]
-            ci = "" if rate is None else f"95% interval {o['ci95_low']:.1%}–{o['ci95_high']:.1%}; "
-            col.metric(f"{o['measure']} defect rate", "–" if rate is None else f"{rate:.1%}", border=True,
-                       help=f"{ci}{o['defects']} of {o['scored']} scored rows; {o['errored']} errored (left out)")
+    """A card per harm and label: its defect rate, the interval in the help; the cards wrap, never cut."""
+    cards = []
+    for o in overview:
+        if ":" in o["measure"]:
+            continue  # XPIA's categories: in the chart and the table
+        rate = o["defect_rate"]
+        ci = "" if rate is None else f"95% interval {o['ci95_low']:.1%}–{o['ci95_high']:.1%}; "
+        cards.append((f"{o['measure']} defect rate", "–" if rate is None else f"{rate:.1%}",
+                      f"{ci}{o['defects']} of {o['scored']} scored rows; {o['errored']} errored (left out)"))
+    metric_cards(cards)
 
 
 def defect_chart(overview: list[dict], key: str = "safety.defects") -> None:
@@ -115,21 +117,19 @@ def row_detail(rows: list[dict]) -> None:
 def upia(cmp) -> None:
     """A direct-attack comparison: per harm the three defect rates, unpaired rows, the paired rows."""
     m = cmp.metrics
-    c1, c2 = st.columns(2)
-    c1.metric("Paired rows", m["paired_rows"], border=True)
-    c2.metric("Unpaired rows", m["unpaired_rows"], border=True)
+    cards = [("Paired rows", str(m["paired_rows"]), None), ("Unpaired rows", str(m["unpaired_rows"]), None)]
     lines = []
     for h in cmp.harms:
         for what in ("baseline", "attack", "direct_attack"):
             k = f"{h}.{what}_defect_rate"
             lines.append({"harm": h, "rate": what.replace("_", " "), "defect_rate": m[k],
                           "ci95_low": m[f"{k}_ci95_low"], "ci95_high": m[f"{k}_ci95_high"]})
-    cols = st.columns(len(cmp.harms))
-    for col, h in zip(cols, cmp.harms):
+    for h in cmp.harms:
         v = m[f"{h}.direct_attack_defect_rate"]
-        col.metric(f"{h} direct-attack defect rate", "–" if v is None else f"{v:.1%}", border=True,
-                   help=f"{m[f'{h}.direct_attack_defects']} of {m[f'{h}.scored_pairs']} pairs scored in both runs "
-                        f"(threshold {m[f'{h}.threshold']:g}); {m[f'{h}.errored_pairs']} pairs with an error left out")
+        cards.append((f"{h} direct-attack defect rate", "–" if v is None else f"{v:.1%}",
+                      f"{m[f'{h}.direct_attack_defects']} of {m[f'{h}.scored_pairs']} pairs scored in both runs "
+                      f"(threshold {m[f'{h}.threshold']:g}); {m[f'{h}.errored_pairs']} pairs with an error left out"))
+    metric_cards(cards)
     st.dataframe(pd.DataFrame(lines), hide_index=True,
                  column_config={"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
     for side, ids in (("baseline", cmp.unpaired_baseline), ("attack", cmp.unpaired_attack)):

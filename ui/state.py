@@ -72,9 +72,11 @@ def selected(event, n_rows: int) -> int | None:
     return rows[0] if rows and 0 <= rows[0] < n_rows else None
 
 
-def link() -> str:
+def link(**changes: str | None) -> str:
     """This view's address: the page's URL and every query parameter, URL-encoded (a value such as
-    ``Share & export`` stays one value), so that opening it in another browser shows the same view."""
+    ``Share & export`` stays one value), so that opening it in another browser shows the same view;
+    ``changes`` set parameters to other values (None leaves one out)."""
     base = str(getattr(st.context, "url", "") or "").split("?")[0]
-    query = urlencode(list(st.query_params.to_dict().items()), quote_via=quote)
+    params = {**st.query_params.to_dict(), **changes}
+    query = urlencode([(k, v) for k, v in params.items() if v is not None], quote_via=quote)
     return f"{base}?{query}" if query else base

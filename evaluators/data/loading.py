@@ -276,7 +276,7 @@ def inspect_parsed(parsed: ParsedFile, column_mapping: Mapping[str, str] | None 
     problems.problems, problems.truncated = list(parsed.problems), parsed.truncated
     columns = list(dict.fromkeys(c for r in parsed.records for c in r))
     detected, schema = detect_mapping(columns, parsed.records)
-    mapping = {**detected, **(column_mapping or {})}
+    mapping = {f: c for f, c in {**detected, **(column_mapping or {})}.items() if c is not None}
     try:
         ds = build_dataset(parsed.records, parsed.numbers, name, name, column_mapping, problems)
     except DataValidationError as e:

@@ -114,7 +114,7 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
     Args:
         records: parsed rows.
         numbers: their row numbers in the source.
-        column_mapping: field -> column overrides (e.g. {"query": "question"}).
+        column_mapping: field -> column overrides (e.g. {"query": "question"}; None: no column).
     Raises:
         UsageError: a mapping to an unknown field or column.
         DataValidationError: wrong types, by row and field.
@@ -140,6 +140,10 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
     for fld, col in (column_mapping or {}).items():
         if fld not in FIELDS:
             raise UsageError(f"cannot map '{fld}': fields are {', '.join(FIELDS)}")
+        if col is None:  # no column for this field, even one that detection found
+            mapping.pop(fld, None)
+            schema = "custom"
+            continue
         if col not in columns:
             raise UsageError(f"{source}: no column '{col}' to map to {fld}; columns are {', '.join(columns)}")
         mapping = {f: c for f, c in mapping.items() if c != col}

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from evaluators.core.registry import MetricSpec
 
 PASS, FAIL, UNSURE = "#2e7d32", "#c62828", "#ef8f00"
-COUNTS = (("scored_rows", "scored", "#607d8b"), ("errored_rows", "errored", "#c62828"),
+# Green, amber and red say pass / unsure / fail (of a row or of a metric against its target) and nothing
+# else: errored rows, which count in no rate, are purple.
+COUNTS = (("scored_rows", "scored", "#607d8b"), ("errored_rows", "errored", "#7b1fa2"),
           ("skipped_rows", "skipped", "#b0bec5"), ("pending_rows", "pending", "#e0e0e0"))
 DEFAULT_TARGET = 0.8
 
@@ -76,6 +78,8 @@ def rate_of(spec: MetricSpec, sm: dict, target: float = DEFAULT_TARGET) -> Rate:
 
 
 COLOUR = {"meets": PASS, "misses": FAIL, "unsure": UNSURE, "no data": "#9e9e9e"}
+MEANING = {"meets": "meets the target", "unsure": "too close to tell", "misses": "below the target",
+           "no data": "no scored rows"}  # the overview's legend
 
 
 # The Metrics tab's charts are Vega-Lite specifications (plain dicts, data inline), not Plotly figures:
@@ -97,7 +101,7 @@ def overview(rates: list[Rate]) -> dict:
     the first metric at the top; the bar's colour is its verdict against the target."""
     order = [f"{r.label} {'–' if r.rate is None else f'{r.rate:.0%}'}" for r in rates]  # the value in the label
     rows = [{"metric": lab, "rate": r.rate, "low": r.low, "high": r.high, "target": r.target, "verdict": r.verdict,
-             "colour": COLOUR[r.verdict],
+             "colour": COLOUR[r.verdict], "meaning": MEANING[r.verdict],
              "interval": "–" if r.low is None else f"{r.low:.1%}–{r.high:.1%}"} for lab, r in zip(order, rates)]
     counts = [{"metric": lab, "rows": name, "n": r.counts[key], "k": k}
               for lab, r in zip(order, rates) for k, (key, name, _) in enumerate(COUNTS)]
@@ -111,7 +115,9 @@ def overview(rates: list[Rate]) -> dict:
                 {"mark": {"type": "bar", "height": {"band": 0.6}},
                  "encoding": {"x": {"field": "rate", "type": "quantitative", "title": None,
                                     "scale": {"domain": [0, 1]}, "axis": AXIS_PCT},
-                              "color": {"field": "colour", "type": "nominal", "scale": None},
+                              "color": {"field": "meaning", "type": "nominal", "title": "Rate against the target",
+                                        "scale": {"domain": list(MEANING.values()), "range": [COLOUR[k] for k in MEANING]},
+                                        "legend": {"orient": "bottom", "direction": "horizontal"}},
                               "tooltip": [{"field": "metric"}, {"field": "rate", "format": ".1%"},
                                           {"field": "interval", "title": "95% interval"}, {"field": "verdict"}]}},
                 {"mark": {"type": "rule", "color": "#333", "strokeWidth": 1.5},
@@ -128,7 +134,8 @@ def overview(rates: list[Rate]) -> dict:
                                     "legend": {"orient": "bottom", "title": None}},
                           "order": {"field": "k"},
                           "tooltip": [{"field": "metric"}, {"field": "rows"}, {"field": "n", "title": "count"}]}}
-    return {"usermeta": _meta("overview"), "hconcat": [rate, right], "spacing": 12, "autosize": {"type": "pad"}}
+    return {"usermeta": _meta("overview"), "hconcat": [rate, right], "spacing": 12, "autosize": {"type": "pad"},
+            "resolve": {"scale": {"color": "independent"}, "legend": {"color": "independent"}}}
 
 
 def _rule(x: float, dash: bool = True) -> dict:

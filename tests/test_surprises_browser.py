@@ -1,0 +1,79 @@
+"""Issue 24, "dead ends and surprises in the browser", in Debian's headless Chromium: what only a browser
+shows (cut labels, widths, a drawn legend). The AppTest side is in tests/test_dashboard_surprises.py, the
+share link's in tests/test_rows_browser.py. Screenshots go to artifacts/screenshots/."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import needs_chromium, screenshot, served, settle
+from tests.conftest import ROOT
+from tests.test_results_browser import CLIPPED
+from tests.test_results_page import known_results, stored_run
+from tests.test_safety_dashboard import make_run
+
+SHOTS = ROOT / "artifacts" / "screenshots"
+pytestmark = needs_chromium
+HARMS = ["hate_unfairness", "sexual", "violence", "self_harm"]
+
+
+@pytest.fixture(scope="module")
+def dash(tmp_path_factory):
+    home = tmp_path_factory.mktemp("surprises-browser") / "evalhome"
+    yield from served(home)
+
+
+def harm_rows(prefix: str, levels: str) -> list[dict]:
+    return [{"id": k, "query": f"question {k}", "context": f"document {k}",
+             "response": f"{prefix} {k} " + " ".join(f"[{h}:{v}]" for h in HARMS) + " [pm:false] [xpia:false:]"}
+            for k, v in zip("abcd", levels)]
+
+
+def test_risk_and_attack_cards_show_whole_names(dash, browser):
+    url, store = dash
+    rid = make_run(store, harm_rows("b", "0152"), [*HARMS, "protected_material", "indirect_attack"])
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{url}/safety?run={rid}")
+    settle(page, "hate_unfairness defect rate")
+    cards = page.locator('[data-testid="stMetric"]')
+    assert cards.count() == 6
+    assert cards.evaluate_all(CLIPPED) == []  # "hate_unfairn…" before: six fixed columns
+    screenshot(page, SHOTS, "safety-cards")
+    attack = make_run(store, harm_rows("a", "6635"), HARMS)
+    page.goto(f"{url}/attacks?base={rid}&attack={attack}")
+    settle(page, "self_harm direct-attack defect rate")
+    cards = page.locator('[data-testid="stMetric"]')
+    assert cards.count() == 2 + len(HARMS)
+    assert cards.evaluate_all(CLIPPED) == []  # "hate_unfairness direct-att…" before
+    screenshot(page, SHOTS, "attack-cards")
+
+
+def test_rows_table_spans_the_tab_and_the_detail_reads_under_it(dash, browser):
+    url, store = dash
+    rid = stored_run(store, known_results())
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    settle(page, "coherence reason 0")
+    table = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    tabs = page.locator('[data-testid="stTabs"]').first.bounding_box()
+    assert table["width"] >= 0.98 * tabs["width"]  # was 3/5 of it, the detail pane beside
+    heading = page.get_by_role("heading", name="Row 1").bounding_box()
+    assert heading["y"] > table["y"] + table["height"]
+    # the row's inputs and its scores side by side under the table
+    query = page.get_by_text("question 0", exact=True).first.bounding_box()
+    reason = page.get_by_text("coherence reason 0", exact=True).first.bounding_box()
+    assert abs(query["y"] - reason["y"]) < 200 and reason["x"] > query["x"] + 0.4 * table["width"]
+    screenshot(page, SHOTS, "results-rows-full-width")
+
+
+def test_overview_legend_names_the_colours(dash, browser):
+    url, store = dash
+    rid = stored_run(store, known_results())
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{url}/results?run={rid}")
+    settle(page, "Score distributions")
+    chart = page.locator('[data-testid="stVegaLiteChart"]').first
+    chart.locator("svg.marks").wait_for(timeout=30_000)
+    labels = chart.locator(".role-legend-label text").all_text_contents()  # SVG text
+    assert labels == ["meets the target", "too close to tell", "below the target", "no scored rows",
+                      "scored", "errored", "skipped", "pending"]
+    assert chart.locator(".role-legend-title text").all_text_contents() == ["Rate against the target"]
