@@ -84,15 +84,8 @@ def test_every_page_opens_at_its_own_address_and_the_sample_is_one_click_away(ap
     shot(page, "00-sample-result")
 
 
-def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browser, judge_server, tmp_path):
-    url, store = app
-    rows = [json.loads(x) for x in SINGLE.read_text().splitlines()][:10]
-    upload = tmp_path / "my_support_answers.jsonl"
-    upload.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    context = browser.new_context(viewport={"width": 1500, "height": 1300}, accept_downloads=True)
-    page = context.new_page()
-
-    # 1. the first screen says what this is and leads to the three steps
+def _upload_twice(page, url: str, upload) -> str:
+    """Steps 1-2: the first screen, then the upload; the same file again is said to be stored already."""
     page.goto(url)
     settle(page, "Score what your LLM application answered")
     for step in ("1 · Dataset", "2 · Evaluation", "3 · Results"):
@@ -100,8 +93,6 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     shot(page, "01-home")
     page.get_by_role("link", name="Add a dataset").click()
     page.wait_for_url(f"{url}/datasets**")
-
-    # 2. upload a dataset; the same file again is said to be stored already, with a link to it
     settle(page, "Saved datasets")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
     settle(page, "all checks passed")
@@ -119,8 +110,12 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     shot(page, "03-already-stored")
     page.get_by_role("link", name="Evaluate it").click()
     page.wait_for_url(f"**/new?dataset={did}**")
+    return did
 
-    # 3. start a run: a judge metric on the loopback judge (connection tested first) and a classic metric
+
+def _judged_run(page, store, judge_server):
+    """Steps 3-4: a judge metric on the loopback judge (connection tested first) and a classic metric; the
+    overview once the run has finished (the page follows the worker through the store)."""
     settle(page, "Pick at least one metric")
     for metric in ("coherence", "f1_score"):
         page.locator('[data-testid="stCheckbox"]').filter(has_text=metric).first.locator("label").click()
@@ -133,7 +128,6 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     wait_text(page, "The judge answered")
     assert len(judge_server.probes) == 1 and not judge_server.calls
     shot(page, "04-new-evaluation")
-    # 4. overview, once the run has finished (the page follows the worker through the store)
     run_id = run_started_by(page, store, "Start evaluation")
     res = open_results(store, run_id)
     assert res.metrics()["coherence.scored_rows"] == 10 and len(judge_server.calls) == 10
@@ -141,8 +135,12 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     text = main_text(page)
     assert f"{rate:.0%}" in text or f"{rate:.1%}" in text  # coherence's pass rate, however the overview draws it
     shot(page, "05-overview")
+    return run_id, res
 
-    # 5. rows, and the detail of the first row
+
+def _row_and_its_link(page, browser, res) -> None:
+    """Steps 5-6: the rows, the first row's detail, and the view's link opened by someone else (a fresh
+    browser context: same run, tab and row)."""
     page.get_by_role("tab", name="Rows").click()
     settle(page)
     grid = page.locator('[data-testid="stDataFrame"]').first
@@ -154,8 +152,6 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     page.get_by_text(reason).first.wait_for(timeout=30_000)
     settle(page)
     shot(page, "06-row-detail")
-
-    # 6. the view's link opened by someone else: a fresh browser context, same run, tab and row
     link = page.url
     other = browser.new_context(viewport={"width": 1500, "height": 1300}).new_page()
     other.goto(link)
@@ -165,7 +161,9 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     shot(other, "07-shared-link")
     other.context.close()
 
-    # 7. a second run on the same rows (classic metric only: no cost shown), then compare the two
+
+def _second_run_compared(page, store, url: str, did: str, run_id: str, res) -> None:
+    """Step 7: a second run on the same rows (classic metric only: no cost shown), then the two compared."""
     page.goto(f"{url}/new?dataset={did}")
     settle(page, "Pick at least one metric")
     page.locator('[data-testid="stCheckbox"]').filter(has_text="f1_score").first.locator("label").click()
@@ -187,7 +185,9 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     assert f"{f1:.1%}" in text  # f1_score's pass rate, as a percentage
     shot(page, "08-compare")
 
-    # 8. the HTML report: downloaded from the run, opened on its own, charts drawn
+
+def _report(page, context, url: str, run_id: str) -> None:
+    """Step 8: the HTML report, downloaded from the run, opened on its own, charts drawn."""
     page.goto(f"{url}/results?run={run_id}")
     settle(page)
     page.get_by_role("tab", name="Share & export").click()
@@ -202,4 +202,18 @@ def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browse
     viewer.wait_for_function("() => document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= 2")
     assert "How long does the Aurora X2 e-bike battery last on one charge?" in viewer.content()
     shot(viewer, "09-report")
+
+
+def test_a_new_user_walks_from_the_first_screen_to_the_shared_report(app, browser, judge_server, tmp_path):
+    url, store = app
+    rows = [json.loads(x) for x in SINGLE.read_text().splitlines()][:10]
+    upload = tmp_path / "my_support_answers.jsonl"
+    upload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    context = browser.new_context(viewport={"width": 1500, "height": 1300}, accept_downloads=True)
+    page = context.new_page()
+    did = _upload_twice(page, url, upload)
+    run_id, res = _judged_run(page, store, judge_server)
+    _row_and_its_link(page, browser, res)
+    _second_run_compared(page, store, url, did, run_id, res)
+    _report(page, context, url, run_id)
     context.close()
