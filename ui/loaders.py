@@ -186,8 +186,8 @@ def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
     from concurrent.futures import wait as wait_for
 
     from evaluators.api import estimate_run
-    from evaluators.registry import get_metric
-    from evaluators.runner import RunSpec
+    from evaluators.core.registry import get_metric
+    from evaluators.run.spec import RunSpec
 
     ds, state, db = dataset(dataset_id), _judge_cache_state(), store()  # read here: the thread has no script run
     judge = json.dumps(spec.judge.identity(), sort_keys=True, default=str)
