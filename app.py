@@ -9,7 +9,7 @@ st.set_page_config(page_title="evaldash", page_icon="📊", layout="wide")  # an
 PAGES = [("pages/home.py", "Home", ":material/home:", "home"),
          ("pages/runs.py", "Runs", ":material/list:", "runs"),
          ("pages/datasets.py", "Datasets", ":material/dataset:", "datasets"),
-         ("pages/new_run.py", "New evaluation", ":material/play_arrow:", "new"),
+         ("pages/new.py", "New evaluation", ":material/play_arrow:", "new"),
          ("pages/results.py", "Results", ":material/bar_chart:", "results"),
          ("pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
          ("pages/safety.py", "Risk and safety", ":material/health_and_safety:", "safety"),

@@ -6,6 +6,8 @@ from evaluators import JudgeConfig, load_dataset
 from evaluators.suites.safety import attack_records, fill_responses, records_text
 from ui import loaders, safety as sw, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Jailbreak attacks")
 tab_upia, tab_make = st.tabs(["Direct attack comparison (UPIA)", "Generate an attack set"], key="atab",
                              bind=state.URL)
@@ -19,7 +21,7 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
                 "(it fills the attack responses when you point it at your application), then under New "
                 "evaluation run hate_unfairness, sexual, violence or self_harm on the original dataset "
                 "(baseline) and on the attack set (attack).")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
     else:
         ids, label = [r["id"] for r in runs], w.run_label(runs)
         base_id = state.pick("Baseline run", "base", ids, ids[-1], format_func=label)
@@ -84,7 +86,7 @@ with tab_make, w.guard():
         st.text(made.name)
         st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
                            "application/jsonl", key="atk.download")
-        st.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",
+        st.page_link("pages/new.py", label="Evaluate it", icon=":material/play_arrow:",
                      query_params={"dataset": made_id})
         preview = [{k: v for k, v in r.items() if k in ("id", "attack", "attack_category")} for r in made.records[:20]]
         st.dataframe(preview, hide_index=True)

@@ -5,6 +5,8 @@ import streamlit as st
 from evaluators.read.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
 from ui import loaders, rows, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Compare runs")
 BETTER, WORSE = "color: #1b5e20; background-color: #e8f5e9", "color: #b71c1c; background-color: #ffebee"
 

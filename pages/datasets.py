@@ -9,6 +9,8 @@ from evaluators.data.reading import max_upload_bytes
 from evaluators.core.registry import FIELDS
 from ui import auth, loaders, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Datasets")
 
 
@@ -74,7 +76,7 @@ with w.guard():
                 did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
                 loaders.forget_lists()
                 if did not in before:
-                    st.switch_page("pages/new_run.py", query_params={"dataset": did})
+                    st.switch_page("pages/new.py", query_params={"dataset": did})
                 st.session_state[reused] = did  # datasets are kept once per content: say so, don't switch silently
             if st.session_state.get(reused):
                 did = st.session_state[reused]
@@ -84,7 +86,7 @@ with w.guard():
                 c1, c2 = st.columns(2)
                 c1.page_link("pages/datasets.py", label="Open the stored dataset", icon=":material/dataset:",
                              query_params={"dataset": did})
-                c2.page_link("pages/new_run.py", label="Evaluate it", icon=":material/play_arrow:",
+                c2.page_link("pages/new.py", label="Evaluate it", icon=":material/play_arrow:",
                              query_params={"dataset": did})
     st.subheader("Saved datasets")
     saved = loaders.datasets(st.query_params.get("dataset"))
@@ -103,4 +105,4 @@ with w.guard():
                               + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])
                  .style.hide(axis="index"))
         w.json_preview(ds.records[:20])
-        st.page_link("pages/new_run.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})
+        st.page_link("pages/new.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})

@@ -5,6 +5,8 @@ from evaluators.api import prepare_run
 from evaluators.run.workers import spawn_worker
 from ui import auth, loaders, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 SAMPLE = "rag_single_turn.jsonl"  # bundled in data/, stored on first start
 SAMPLE_METRICS = ["f1_score", "bleu", "rouge"]  # classic metrics: computed here, no judge, no key
 
@@ -21,7 +23,7 @@ with w.guard():
     with c2.container(border=True):
         st.markdown("**2 · Evaluation**")
         st.caption("Pick metrics and thresholds, point at a judge model if a metric needs one, see the cost, start.")
-        st.page_link("pages/new_run.py", label="Start an evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start an evaluation", icon=":material/play_arrow:")
     with c3.container(border=True):
         st.markdown("**3 · Results**")
         st.caption("Pass rates with intervals, score distributions, every row with the judge's reasoning.")

@@ -4,6 +4,8 @@ import streamlit as st
 
 from ui import loaders, state, widgets as w, wildbench as wb
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("WildBench leaderboard")
 with w.guard():
     linked = (st.query_params.get("runs") or "").split(",")[-1] or None  # a link to a run added moments ago
@@ -12,7 +14,7 @@ with w.guard():
         st.info("No completed run with a WildBench metric yet. Under New evaluation, run wildbench_score or "
                 "wildbench_pairwise on a WildBench-style dataset, or import published judgments: "
                 "python -m evaluators wildbench import FILE... --out DIR")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     chosen_ids = state.pick_many("Runs", "runs", ids, format_func=w.run_label(runs),

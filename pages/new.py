@@ -7,6 +7,8 @@ from evaluators.run.spec import RunSpec
 from evaluators.run.workers import spawn_worker
 from ui import auth, judge_form, loaders, state, widgets as w, wildbench as wb
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("New evaluation")
 with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))

@@ -4,6 +4,8 @@ import streamlit as st
 
 from ui import loaders, state, widgets as w, wildbench as wb
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Pairwise inspector")
 with w.guard():
     runs = loaders.wildbench_runs("pairwise", st.query_params.get("run"))
@@ -11,7 +13,7 @@ with w.guard():
         st.info("No run with wildbench_pairwise yet. Under New evaluation, pick wildbench_pairwise on a dataset "
                 "whose rows have a checklist and a second response (candidate_B) beside the response; each judged "
                 "pair opens here.")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))

@@ -3,12 +3,14 @@ import streamlit as st
 
 from ui import exports_widgets, judge_form, loaders, overview, rows, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Results")
 with w.guard():
     runs = loaders.runs(st.query_params.get("run"))
     if not runs:
         st.info("No runs yet.")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     run_id = w.run_picker(runs)
     run = loaders.run(run_id)

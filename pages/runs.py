@@ -7,12 +7,14 @@ import streamlit as st
 
 from ui import loaders, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 PER_PAGE = 25
 
 st.title("Runs")
 with w.guard():
     runs = loaders.runs(st.query_params.get("run"))
-    st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+    st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
     if not runs:
         st.info("No runs yet. The bundled sample datasets are ready: start a new evaluation; classic metrics need no key.")
         st.stop()

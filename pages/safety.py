@@ -4,13 +4,15 @@ import streamlit as st
 from evaluators.suites.safety import defect_overview, level_counts, safety_rows, safety_specs
 from ui import loaders, safety as sw, state, widgets as w
 
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
 st.title("Risk and safety")
 with w.guard():
     runs = loaders.safety_runs(st.query_params.get("run"))
     if not runs:
         st.info("No run with risk and safety metrics yet: pick hate_unfairness, sexual, violence, self_harm, "
                 "protected_material or indirect_attack under New evaluation.")
-        st.page_link("pages/new_run.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     run_id = state.pick("Run", "run", ids, ids[0], format_func=w.run_label(runs))

@@ -34,9 +34,9 @@ def test_datasets_page_lists_and_previews(home_store):
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
     conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
-    assert app("pages/new_run.py", dataset=conv).checkbox(key="new.metric.bleu").disabled  # single-turn only
+    assert app("pages/new.py", dataset=conv).checkbox(key="new.metric.bleu").disabled  # single-turn only
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     assert not at.checkbox(key="new.metric.retrieval").disabled  # query + context, as in SDK 1.18
     at.checkbox(key="new.metric.coherence").check()
     at.checkbox(key="new.metric.bleu").check()
@@ -52,7 +52,7 @@ def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     assert wait_for_run(home_store, run["id"])["status"] == "completed"
     assert len(judge_server.calls) == 31
     # the same choice again: everything is in the cache now
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     at.checkbox(key="new.metric.coherence").check().run()
     at.text_input(key="judge.base_url").input(judge_server.url)
     at.text_input(key="judge.model").input("loopback")
@@ -149,7 +149,7 @@ def _start_from_dashboard(home_store, judge_server, metrics, concurrency=8, data
     """Start a run the way a user does: New evaluation page, loopback judge, Start; returns the run id."""
     app()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == dataset_shape)
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     for m in metrics:
         at.checkbox(key=f"new.metric.{m}").check()
     at.run()

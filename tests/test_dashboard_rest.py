@@ -124,7 +124,7 @@ def test_a_run_whose_judge_never_answered_ends_failed_on_the_page(home_store):
 
 def test_cost_only_when_a_judge_is_used(home_store):
     app()
-    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at = app("pages/new.py", dataset=sample_id(home_store))
     at.checkbox(key="new.metric.f1_score").check().run()
     assert not any(m.label == "Cost (est.)" for m in at.metric)
     assert "no judge calls and no cost" in shown(at)
@@ -137,7 +137,7 @@ def test_cost_only_when_a_judge_is_used(home_store):
 # ---------------------------------------------------------------- judge settings
 def test_judge_form_starts_empty_and_tests_the_connection(home_store, judge_server):
     app()
-    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at = app("pages/new.py", dataset=sample_id(home_store))
     at.checkbox(key="new.metric.coherence").check().run()
     assert at.text_input(key="judge.model").value == "" and at.text_input(key="judge.base_url").value == ""
     assert not [b for b in at.button if b.key == "new.start"]  # nothing to start until the judge is named
@@ -152,7 +152,7 @@ def test_judge_form_starts_empty_and_tests_the_connection(home_store, judge_serv
 def test_connection_test_shows_the_exact_error_never_the_key(home_store, judge_server):
     judge_server.require_key = "right-key"
     app()
-    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at = app("pages/new.py", dataset=sample_id(home_store))
     at.checkbox(key="new.metric.coherence").check().run()
     at.text_input(key="judge.base_url").input(judge_server.url)
     at.text_input(key="judge.model").input("loopback")

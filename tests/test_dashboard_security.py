@@ -84,7 +84,7 @@ def test_dashboard_worker_never_sees_the_servers_key(home_store, judge_server, m
     judge_server.latency = 0.05
     app()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
-    at = _start(app("pages/new_run.py", dataset=did), ["coherence"])
+    at = _start(app("pages/new.py", dataset=did), ["coherence"])
     at.text_input(key="judge.base_url").input(judge_server.url)  # a user's own URL
     at.text_input(key="judge.model").input("loopback")
     at.number_input(key="judge.concurrency").set_value(1)
@@ -107,7 +107,7 @@ def test_named_judge_is_picked_by_name_with_its_own_key_only(home_store, judge_s
     judge_server.latency = 0.05
     app()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
-    at = _start(app("pages/new_run.py", dataset=did), ["coherence"])
+    at = _start(app("pages/new.py", dataset=did), ["coherence"])
     picker = at.selectbox(key="judge.provider")
     assert picker.options[0] == "Server judge: team" and "OpenAI-compatible base URL" in picker.options
     assert picker.value == "Server judge: team"
@@ -125,7 +125,7 @@ def test_named_judge_is_picked_by_name_with_its_own_key_only(home_store, judge_s
     assert {c["_auth"] for c in judge_server.calls} == {f"Bearer {TEAM_KEY}"}
     assert {c["model"] for c in judge_server.calls} == {"team-model"}
     # the free-form options are still there beside it
-    at = _start(app("pages/new_run.py", dataset=did), ["coherence"])
+    at = _start(app("pages/new.py", dataset=did), ["coherence"])
     at.selectbox(key="judge.provider").set_value("OpenAI-compatible base URL").run()
     assert "judge.base_url" in {w.key for w in at.text_input} and "judge_api_key" in {w.key for w in at.text_input}
 
@@ -223,7 +223,7 @@ def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path
              ("pages/compare.py", {"base": ids["single"], "runs": ids["other"], "row": "0"}),
              ("pages/datasets.py", {"dataset": ids["dataset"]}),
              ("pages/datasets.py", {"dataset": ids["conv_dataset"]}),
-             ("pages/new_run.py", {"dataset": ids["dataset"]})]
+             ("pages/new.py", {"dataset": ids["dataset"]})]
     for page, params in views:
         at = app(page, **params)
         _no_payload_in_markdown(at)

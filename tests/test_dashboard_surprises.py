@@ -27,7 +27,7 @@ def shown(at) -> str:
 def test_judge_settings_are_kept_for_the_browser_session_the_key_in_memory_only(home_store, judge_server, caplog):
     app()
     did = sample_id(home_store)
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     at.checkbox(key="new.metric.coherence").check().run()
     at.text_input(key="judge.base_url").input(judge_server.url)
     at.text_input(key="judge.model").input("loopback")
@@ -36,7 +36,7 @@ def test_judge_settings_are_kept_for_the_browser_session_the_key_in_memory_only(
     # away to another page of the app and back, in the same tab (session)
     at.switch_page("pages/runs.py")
     at.run()
-    at.switch_page("pages/new_run.py")
+    at.switch_page("pages/new.py")
     at.query_params.update({"dataset": did})
     at.run()
     at.checkbox(key="new.metric.coherence").check().run()
@@ -50,7 +50,7 @@ def test_judge_settings_are_kept_for_the_browser_session_the_key_in_memory_only(
     assert not home_store.list_runs()
     assert KEY not in caplog.text
     # and a new browser session starts blank
-    fresh = app("pages/new_run.py", dataset=did)
+    fresh = app("pages/new.py", dataset=did)
     fresh.checkbox(key="new.metric.coherence").check().run()
     assert fresh.text_input(key="judge.model").value == "" and fresh.text_input(key="judge_api_key").value == ""
 
@@ -280,7 +280,7 @@ def test_a_checkbox_estimates_only_a_judge_metric_not_estimated_yet(home_store, 
     real = api.estimate_run
     monkeypatch.setattr(api, "estimate_run", counted)
     app()
-    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at = app("pages/new.py", dataset=sample_id(home_store))
     at.checkbox(key="new.metric.f1_score").check().run()
     assert calls == []  # classic metrics only: nothing to estimate (every rerun walked every row before)
     at.checkbox(key="new.metric.coherence").check().run()
@@ -315,7 +315,7 @@ def test_a_big_dataset_is_estimated_in_the_background_while_the_page_answers(hom
     monkeypatch.setattr(api, "estimate_run", slow)
     monkeypatch.setattr("ui.loaders.INLINE_ROWS", 10)  # the sample's 31 rows count as big here
     app()
-    at = app("pages/new_run.py", dataset=sample_id(home_store))
+    at = app("pages/new.py", dataset=sample_id(home_store))
     at.checkbox(key="new.metric.coherence").check().run()
     at.text_input(key="judge.base_url").input(judge_server.url)
     at.text_input(key="judge.model").input("loopback").run()
@@ -341,7 +341,7 @@ def test_new_evaluation_starts_on_the_dataset_the_link_names_when_two_read_alike
     first = home_store.save_dataset(load_dataset(rows, {"query": "q", "response": "a", "ground_truth": "gt"}, name="x.jsonl"))
     second = home_store.save_dataset(load_dataset(rows, {"query": "q", "response": "b", "ground_truth": "gt"}, name="x.jsonl"))
     for wanted in (first, second):
-        at = app("pages/new_run.py", dataset=wanted)
+        at = app("pages/new.py", dataset=wanted)
         at.checkbox(key="new.metric.f1_score").check().run()
         at.button(key="new.start").click().run()
         run = home_store.list_runs()[0]

@@ -141,7 +141,7 @@ def test_attacks_page_saves_nothing_when_the_target_fails(home_store):
 def test_new_evaluation_lists_the_safety_family(home_store):
     app()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     for name in ("hate_unfairness", "sexual", "violence", "self_harm", "protected_material", "indirect_attack"):
         assert not at.checkbox(key=f"new.metric.{name}").disabled
     assert "Risk and safety" in [h.value for h in at.subheader]

@@ -109,7 +109,7 @@ def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store,
     at.run()
     assert {m.label for m in at.metric} >= {"Rows", "coherence pass rate"}
     # runs and datasets record who created them; the Runs list shows it
-    at.switch_page("pages/new_run.py").run()
+    at.switch_page("pages/new.py").run()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
     at.query_params["dataset"] = did
     at.run()

@@ -126,7 +126,7 @@ def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_serve
              "candidate_B": "y" if n else "GOOD",
              "model_A": "mine", "model_B": "ref-x"} for n in range(3)]
     did = home_store.save_dataset(load_dataset(rows, name="pairs.jsonl"))
-    at = app("pages/new_run.py", dataset=did)
+    at = app("pages/new.py", dataset=did)
     at.checkbox(key="new.metric.wildbench_pairwise").check().run()
     at.checkbox(key="new.opt.wildbench_pairwise.both_orders").check().run()
     at.number_input(key="new.opt.wildbench_pairwise.length_penalty").set_value(-1).run()

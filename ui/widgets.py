@@ -25,14 +25,25 @@ ACTIVE = ("queued", "running")
 log = logging.getLogger("evaldash")
 
 
+def entry() -> None:
+    """The first call of every page, before it draws anything: a run that did not come through app.py's router
+    (sign-in and all) goes through it now, at the same address.
+
+    A freshly started server serves its first request from the pages/ folder by file name, before app.py has
+    routed once (Streamlit's older multipage mode, until ui/__init__.py turns it off): without this, that first
+    visitor saw the page's own output above its guard, signed in or not.
+    """
+    if not st.session_state.get("routed"):
+        st.rerun()
+
+
 @contextlib.contextmanager
 def guard():
     """Show a user's error as a message and anything else as a short apology: never a traceback.
 
-    Also sends a session that reached a page without app.py's router through it once.
-    """
-    if not st.session_state.get("routed"):
-        st.rerun()
+    Also sends a run that did not come through app.py's router through it (as :func:`entry`, for a page that
+    draws nothing before its guard)."""
+    entry()
     try:
         yield
     except EvalError as e:
