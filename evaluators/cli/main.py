@@ -7,8 +7,10 @@ Exit codes: 0 the run completed; 2 bad input or usage, or a judge that fails its
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -330,6 +332,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     # a classic run's rows.jsonl is written as its results are (the runner abandons it unless the run
     # computes every row itself); otherwise, and for a judged run, it is read back from the store after the run
     live = None if judged else LiveRunOutputs(store, rid, a.out)
+    if judged:  # the aggregates at the end run on numpy (evaluators.core.kinds.columns): imported meanwhile,
+        threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()  # while calls wait
     try:
         # the user re-running a command takes the run over, even from a process killed moments ago
         status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe,
