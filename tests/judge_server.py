@@ -9,6 +9,9 @@ injects them at random rates (decided by a hash of the prompt, so the same call 
 the same fault whatever the concurrency). ``require_key`` answers 401 to any other key,
 ``models`` 404 to any other model, ``rate_limit`` is a token bucket answering 429.
 The runner's one-call judge check is recorded in ``probes``, the judging calls in ``calls``.
+:meth:`JudgeServer.hold_calls` holds the judging calls past the first few until :meth:`JudgeServer.release`:
+a test that needs a run to be in flight (to cancel it, kill it, or find it busy) holds it there instead
+of hoping a scripted latency outlasts what it does meanwhile.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ if __package__ in (None, ""):  # run as a script (bench, by hand): make the proj
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluators.judge import PROBE_PROMPT  # noqa: E402
+
+HOLD_MAX = 300.0  # seconds a held call waits for release at most (a test that forgot to release ends anyway)
 
 
 @dataclass
@@ -138,6 +143,10 @@ class JudgeServer:
         self._seen: Counter = Counter()  # prompt -> times asked (for Faults)
         self._bucket = (0.0, 0.0)  # tokens, last refill time
         self._lock = threading.Lock()
+        self._released = threading.Event()  # cleared by hold_calls: the judging calls past hold_after wait for it
+        self._released.set()
+        self.hold_after = 0
+        self.held = 0  # judging calls waiting at the gate now
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -150,6 +159,30 @@ class JudgeServer:
 
     def on_prompt(self, substring: str, *actions: Action) -> None:
         self.by_prompt.setdefault(substring, deque()).extend(actions)
+
+    def hold_calls(self, after: int = 0) -> None:
+        """Answer the first ``after`` judging calls (counting every call so far) as usual; hold the later ones
+        (the judge check is never held) until :meth:`release`, or until the server closes."""
+        with self._lock:
+            self.hold_after = after
+            self._released.clear()
+
+    def release(self) -> None:
+        """Let the held calls (and every later one) through."""
+        self._released.set()
+
+    def _hold(self, nth: int | None) -> None:
+        """Wait at the gate when the ``nth`` judging call (None: the check) is past ``hold_after`` while the
+        gate is closed."""
+        with self._lock:
+            if nth is None or self._released.is_set() or nth < self.hold_after:
+                return
+            self.held += 1
+        try:
+            self._released.wait(HOLD_MAX)
+        finally:
+            with self._lock:
+                self.held -= 1
 
     def prompts(self) -> list[str]:
         with self._lock:
@@ -251,16 +284,19 @@ class JudgeServer:
                 req["_auth"] = self.headers.get("Authorization")  # ...and with which key
                 req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
                 req["_at"] = time.time()  # when it arrived
+                req["_t"] = time.monotonic()  # (the same, on a clock no adjustment moves: for gaps between calls)
                 if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 prompt = prompt_text(req)
                 with owner._lock:
-                    (owner.probes if PROBE_PROMPT in prompt else owner.calls).append(req)
+                    nth = None if PROBE_PROMPT in prompt else len(owner.calls)  # (counting from 0)
+                    (owner.probes if nth is None else owner.calls).append(req)
                     owner.requests.append(req)
                 refusal = owner._refusal(req, self.headers)
                 if refusal:
                     status, err, headers = refusal
                     return self._send(status, json.dumps({"error": err}).encode(), headers)
+                owner._hold(nth)
                 action = owner._next_action(prompt)
                 if owner.latency:
                     time.sleep(owner.latency)
@@ -296,6 +332,7 @@ class JudgeServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()  # nothing stays held past the test
         self._server.shutdown()
         self._server.server_close()
 
