@@ -135,6 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes, headers: dict | None = None):
+        self._landed()  # (before the reply leaves: the client cannot send its next call while this one counts)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -159,7 +160,15 @@ class _Handler(BaseHTTPRequestHandler):
                      "held": o.held, "max_held": o.max_held, "max_in_flight": o.max_in_flight}
         self._send(200, json.dumps(stats).encode())
 
+    def _landed(self) -> None:
+        """This request is no longer a judging call in flight (answered, or failed to be)."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            with self.owner._lock:
+                self.owner.in_flight -= 1
+
     def do_POST(self):
+        self._in_flight = False  # (one handler serves every request of a kept-alive connection)
         length = int(self.headers.get("Content-Length", 0))
         if self.path == "/_faults":  # switch a server in another process's faults (JSON or null)
             spec = json.loads(self.rfile.read(length) or b"null")
@@ -193,14 +202,13 @@ class _Handler(BaseHTTPRequestHandler):
             (self.owner.probes if nth is None else self.owner.calls).append(req)
             self.owner.requests.append(req)
             if nth is not None:
+                self._in_flight = True
                 self.owner.in_flight += 1
                 self.owner.max_in_flight = max(self.owner.max_in_flight, self.owner.in_flight)
         try:
             self._answer(req, prompt, nth)
         finally:
-            if nth is not None:
-                with self.owner._lock:
-                    self.owner.in_flight -= 1
+            self._landed()
 
     def _answer(self, req: dict, prompt: str, nth: int | None):
         """The reply to a call (``nth``, None for the check) as scripted: refused, held, faulted, late."""
@@ -268,7 +276,7 @@ class JudgeServer:
         self.hold_max = HOLD_MAX
         self.held = 0  # judging calls waiting at the gate now
         self.max_held = 0  # ...and the most that waited at once
-        self.in_flight = 0  # judging calls arrived and not yet answered
+        self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
         self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
 
@@ -286,7 +294,8 @@ class JudgeServer:
     def hold_calls(self, after: int = 0, until: int | None = None, at_most: float = HOLD_MAX) -> None:
         """Answer the first ``after`` judging calls (counting every call so far) as usual; hold the later ones
         (the judge check is never held) until :meth:`release`, until ``until`` of them wait at once (a
-        barrier: ``max_held`` then says it filled), or for ``at_most`` seconds, or until the server closes."""
+        barrier: ``max_held`` then says it filled), until one has waited ``at_most`` seconds, or until the
+        server closes. Each opens the gate for good (until the next ``hold_calls``)."""
         with self._lock:
             self.hold_after, self.hold_until, self.hold_max = after, until, at_most
             self._released.clear()
@@ -306,7 +315,8 @@ class JudgeServer:
             if self.hold_until is not None and self.held >= self.hold_until:
                 self._released.set()
         try:
-            self._released.wait(self.hold_max)
+            if not self._released.wait(self.hold_max):
+                self._released.set()  # held at_most: the gate opens for good (a barrier that never filled)
         finally:
             with self._lock:
                 self.held -= 1
