@@ -14,6 +14,14 @@ import pytest
 from evaluators.ratelimit import INITIAL_WINDOW, RateLimiter
 
 
+async def settled() -> None:
+    """Let every task woken so far run as far as it can before the test looks (a waiter woken through
+    ``asyncio.wait_for`` needs three turns of the loop): turns of the loop, counted, where a wall-clock
+    pause could end first on a busy machine."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
 def acquired_at(limiter: RateLimiter, now: list[float], times: list[float], calls: int = 64) -> list[int]:
     """How many of ``calls`` waiting acquires got through at each clock time in ``times`` (none released)."""
 
@@ -23,7 +31,7 @@ def acquired_at(limiter: RateLimiter, now: list[float], times: list[float], call
         for t in times:
             now[0] = t
             limiter._freed.set()  # (a clock of our own: wake the waiters to look at it again)
-            await asyncio.sleep(0.05)
+            await settled()
             got.append(sum(task.done() for task in tasks))
         for task in tasks:
             task.cancel()
@@ -58,13 +66,13 @@ def test_a_429_stops_the_ramp():
 
     async def go():
         tasks = [asyncio.create_task(lim.acquire()) for _ in range(64)]
-        await asyncio.sleep(0.05)
+        await settled()
         assert sum(t.done() for t in tasks) == 16
         lim.release(429, retry_after=0.0)  # one of the 16 comes back 429
         for t in (100.3, 100.6, 102.0):
             now[0] = t
             lim._freed.set()
-            await asyncio.sleep(0.05)
+            await settled()
         got = sum(t.done() for t in tasks)
         for t in tasks:
             t.cancel()
