@@ -60,7 +60,9 @@ def measure(rate: float, burst: float, calls: int, latency: float, concurrency: 
     return {"status": status, "ok": run["tasks_done"], "errored": run["tasks_errored"], "elapsed": elapsed,
             "overall": run["tasks_done"] / elapsed, "sustained": (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0,
             "attempts": attempts, "limited": limited,
-            "share_429": limited / attempts if attempts else 0.0}
+            "share_429": limited / attempts if attempts else 0.0,
+            # when each request (the check included) reached the judge, its wall clock, in order
+            "arrivals": sorted(at for at, _probe in stats["arrivals"])}
 
 
 def main() -> None:

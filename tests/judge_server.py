@@ -9,6 +9,9 @@ injects them at random rates (decided by a hash of the prompt, so the same call 
 the same fault whatever the concurrency). ``require_key`` answers 401 to any other key,
 ``models`` 404 to any other model, ``rate_limit`` is a token bucket answering 429.
 The runner's one-call judge check is recorded in ``probes``, the judging calls in ``calls``.
+:meth:`JudgeServer.hold_calls` holds the judging calls past the first few until :meth:`JudgeServer.release`:
+a test that needs a run to be in flight (to cancel it, kill it, or find it busy) holds it there instead
+of hoping a scripted latency outlasts what it does meanwhile.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ if __package__ in (None, ""):  # run as a script (bench, by hand): make the proj
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluators.judge.config import PROBE_PROMPT
+
+HOLD_MAX = 300.0  # seconds a held call waits for release at most (a test that forgot to release ends anyway)
 
 
 @dataclass
@@ -117,6 +122,132 @@ def prompt_text(request: dict) -> str:
     return "\n".join(m.get("content", "") for m in request.get("messages", []))
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a :class:`JudgeServer`: ``owner``, set on the subclass each server makes."""
+
+    owner: "JudgeServer"
+    protocol_version = "HTTP/1.1"
+    # headers and body go out as two writes; with Nagle on, the client's delayed ACK
+    # adds ~40 ms to every call, which would swamp the latency a test scripts
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict | None = None):
+        self._landed()  # (before the reply leaves: the client cannot send its next call while this one counts)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): expected for hangs
+
+    def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
+        if self.path != "/_stats":
+            return self._send(404, b'{"error": {"message": "not found"}}')
+        o = self.owner
+        with o._lock:
+            stats = {"calls": len(o.calls), "probes": len(o.probes), "served": dict(o.served),
+                     # wall-clock time the first request (probe or call) arrived, for start-up benches
+                     "first_at": o.requests[0]["_at"] if o.requests else None,
+                     # every request's arrival (wall clock) and whether it was the check, in order
+                     "arrivals": [(r["_at"], r in o.probes) for r in o.requests],
+                     "held": o.held, "max_held": o.max_held, "max_in_flight": o.max_in_flight}
+        self._send(200, json.dumps(stats).encode())
+
+    def _landed(self) -> None:
+        """This request is no longer a judging call in flight (answered, or failed to be)."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            with self.owner._lock:
+                self.owner.in_flight -= 1
+
+    def do_POST(self):
+        self._in_flight = False  # (one handler serves every request of a kept-alive connection)
+        length = int(self.headers.get("Content-Length", 0))
+        if self.path == "/_faults":  # switch a server in another process's faults (JSON or null)
+            spec = json.loads(self.rfile.read(length) or b"null")
+            self.owner.faults = Faults(**spec) if spec else None
+            return self._send(200, b"{}")
+        if self.path == "/_hold":  # hold_calls (JSON: its arguments) or, with null, release
+            spec = json.loads(self.rfile.read(length) or b"null")
+            if spec:
+                self.owner.hold_calls(**spec)
+            else:
+                self.owner.release()
+            return self._send(200, b"{}")
+        body = self.rfile.read(length)
+        if not body or len(body) < length:  # the client went away mid-request (a cancel): no call
+            return self._send(400, b'{"error": {"message": "incomplete request"}}')
+        try:
+            req = json.loads(body)
+        except ValueError:
+            return self._send(400, b'{"error": {"message": "bad json"}}')
+        path = self.path.split("?", 1)[0]
+        req["_path"] = self.path  # tests check where the client sent the call
+        req["_auth"] = self.headers.get("Authorization")  # ...and with which key
+        req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
+        req["_at"] = time.time()  # when it arrived
+        req["_t"] = time.monotonic()  # (the same, on a clock no adjustment moves: for gaps between calls)
+        if not path.endswith("/chat/completions"):
+            return self._send(404, b'{"error": {"message": "not found"}}')
+        prompt = prompt_text(req)
+        with self.owner._lock:
+            nth = None if PROBE_PROMPT in prompt else len(self.owner.calls)  # (counting from 0)
+            (self.owner.probes if nth is None else self.owner.calls).append(req)
+            self.owner.requests.append(req)
+            if nth is not None:
+                self._in_flight = True
+                self.owner.in_flight += 1
+                self.owner.max_in_flight = max(self.owner.max_in_flight, self.owner.in_flight)
+        try:
+            self._answer(req, prompt, nth)
+        finally:
+            self._landed()
+
+    def _answer(self, req: dict, prompt: str, nth: int | None):
+        """The reply to a call (``nth``, None for the check) as scripted: refused, held, faulted, late."""
+        refusal = self.owner._refusal(req, self.headers)
+        if refusal:
+            status, err, headers = refusal
+            return self._send(status, json.dumps({"error": err}).encode(), headers)
+        self.owner._hold(nth)
+        action = self.owner._next_action(prompt)
+        if self.owner.latency:
+            time.sleep(self.owner.latency)
+        if action and action.hang:
+            time.sleep(action.hang)
+        if action and action.raw_body is not None:
+            return self._send(action.status, action.raw_body, action.headers)
+        if action and action.status != 200:
+            err = {"error": {"message": f"scripted {action.status}", "type": "scripted", "code": action.status}}
+            return self._send(action.status, json.dumps(err).encode(), action.headers)
+        if action and action.content is not None:
+            content = action.content
+        elif PROBE_PROMPT in prompt:  # the judge check asks for a word, not a verdict
+            content = "OK"
+        else:
+            content = self.owner.responder(prompt, req)
+        body = {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "model": req.get("model", "test-judge"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": action.finish_reason if action else "stop"}],
+            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
+                      "total_tokens": len(prompt) // 4 + len(content) // 4},
+        }
+        self._send(200, json.dumps(body).encode(), action.headers if action else None)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # like a real server: concurrent clients are queued, not refused
+
+
 class JudgeServer:
     """Context manager: ``with JudgeServer() as s: s.url``."""
 
@@ -138,6 +269,15 @@ class JudgeServer:
         self._seen: Counter = Counter()  # prompt -> times asked (for Faults)
         self._bucket = (0.0, 0.0)  # tokens, last refill time
         self._lock = threading.Lock()
+        self._released = threading.Event()  # cleared by hold_calls: the judging calls past hold_after wait for it
+        self._released.set()
+        self.hold_after = 0
+        self.hold_until: int | None = None  # the gate opens by itself once this many calls wait at it
+        self.hold_max = HOLD_MAX
+        self.held = 0  # judging calls waiting at the gate now
+        self.max_held = 0  # ...and the most that waited at once
+        self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
+        self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -150,6 +290,36 @@ class JudgeServer:
 
     def on_prompt(self, substring: str, *actions: Action) -> None:
         self.by_prompt.setdefault(substring, deque()).extend(actions)
+
+    def hold_calls(self, after: int = 0, until: int | None = None, at_most: float = HOLD_MAX) -> None:
+        """Answer the first ``after`` judging calls (counting every call so far) as usual; hold the later ones
+        (the judge check is never held) until :meth:`release`, until ``until`` of them wait at once (a
+        barrier: ``max_held`` then says it filled), until one has waited ``at_most`` seconds, or until the
+        server closes. Each opens the gate for good (until the next ``hold_calls``)."""
+        with self._lock:
+            self.hold_after, self.hold_until, self.hold_max = after, until, at_most
+            self._released.clear()
+
+    def release(self) -> None:
+        """Let the held calls (and every later one) through."""
+        self._released.set()
+
+    def _hold(self, nth: int | None) -> None:
+        """Wait at the gate when the ``nth`` judging call (None: the check) is past ``hold_after`` while the
+        gate is closed."""
+        with self._lock:
+            if nth is None or self._released.is_set() or nth < self.hold_after:
+                return
+            self.held += 1
+            self.max_held = max(self.max_held, self.held)
+            if self.hold_until is not None and self.held >= self.hold_until:
+                self._released.set()
+        try:
+            if not self._released.wait(self.hold_max):
+                self._released.set()  # held at_most: the gate opens for good (a barrier that never filled)
+        finally:
+            with self._lock:
+                self.held -= 1
 
     def prompts(self) -> list[str]:
         with self._lock:
@@ -199,103 +369,13 @@ class JudgeServer:
         return None
 
     def __enter__(self) -> "JudgeServer":
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out as two writes; with Nagle on, the client's delayed ACK
-            # adds ~40 ms to every call, which would swamp the latency a test scripts
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def _send(self, status: int, body: bytes, headers: dict | None = None):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): expected for hangs
-
-            def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
-                if self.path != "/_stats":
-                    return self._send(404, b'{"error": {"message": "not found"}}')
-                with owner._lock:
-                    stats = {"calls": len(owner.calls), "probes": len(owner.probes), "served": dict(owner.served),
-                             # wall-clock time the first request (probe or call) arrived, for start-up benches
-                             "first_at": owner.requests[0]["_at"] if owner.requests else None,
-                             # every request's arrival (wall clock) and whether it was the check, in order
-                             "arrivals": [(r["_at"], r in owner.probes) for r in owner.requests]}
-                self._send(200, json.dumps(stats).encode())
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                if self.path == "/_faults":  # switch a server in another process's faults (JSON or null)
-                    spec = json.loads(self.rfile.read(length) or b"null")
-                    owner.faults = Faults(**spec) if spec else None
-                    return self._send(200, b"{}")
-                body = self.rfile.read(length)
-                if not body or len(body) < length:  # the client went away mid-request (a cancel): no call
-                    return self._send(400, b'{"error": {"message": "incomplete request"}}')
-                try:
-                    req = json.loads(body)
-                except ValueError:
-                    return self._send(400, b'{"error": {"message": "bad json"}}')
-                path = self.path.split("?", 1)[0]
-                req["_path"] = self.path  # tests check where the client sent the call
-                req["_auth"] = self.headers.get("Authorization")  # ...and with which key
-                req["_headers"] = dict(self.headers)  # (Azure sends its key as api-key)
-                req["_at"] = time.time()  # when it arrived
-                if not path.endswith("/chat/completions"):
-                    return self._send(404, b'{"error": {"message": "not found"}}')
-                prompt = prompt_text(req)
-                with owner._lock:
-                    (owner.probes if PROBE_PROMPT in prompt else owner.calls).append(req)
-                    owner.requests.append(req)
-                refusal = owner._refusal(req, self.headers)
-                if refusal:
-                    status, err, headers = refusal
-                    return self._send(status, json.dumps({"error": err}).encode(), headers)
-                action = owner._next_action(prompt)
-                if owner.latency:
-                    time.sleep(owner.latency)
-                if action and action.hang:
-                    time.sleep(action.hang)
-                if action and action.raw_body is not None:
-                    return self._send(action.status, action.raw_body, action.headers)
-                if action and action.status != 200:
-                    err = {"error": {"message": f"scripted {action.status}", "type": "scripted", "code": action.status}}
-                    return self._send(action.status, json.dumps(err).encode(), action.headers)
-                if action and action.content is not None:
-                    content = action.content
-                elif PROBE_PROMPT in prompt:  # the judge check asks for a word, not a verdict
-                    content = "OK"
-                else:
-                    content = owner.responder(prompt, req)
-                body = {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                    "model": req.get("model", "test-judge"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": action.finish_reason if action else "stop"}],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
-                              "total_tokens": len(prompt) // 4 + len(content) // 4},
-                }
-                self._send(200, json.dumps(body).encode(), action.headers if action else None)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 512  # like a real server: concurrent clients are queued, not refused
-
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), type("Handler", (_Handler,), {"owner": self}))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()  # nothing stays held past the test
         self._server.shutdown()
         self._server.server_close()
 
@@ -342,13 +422,21 @@ class JudgeServerProcess:
             return json.loads(r.read())
 
     def stats(self) -> dict:
-        """{"calls": judging calls, "probes": judge checks, "served": fault kind -> count}."""
+        """{"calls": judging calls, "probes": judge checks, "served": fault kind -> count, "arrivals": ...,
+        "held", "max_held", "max_in_flight": see :class:`JudgeServer`}."""
         return self._http("GET", "/_stats")
 
     def set_faults(self, faults: Faults | None) -> None:
         from dataclasses import asdict
 
         self._http("POST", "/_faults", json.dumps(asdict(faults) if faults else None).encode())
+
+    def hold_calls(self, after: int = 0, until: int | None = None, at_most: float = HOLD_MAX) -> None:
+        """:meth:`JudgeServer.hold_calls` in the server's process (``stats()`` has held, max_held, max_in_flight)."""
+        self._http("POST", "/_hold", json.dumps({"after": after, "until": until, "at_most": at_most}).encode())
+
+    def release(self) -> None:
+        self._http("POST", "/_hold", b"null")
 
     def __exit__(self, *exc) -> None:
         self._proc.terminate()

@@ -279,32 +279,66 @@ def spy_early(monkeypatch):
     return started
 
 
-def slow_check(monkeypatch, then=None):
-    """The CLI's load and check of the file held back 1.5 s (the early worker computes meanwhile), then
-    ``then()`` before it runs."""
-    import time
+def rows_asked_ahead(monkeypatch):
+    """The highest row number the early worker has read while computing ahead (-1: none yet), in memory
+    shared with it. The worker, forked from this process (this patch included), reads its rows through
+    ``data.load_dataset_streaming(...).canonical(i)``, and row i + 1 only once row i's every metric is
+    computed and kept: a value of 1 or more means row 0's outcomes wait in the worker to be used."""
+    import multiprocessing as mp
 
+    from evaluators.data import loading as data
+
+    asked = mp.get_context("fork").Value("l", -1)
+    here, load = os.getpid(), data.load_dataset_streaming
+
+    def counted_load(*a, **k):
+        ds = load(*a, **k)
+        if os.getpid() != here:  # the worker's read (the run's own load is left alone)
+            canonical = ds.canonical
+
+            def counted(i):
+                with asked.get_lock():
+                    asked.value = max(asked.value, i)
+                return canonical(i)
+
+            ds.canonical = counted
+        return ds
+
+    monkeypatch.setattr(data, "load_dataset_streaming", counted_load)
+    return asked
+
+
+def check_after_rows_ahead(monkeypatch, then=None) -> list[bool]:
+    """The CLI's load and check of the file held back until the early worker has computed a row ahead
+    (at most 60 s), then ``then()`` before it runs. Returns a list that gets whether the row came, for
+    the test to assert (an assertion raised inside the CLI would only become its exit code)."""
     from evaluators.cli import main as cli
+    from tests.procs import wait_until
 
-    check = cli._checked_dataset
+    asked, check, came = rows_asked_ahead(monkeypatch), cli._checked_dataset, []
 
-    def slow(*a, **k):
-        time.sleep(1.5)
+    def held(*a, **k):
+        try:
+            wait_until(lambda: asked.value >= 1, timeout=60, what="a row computed ahead")
+            came.append(True)
+        except AssertionError:
+            came.append(False)
         if then is not None:
             then()
         return check(*a, **k)
 
-    monkeypatch.setattr(cli, "_checked_dataset", slow)
+    monkeypatch.setattr(cli, "_checked_dataset", held)
+    return came
 
 
 def test_early_worker_rows_computed_ahead_give_the_same_files(tmp_path, pairs_file, one_process, monkeypatch):
     """The worker the CLI forks before loading computes rows ahead while the file is checked and stored;
     the run uses them (outcomes answered from them) and writes the bytes of a one-process run."""
     started = spy_early(monkeypatch)
-    slow_check(monkeypatch)
+    came = check_after_rows_ahead(monkeypatch)
     code, out, _ = cli_run(tmp_path, "early", pairs_file, monkeypatch)
-    assert code == 0 and started and started[0] is not None
-    assert started[0].kept > 0  # some outcomes came from the rows computed ahead
+    assert came == [True] and code == 0 and started and started[0] is not None
+    assert started[0].kept >= len(METRICS)  # row 0's outcomes (at least) came from the rows computed ahead
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
@@ -317,9 +351,11 @@ def test_early_worker_rows_of_a_file_changed_meanwhile_are_not_used(tmp_path, pa
     changed = [dict(r, response=r["response"] + " Indeed.") if k % 2 else r for k, r in enumerate(rows)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     started = spy_early(monkeypatch)
-    slow_check(monkeypatch, then=lambda: data.write_text("".join(json.dumps(r) + "\n" for r in changed)))
+    came = check_after_rows_ahead(monkeypatch,
+                                  then=lambda: data.write_text("".join(json.dumps(r) + "\n" for r in changed)))
     code, out, _ = cli_run(tmp_path, "changed", data, monkeypatch)
-    assert code == 0 and started[0] is not None and started[0].kept > 0  # the unchanged rows' were used
+    assert came == [True] and code == 0 and started[0] is not None
+    assert started[0].kept >= len(METRICS)  # the unchanged rows' were used (row 0's at least)
     monkeypatch.setenv(ENV, "0")
     ref = tmp_path / "ref.jsonl"
     ref.write_text(data.read_text())
@@ -352,9 +388,9 @@ def test_a_killed_early_worker_loses_no_row(tmp_path, pairs_file, one_process, m
     def kill():
         os.kill(started[0].pid, signal.SIGKILL)
 
-    slow_check(monkeypatch, then=kill)
+    came = check_after_rows_ahead(monkeypatch, then=kill)
     code, out, _ = cli_run(tmp_path, "early_killed", pairs_file, monkeypatch)
-    assert code == 0 and started[0].broken and started[0].kept == 0
+    assert came == [True] and code == 0 and started[0].broken and started[0].kept == 0
     for name in ("rows.jsonl", "metrics.json"):
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
@@ -375,21 +411,26 @@ def test_a_worker_whose_runner_was_killed_ends(tmp_path):
     rows ahead: the worker notices within about a second and ends instead of waiting forever."""
     import subprocess
     import sys
-    import time
 
     from tests.conftest import ROOT, env_for_subprocess
+    from tests.procs import wait_until
 
+    computed = tmp_path / "computed"  # a byte a row the worker computing ahead has computed
     code = (
         "import sys, time\n"
         "from evaluators.run import classic_worker as parallel\n"
+        "def slow(v):\n"
+        "    with open(sys.argv[1], 'a') as f:\n"
+        "        f.write('.')\n"
+        "    time.sleep(0.01)\n"  # (a metric that takes its time: the worker is still at it when we look)
+        "    return {}\n"
         "idle = parallel.ClassicWorker({'f1_score': lambda v: {}})\n"
-        "ahead = parallel.ClassicWorker({'f1_score': lambda v: time.sleep(0.01) or {}},\n"
-        "                               ahead=lambda: ((i, {}) for i in range(10**6)))\n"
+        "ahead = parallel.ClassicWorker({'f1_score': slow}, ahead=lambda: ((i, {}) for i in range(10**6)))\n"
         "print(idle.pid, ahead.pid, flush=True)\n"
-        "time.sleep(60)\n"
+        "time.sleep(60)\n"  # (until killed)
     )
-    p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen([sys.executable, "-c", code, str(computed)], cwd=ROOT, env=env_for_subprocess(),
+                         stdout=subprocess.PIPE, text=True)
     pids = [int(x) for x in p.stdout.readline().split()]
 
     def alive(pid):
@@ -399,16 +440,17 @@ def test_a_worker_whose_runner_was_killed_ends(tmp_path):
         except FileNotFoundError:
             return False
 
-    time.sleep(0.5)
-    assert len(pids) == 2 and all(alive(pid) for pid in pids)
-    p.kill()
-    p.wait()
     try:
-        deadline = time.monotonic() + 10
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(alive(pid) for pid in pids), pids
+        assert len(pids) == 2
+        wait_until(lambda: computed.exists() and computed.stat().st_size >= 2, what="rows computed ahead")
+        assert all(alive(pid) for pid in pids)
+        p.kill()
+        p.wait()
+        # each notices within about a second (PARENT_CHECK); 30 s leaves a busy machine room
+        wait_until(lambda: not any(alive(pid) for pid in pids), timeout=30, what=f"workers {pids} to end")
     finally:
+        p.kill()
+        p.wait()
         for pid in pids:  # (when the test fails: no process of ours left behind)
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -1,6 +1,8 @@
 """Whole evaluations through the Python API against the loopback judge and a real SQLite store."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from evaluators import evaluate, open_results, prepare_run
@@ -9,6 +11,7 @@ from evaluators.run.runner import Runner
 from evaluators.run.spec import RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE
 from tests.judge_server import Action, expected_score, prompt_text
+from tests.procs import wait_until
 
 
 def scores_by_response(server, metric_word):
@@ -158,25 +161,35 @@ def test_evaluate_inside_a_running_event_loop(judge_config, store):
     assert asyncio.run(notebook_cell()).metrics["bleu.scored_rows"] == 31
 
 
+def in_thread(target) -> tuple[threading.Thread, dict]:
+    """``target()`` started in a thread; the dict gets its return value as "value"."""
+    box: dict = {}
+    th = threading.Thread(target=lambda: box.setdefault("value", target()))
+    th.start()
+    return th, box
+
+
 def test_cancel_stops_a_run_and_resume_finishes_it(judge_server, judge_config, store):
-    judge_server.latency = 0.1
-    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2))
-    seen = []
-
-    def progress(p):
-        seen.append(p.done)
-        if p.done == 4:
-            store.request_cancel(rid)
-
-    assert Runner(store, rid, on_progress=progress).run() == "cancelled"
+    judge_server.hold_calls(after=4)  # four rows judged, the next two calls held: the run is mid-way when cancelled
+    # (a timeout longer than the test: a held call is never given up and sent again)
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2, timeout=60))
+    th, box = in_thread(Runner(store, rid).run)
+    try:
+        wait_until(lambda: len(store.done_keys(rid)) == 4 and judge_server.held == 2,
+                   what="four rows stored and two calls in flight")
+    finally:
+        store.request_cancel(rid)  # (as the dashboard does: through the store)
+        th.join(60)
+    assert box["value"] == "cancelled"
     done_first = len(store.done_keys(rid))
-    assert 4 <= done_first < 31
+    assert done_first == 4
     calls_first = len(judge_server.calls)
+    judge_server.release()
     assert Runner(store, rid).run() == "completed"
     assert len(store.done_keys(rid)) == 31
     # each row judged once: the second run asked only for the rows the first did not finish
-    # (a call in flight at cancel time may have been sent without its result being kept)
-    assert len(judge_server.calls) - calls_first <= 31 - done_first + 2
+    # (the two calls in flight at the cancel were sent without their results being kept: asked again)
+    assert len(judge_server.calls) - calls_first == 31 - done_first
     prompts = judge_server.prompts()
     assert len(set(prompts)) == 31
 
@@ -290,24 +303,20 @@ def test_retrying_failed_rows_of_an_interrupted_run_also_finishes_what_never_ran
 
 
 def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, judge_config, store):
-    import threading
-    import time
-
     from evaluators.core.errors import EvalError
 
-    judge_server.latency = 0.1
-    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2))
-    box = {}
-    th = threading.Thread(target=lambda: box.setdefault("status", Runner(store, rid).run()))
-    th.start()
-    deadline = time.time() + 20
-    while not store.worker_active(rid) and time.time() < deadline:
-        time.sleep(0.05)
-    store.update_run(rid, status="queued")  # what a dashboard's "resume" does before spawning a worker
-    with pytest.raises(EvalError, match="being executed by another worker"):
-        Runner(store, rid).run()
-    th.join(60)
-    assert box["status"] == "completed" and not store.worker_active(rid)
+    judge_server.hold_calls(after=2)  # the run holds on to its next two calls until the second start was refused
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2, timeout=60))
+    th, box = in_thread(Runner(store, rid).run)
+    try:
+        wait_until(lambda: store.worker_active(rid) and judge_server.held == 2, what="the run under way")
+        store.update_run(rid, status="queued")  # what a dashboard's "resume" does before spawning a worker
+        with pytest.raises(EvalError, match="being executed by another worker"):
+            Runner(store, rid).run()
+    finally:
+        judge_server.release()
+        th.join(60)
+    assert box["value"] == "completed" and not store.worker_active(rid)
     assert len(judge_server.calls) == 31 and len(set(judge_server.prompts())) == 31  # nobody judged a row twice
     store.clear_errors(rid)
     assert Runner(store, rid).run() == "completed"  # a finished run may be run again at once

@@ -84,13 +84,19 @@ def test_a_run_sustains_a_rate_limited_judge_without_drowning_in_429s(tmp_path):
 
 def test_rpm_alone_keeps_a_run_under_its_budget(tmp_path):
     """--rpm 1200 (20/s) against a judge that would answer 100 calls in a fraction of a second:
-    after the bucket's one second of saving, calls leave at 20/s."""
+    after the bucket's one second of saving, calls leave at 20/s. Counted where they arrive: in any one
+    second the judge gets at most the 20 saved up and 20 more (39 here unloaded), plus 10 for calls a busy
+    machine held up half a second and delivered bunched. Without the limit all 101 arrive within moments;
+    at twice the limit, 80 in a second."""
     from bench.rate_limits import measure
 
     m = measure(0, 0, 100, 0.0, 16, str(tmp_path), rpm=1200, server_rate=False)
-    assert m["status"] == "completed" and m["ok"] == 100, m
-    assert m["elapsed"] >= (100 + 1 - 20) / 20, m  # the judge check and 100 rows: 20 saved up, then 20 a second
-    assert m["sustained"] <= 20 * 1.1, m
+    assert m["status"] == "completed" and m["ok"] == 100, {k: v for k, v in m.items() if k != "arrivals"}
+    at = m["arrivals"]
+    assert len(at) == 100 + 1  # the judge check and 100 rows
+    most = max(sum(1 for b in at if a <= b < a + 1.0) for a in at)
+    assert most <= 20 + 20 + 10, most
+    assert m["elapsed"] >= (100 + 1 - 20) / 20  # (a lower bound: a busy machine only adds to it)
     assert m["limited"] == 0
 
 

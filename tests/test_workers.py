@@ -41,17 +41,19 @@ def test_worker_without_a_key_fails_the_run_with_the_reason(tmp_path, monkeypatc
 
 
 def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server):
-    judge_server.latency = 0.2
+    # three rows judged, the fourth call held at the judge: the run cannot end by itself, only by the cancel
+    judge_server.hold_calls(after=3)
     store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, concurrency=1)
     rid = prepare_run(store, SINGLE, ["fluency"], judge=judge)
     spawn_worker(store, rid)
-    deadline = time.time() + 30
-    while store.get_run(rid)["tasks_done"] < 3 and time.time() < deadline:
-        time.sleep(0.1)
+    # (the results table, not tasks_done: the run's progress line is brought up to date by the next results)
+    wait_until(lambda: len(store.done_keys(rid)) == 3 and judge_server.held == 1,
+               what="three rows judged and stored, and the fourth call held")
     store.request_cancel(rid)
     run = wait_for_run(store, rid)
-    assert run["status"] == "cancelled" and 3 <= run["tasks_done"] < 31
+    assert run["status"] == "cancelled" and run["tasks_done"] == 3
+    assert len(judge_server.calls) == 4  # the held call was the last: the worker sent nothing after the cancel
 
 
 # ---------------------------------------------------------------- one worker per run; retry keeps errors
@@ -88,19 +90,20 @@ def _run_with_one_error(store, judge_server) -> str:
 
 @needs_proc
 def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_server):
-    judge_server.latency = 0.05
+    judge_server.hold_calls(after=2)  # the worker holds the run, its third call held at the judge, until released
     store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, concurrency=1)
     rid = prepare_run(store, SINGLE, ["fluency"], judge=judge)
     first = spawn_worker(store, rid)
-    wait_until(lambda: store.get_run(rid)["status"] == "running" and store.get_run(rid)["tasks_done"] >= 2,
-               what="the worker to start judging")
+    wait_until(lambda: store.get_run(rid)["status"] == "running" and len(store.done_keys(rid)) == 2
+               and judge_server.held == 1, what="the worker to start judging")
     with pytest.raises(WorkerBusy, match="still being executed"):
         spawn_worker(store, rid)
     with pytest.raises(WorkerBusy):
         spawn_worker(store, rid, retry_errors=True)
     assert worker_pids(rid) == [first]
     assert store.get_run(rid)["status"] == "running"  # a refused resume changes nothing
+    judge_server.release()
     assert wait_for_run(store, rid)["status"] == "completed"
     assert len(judge_server.calls) == 31  # every row judged once
 
@@ -109,9 +112,10 @@ def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_se
 def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keeps_errors(tmp_path, judge_server):
     store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
     rid = _run_with_one_error(store, judge_server)
-    judge_server.latency = 3.0  # the resumed worker's one call is in flight for 3 s: it holds the run
+    judge_server.hold_calls(after=len(judge_server.calls))  # the resumed worker's one call is held: it holds the run
     spawn_worker(store, rid)
-    wait_until(lambda: store.get_run(rid)["status"] == "running", what="the resumed worker to claim the run")
+    wait_until(lambda: store.get_run(rid)["status"] == "running" and judge_server.held == 1,
+               what="the resumed worker to claim the run and send its call")
     with pytest.raises(WorkerBusy):
         retry_failed(store, rid)
     # a worker started by other means refuses too, before touching the errors
@@ -119,7 +123,8 @@ def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keep
                           env=env_for_subprocess(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "being executed by another worker" in proc.stderr
     assert _errors(store, rid) == 1
-    assert wait_for_run(store, rid)["status"] == "completed"
+    judge_server.release()
+    assert wait_for_run(store, rid)["status"] == "completed" and _errors(store, rid) == 0
 
 
 def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_server, monkeypatch):

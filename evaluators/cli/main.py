@@ -288,6 +288,22 @@ def cmd_run(a) -> int:
             early.close()  # (a no-op when the run ended it: it was its classic worker)
 
 
+def _gates_breached(res, metrics_out: dict, gates: dict, gate_keys: dict, max_errors) -> list[str]:
+    """What each --fail-under gate breached: a value under its floor, or too many rows out of it."""
+    breached = []
+    specs = {s.name: s for s in res.specs}
+    for name, floor in gates.items():
+        key = gate_keys[name]
+        value = metrics_out.get(key)
+        if value is None or value < floor:
+            breached.append(f"{key} = {_fmt(value)} < {floor:g}")
+        # means and rates leave errored rows out: a gate also fails when too many rows are out
+        why = errors_breach(res.summary(specs[key.split(".", 1)[0]]), max_errors)
+        if why:
+            breached.append(f"{key.split('.', 1)[0]}: {why}")
+    return breached
+
+
 def _cmd_run(a, metrics: list[str], early) -> int:
     thresholds = _floats(a.threshold, "--threshold")
     gates = _floats(a.fail_under, "--fail-under")
@@ -332,8 +348,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     # a classic run's rows.jsonl is written as its results are (the runner abandons it unless the run
     # computes every row itself); otherwise, and for a judged run, it is read back from the store after the run
     live = None if judged else LiveRunOutputs(store, rid, a.out)
-    if judged:  # the aggregates at the end run on numpy (evaluators.core.kinds.columns): imported meanwhile,
-        threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()  # while calls wait
+    if judged:  # the aggregates at the end run on numpy (evaluators.core.kinds.columns): imported while calls wait
+        threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()
     try:
         # the user re-running a command takes the run over, even from a process killed moments ago
         status = Runner(store, rid, api_key=api_key, on_progress=progress, take_over=True, probe=probe,
@@ -354,17 +370,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     if status == "failed":
         print(f"error: run {rid} failed: {store.get_run(rid)['error']}", file=sys.stderr)
         return EXIT_FAILED
-    breached = []
-    specs = {s.name: s for s in res.specs}
-    for name, floor in gates.items():
-        key = gate_keys[name]
-        value = metrics_out.get(key)
-        if value is None or value < floor:
-            breached.append(f"{key} = {_fmt(value)} < {floor:g}")
-        # means and rates leave errored rows out: a gate also fails when too many rows are out
-        why = errors_breach(res.summary(specs[key.split(".", 1)[0]]), max_errors)
-        if why:
-            breached.append(f"{key.split('.', 1)[0]}: {why}")
+    breached = _gates_breached(res, metrics_out, gates, gate_keys, max_errors)
     if breached:
         print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
         return EXIT_GATE
