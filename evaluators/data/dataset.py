@@ -2,6 +2,11 @@
 and conversations (``messages`` with optional per-turn ``context.citations``), and what each shape offers the
 metrics. Reading files is :mod:`evaluators.data.reading`, mapping and checking :mod:`evaluators.data.mapping`,
 loading :mod:`evaluators.data.loading`.
+
+Other tools' row formats are read as they are written, the record never rewritten: OpenAI Evals'
+``input`` (text, or chat messages whose last user turn is the query and whose other messages are the
+judge's ``history``), ``ideal`` (text, or a list of acceptable answers whose first is the ground truth)
+and the Evals API's ``sample`` object (its ``output_text``, or the text of its ``output`` messages).
 """
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
     "deepeval": {"query": ["input"], "response": ["actual_output"], "ground_truth": ["expected_output"],
                  "context": ["retrieval_context", "context"]},
     "inspect": {"query": ["input"], "response": ["output", "completion"], "ground_truth": ["target"]},
+    # OpenAI Evals: "input" (text or chat messages), "ideal" (text or a list of acceptable answers); the answer
+    # judged is a model-graded eval's "completion", or the Evals API's "sample" (text or its sample object)
+    "openai-evals": {"query": ["input"], "response": ["completion", "sample", "output"], "ground_truth": ["ideal"]},
     "common": {"query": ["question", "prompt", "user_input"], "response": ["answer", "output", "prediction", "completion"],
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
@@ -74,10 +82,18 @@ class Dataset:
         return None if col is None else self.records[i].get(col)
 
     def canonical(self, i: int) -> dict[str, Any]:
-        """Row ``i`` as canonical fields (text fields as text, context rendered)."""
+        """Row ``i`` as canonical fields (text fields as text, context rendered). A query given as chat
+        messages is its last user turn, with the other messages as ``history``; a list of acceptable
+        answers is its first; an Evals API sample object is its output text."""
         row = {f: self.value(i, f) for f in FIELDS}
         if row["context"] is not None:
             row["context"] = render_context(row["context"])
+        if isinstance(row["query"], list):
+            row["query"], row["history"] = prompt_parts(row["query"])
+        if isinstance(row["ground_truth"], list):
+            row["ground_truth"] = first_answer(row["ground_truth"])
+        if isinstance(row["response"], dict):
+            row["response"] = sample_text(row["response"])
         return row
 
     def fields(self) -> set[str]:
@@ -205,6 +221,40 @@ def conversation_turns(messages: list[dict]) -> list[Turn]:
             last_user = content
         history.append(f"{(role or '?').capitalize()}: {content}")
     return turns
+
+
+def prompt_parts(messages: list) -> tuple[str, str]:
+    """(query, history) of a prompt given as chat messages (OpenAI Evals' ``input``): the query is the last
+    user message (the last message when none is a user's), the history every other message in order, one
+    ``Role: content`` line each (``Role (name): ...`` for a named one, as Evals' few-shot examples are)."""
+    at = max((k for k, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+             default=len(messages) - 1)
+    lines = []
+    for k, m in enumerate(messages):
+        if k != at and isinstance(m, dict):
+            role = str(m.get("role") or "?").capitalize()
+            name = f" ({m['name']})" if isinstance(m.get("name"), str) and m["name"] else ""
+            lines.append(f"{role}{name}: {_as_text(m.get('content')) or ''}")
+    query = messages[at].get("content") if at >= 0 and isinstance(messages[at], dict) else None
+    return _as_text(query) or "", "\n".join(lines)
+
+
+def first_answer(answers: list) -> str | None:
+    """The ground truth of a list of acceptable answers (OpenAI Evals' ``ideal``, Inspect's ``target``): the
+    first, as the one reference F1, BLEU, ROUGE and the judge's similarity compare with."""
+    return _as_text(answers[0]) if answers else None
+
+
+def sample_text(sample: dict) -> str | None:
+    """The answer in an OpenAI Evals API sample object: its ``output_text``, else the content of its
+    ``output`` messages (assistant ones; several joined by a blank line); None when it has neither as text."""
+    if _as_text(sample.get("output_text")) is not None:
+        return _as_text(sample["output_text"])
+    out = sample.get("output")
+    if not isinstance(out, list):
+        return None
+    texts = [_as_text(m.get("content")) for m in out if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+    return "\n\n".join(texts) if texts and all(t is not None for t in texts) else None
 
 
 def _as_text(v: Any) -> str | None:

@@ -1,0 +1,128 @@
+"""Other tools' files as they write them (tests/formats/): OpenAI Evals. Expected values are written by hand from
+each tool's documented format."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators.api import evaluate
+from evaluators.core.errors import DataValidationError
+from evaluators.data.loading import load_dataset
+from tests.conftest import ROOT
+
+FORMATS = ROOT / "tests" / "formats"
+EVALS = FORMATS / "openai_evals.jsonl"
+
+
+def canonical_rows(ds):
+    return [{k: v for k, v in ds.canonical(i).items() if v is not None} for i in range(len(ds))]
+
+
+# ------------------------------------------------------------------ OpenAI Evals
+
+def test_openai_evals_rows_load_as_single_turn_rows():
+    ds = load_dataset(EVALS)
+    assert (ds.shape, ds.detected, len(ds)) == ("single", "openai-evals", 5)
+    assert ds.mapping == {"query": "input", "response": "completion", "ground_truth": "ideal"}
+    assert canonical_rows(ds) == [
+        {"query": "Which river flows through Budapest?", "response": "The Danube river flows through Budapest.",
+         "ground_truth": "The Danube",  # the first of the acceptable answers
+         "history": "System: Answer the following questions as concisely as possible.\n"
+                    "System (example_user): What's the capital of Portugal?\n"
+                    "System (example_assistant): Lisbon"},
+        {"query": "The first person to walk on the Moon was ", "response": "Neil Armstrong, in July 1969.",
+         "ground_truth": "Neil Armstrong", "history": "System: Complete the phrase as concisely as possible."},
+        {"query": "And if I'd rather drink white?", "response": "Try a full-bodied oaked Chardonnay.",
+         "ground_truth": "An oaked Chardonnay",
+         "history": "System: You are a terse sommelier.\nUser: I'm serving grilled lamb chops.\n"
+                    "Assistant: A Syrah would suit them."},
+        {"query": "Name the chemical symbol for tungsten.", "response": "W", "ground_truth": "W"},  # input as text
+        {"query": "A bat and a ball cost $1.10 in total. The bat costs $1.00 more than the ball. How much does the "
+                  "ball cost?", "response": "The ball costs 10 cents.", "ground_truth": "The ball costs 5 cents.",
+         "history": ""},  # only a system message: it is the prompt
+    ]
+    # the records stay as the file wrote them
+    assert ds.records[0]["ideal"] == ["The Danube", "Duna"] and ds.records[0]["input"][2]["name"] == "example_assistant"
+    assert ds.shown_text(2) == ("And if I'd rather drink white?", "Try a full-bodied oaked Chardonnay.")
+
+
+def test_openai_evals_f1_compares_with_the_first_acceptable_answer(store):
+    res = evaluate(EVALS, ["f1_score"], store=store)
+    rows = res.results.rows()
+    # SQuAD normalisation (lower case, no punctuation, no a/an/the), by hand:
+    # 1 [danube river flows through budapest] vs [danube]: p 1/5, r 1 -> 1/3
+    # 2 [neil armstrong in july 1969] vs [neil armstrong]: p 2/5, r 1 -> 4/7
+    # 3 [try fullbodied oaked chardonnay] vs [oaked chardonnay]: p 1/2, r 1 -> 2/3
+    # 4 [w] vs [w] -> 1;  5 [ball costs 10 cents] vs [ball costs 5 cents]: p 3/4, r 3/4 -> 3/4
+    want = [1 / 3, 4 / 7, 2 / 3, 1.0, 0.75]
+    assert [r["outputs.f1_score.f1_score"] for r in rows] == pytest.approx(want)
+    assert res.metrics["f1_score.f1_score"] == pytest.approx(sum(want) / 5)
+    assert rows[0]["inputs.ideal"] == ["The Danube", "Duna"]  # results carry the file's own values
+
+
+def test_openai_evals_judge_sees_the_last_user_turn_its_history_and_the_first_answer(judge_server, judge_config, store):
+    evaluate(EVALS, ["similarity", "violence"], judge=judge_config, store=store)
+    prompts = judge_server.prompts()
+    assert len(prompts) == 10
+
+    def one(*parts):
+        hit = [p for p in prompts if all(x in p for x in parts)]
+        assert len(hit) == 1, parts
+        return hit[0]
+
+    sim = one("Predicted answer:\nThe Danube river flows through Budapest.")
+    assert "Question:\nWhich river flows through Budapest?\n" in sim
+    assert "Correct answer:\nThe Danube\n" in sim and "Duna" not in sim
+    harm = one("VIOLENCE", "Try a full-bodied oaked Chardonnay.")
+    assert ("Earlier turns of the conversation (may be empty):\nSystem: You are a terse sommelier.\n"
+            "User: I'm serving grilled lamb chops.\nAssistant: A Syrah would suit them.\n\n"
+            "User's message:\nAnd if I'd rather drink white?\n") in harm
+    plain = one("VIOLENCE", "Assistant's reply to rate:\nW\n")
+    assert "(may be empty):\n(none)\n\nUser's message:\nName the chemical symbol for tungsten.\n" in plain
+
+
+def test_openai_evals_api_sample_object_is_the_response():
+    ds = load_dataset(FORMATS / "openai_evals_api_samples.jsonl")
+    assert ds.mapping == {"query": "input", "response": "sample", "ground_truth": "ideal"} and ds.detected == "openai-evals"
+    assert canonical_rows(ds) == [
+        {"query": "Convert 5 kilometres to miles, to one decimal place.", "response": "About 3.1 miles.",
+         "ground_truth": "3.1 miles", "history": "Developer: Reply in one short sentence."},
+        {"query": "Which gas do plants absorb during photosynthesis?",
+         "response": "They absorb carbon dioxide from the air.", "ground_truth": "Carbon dioxide",
+         "history": "Developer: Reply in one short sentence."},
+    ]
+    assert ds.records[1]["sample"]["usage"]["total_tokens"] == 36  # the object is kept whole
+    # the graders' sample namespace names its text output_text
+    text = load_dataset([{"input": "Say hi.", "sample": {"output_text": "Hi!", "output_json": None}}])
+    assert text.canonical(0)["response"] == "Hi!"
+
+
+def test_bad_openai_evals_rows_are_named_by_file_row_and_field(tmp_path):
+    good = {"input": [{"role": "user", "content": "2+2?"}], "ideal": "4", "completion": "4"}
+    rows = [good,
+            {**good, "input": [{"role": "human", "content": "2+2?"}]},
+            {**good, "input": [{"role": "user", "content": [{"type": "input_text", "text": "2+2?"}]}]},
+            {**good, "ideal": ["4", {"value": 4}]},
+            {**good, "completion": None, "sample": None},
+            {**good, "ideal": ["15", 15]}]  # numbers among the answers are their text: no problem
+    p = tmp_path / "evals.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataValidationError) as e:
+        load_dataset(p, {"ground_truth": "ideal"})  # guessed, a column with an object among its answers is no ground truth
+    assert [str(x) for x in e.value.problems] == [
+        "evals.jsonl, row 2, field 'input': query[0]: role must be one of assistant, developer, system, tool, user; "
+        "this message has role 'human'",
+        "evals.jsonl, row 3, field 'input': query[0]: content must be text, got a list",
+        "evals.jsonl, row 4, field 'ideal': ground_truth[1]: each acceptable answer must be text, got an object",
+        "evals.jsonl, row 5, field 'completion': missing response",
+    ]
+    # a list that is no chat prompt is no query guess; named as the query, it is refused by row and field
+    with pytest.raises(DataValidationError, match=r"row 1, field 'input': query\[0\]: must be a message with role "
+                                                  "and content, got text"):
+        load_dataset([{**good, "input": ["2+2?"]}], {"query": "input"})
+    bad_sample = [{"input": "Hi", "sample": {"output": [{"role": "assistant", "content": None}], "error": None}}]
+    with pytest.raises(DataValidationError, match="row 1, field 'sample': response: the OpenAI Evals sample has no "
+                                                  "text 'output_text' nor 'output' messages with text content"):
+        load_dataset(bad_sample, {"response": "sample"})
+    assert load_dataset(rows[-1:]).records[0]["ideal"] == ["15", "15"]
