@@ -1,5 +1,5 @@
-"""Other tools' files as they write them (tests/formats/): OpenAI Evals. Expected values are written by hand from
-each tool's documented format."""
+"""Other tools' files as they write them (tests/formats/): OpenAI Evals, DeepEval, Ragas. Expected values are
+written by hand from each tool's documented format."""
 from __future__ import annotations
 
 import json
@@ -126,3 +126,47 @@ def test_bad_openai_evals_rows_are_named_by_file_row_and_field(tmp_path):
                                                   "text 'output_text' nor 'output' messages with text content"):
         load_dataset(bad_sample, {"response": "sample"})
     assert load_dataset(rows[-1:]).records[0]["ideal"] == ["15", "15"]
+
+
+# ------------------------------------------------------------------ DeepEval and Ragas, as they export
+
+def test_deepeval_json_export_maps_and_reads():
+    ds = load_dataset(FORMATS / "deepeval_goldens.json")  # EvaluationDataset.save_as(file_type="json")
+    assert (ds.shape, ds.detected, len(ds)) == ("single", "deepeval", 3)
+    assert ds.mapping == {"query": "input", "response": "actual_output", "ground_truth": "expected_output",
+                          "context": "retrieval_context"}  # 'context' (the ideal context) stays a column
+    assert canonical_rows(ds) == [
+        {"query": "Can I return a bike helmet I've already worn?",
+         "response": "Worn helmets can't be returned for hygiene reasons, but unworn ones come back within 30 days.",
+         "ground_truth": "No. Helmets can only be returned unworn, within 30 days of purchase.",
+         "context": "[doc1] Returns: unworn items in original packaging within 30 days of purchase.\n\n"
+                    "[doc2] Helmets, gloves and saddles that have been used cannot be returned for hygiene reasons."},
+        {"query": "How long does a tubeless tyre sealant last?",
+         "response": "Most sealants stay liquid for two to six months, depending on heat and humidity.",
+         "ground_truth": "Roughly two to six months; top it up sooner in hot weather.",
+         "context": "[doc1] Sealant dries out over time: expect two to six months, less in hot climates."},
+        {"query": "Do you service e-bike motors in store?",
+         "response": "Yes, our Leeds and York branches service Bosch and Shimano motors.",
+         "context": "[doc1] E-bike motor servicing (Bosch, Shimano) is offered at the Leeds and York branches."},
+    ]
+    assert ds.fields() == {"query", "response", "ground_truth", "context"}
+    assert ds.availability()["f1_score"] == [] and ds.availability()["groundedness"] == []
+
+
+def test_ragas_jsonl_export_maps_and_reads():
+    ds = load_dataset(FORMATS / "ragas_dataset.jsonl")  # EvaluationDataset.to_jsonl (None fields left out)
+    assert (ds.shape, ds.detected, len(ds)) == ("single", "common", 3)
+    assert ds.mapping == {"query": "user_input", "response": "response", "ground_truth": "reference",
+                          "context": "retrieved_contexts"}  # reference_contexts stays a column
+    assert canonical_rows(ds) == [
+        {"query": "What does the warranty on the Aurora kettle cover?",
+         "response": "Two years against manufacturing defects; limescale damage isn't covered.",
+         "ground_truth": "A two-year warranty covering manufacturing defects, excluding limescale damage.",
+         "context": "[doc1] The Aurora kettle carries a two-year warranty against manufacturing defects.\n\n"
+                    "[doc2] Limescale damage is not covered by the warranty."},
+        {"query": "Is the Aurora kettle dishwasher safe?",
+         "response": "No. Only the lid may be washed, by hand; never immerse the base.",
+         "context": "[doc1] Hand-wash the lid only; the base contains electrical parts and must never be immersed."},
+        {"query": "How many cups does it boil at once?", "response": "Up to seven cups (1.7 litres).",
+         "ground_truth": "About seven cups, 1.7 litres.", "context": "[doc1] Capacity: 1.7 litres, about seven cups."},
+    ]
