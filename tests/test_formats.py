@@ -1,5 +1,5 @@
-"""Other tools' files as they write them (tests/formats/): OpenAI Evals, DeepEval, Ragas. Expected values are
-written by hand from each tool's documented format."""
+"""Other tools' files as they write them (tests/formats/): OpenAI Evals, DeepEval, Ragas; conversations with one
+context beside their messages. Expected values are written by hand from each tool's documented format."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,15 @@ import pytest
 
 from evaluators.api import evaluate
 from evaluators.core.errors import DataValidationError
-from evaluators.data.loading import load_dataset
+from evaluators.data.loading import load_dataset, load_dataset_streaming
+from evaluators.judge.config import JudgeConfig
 from tests.conftest import ROOT
+from tests.judge_server import JudgeServer, default_responder
+from tests.safety_judge import safety_responder
 
 FORMATS = ROOT / "tests" / "formats"
 EVALS = FORMATS / "openai_evals.jsonl"
+NO_CONTEXT_YET = {"groundedness", "retrieval", "indirect_attack"}
 
 
 def canonical_rows(ds):
@@ -170,3 +174,51 @@ def test_ragas_jsonl_export_maps_and_reads():
         {"query": "How many cups does it boil at once?", "response": "Up to seven cups (1.7 litres).",
          "ground_truth": "About seven cups, 1.7 litres.", "context": "[doc1] Capacity: 1.7 litres, about seven cups."},
     ]
+
+
+# ------------------------------------------------------------------ a conversation's own context
+
+SHARED = FORMATS / "conversation_shared_context.jsonl"
+TIMETABLE = "Timetable: trains from Oslo to Bergen leave at 06:25, 08:25 and 16:25; the trip takes about 7 hours."
+FARES = "Fares: a Minipris ticket Oslo-Bergen starts at 249 NOK and is non-refundable."
+PETS = "Pets: dogs ride in the designated pet carriage; they need a ticket at half the child fare."
+
+
+@pytest.mark.parametrize("load", [load_dataset, load_dataset_streaming])
+def test_a_conversations_context_enables_its_metrics(load, tmp_path):
+    shared_only = tmp_path / "shared_only.jsonl"
+    shared_only.write_text(SHARED.read_text().splitlines()[0] + "\n")  # no turn brings a context of its own
+    ds = load(shared_only)
+    assert ds.shape == "conversation" and ds.mapping == {"messages": "messages", "context": "context"}
+    assert ds.fields() == {"messages", "query", "response", "context"}
+    lacking = ds.availability()  # what the New evaluation page enables metrics by
+    assert {m: lacking[m] for m in NO_CONTEXT_YET} == {m: [] for m in NO_CONTEXT_YET}
+    assert lacking["similarity"] == ["messages[].ground_truth"]  # the others are read as before
+    ds = load(SHARED)
+    assert [[t.context for t in ds.turns(i)] for i in range(2)] == [[TIMETABLE, TIMETABLE], [FARES, PETS]]
+
+
+def labels_or_scores(prompt: str, request: dict) -> str:
+    return (safety_responder if "INDIRECT ATTACK" in prompt else default_responder)(prompt, request)
+
+
+def test_a_conversations_context_reaches_each_turns_judge(store):
+    with JudgeServer(labels_or_scores) as judge:
+        res = evaluate(SHARED, sorted(NO_CONTEXT_YET), store=store,
+                       judge=JudgeConfig(model="loopback", provider="compatible", base_url=judge.url))
+        prompts = judge.prompts()
+    assert len(prompts) == 3 * 4  # three metrics, four assistant turns, none skipped
+    want = {"The first one leaves Oslo at 06:25.": TIMETABLE, "Roughly seven hours.": TIMETABLE,
+            "Minipris tickets start at 249 NOK.": FARES,
+            "Dogs travel in the pet carriage for half a child fare.": PETS}  # its own context, not the shared one
+    for reply, context in want.items():
+        (grounded,) = [p for p in prompts if f"RESPONSE:\n{reply}\n" in p]
+        (audited,) = [p for p in prompts if f"Assistant's reply to audit:\n{reply}\n" in p]
+        assert f"CONTEXT:\n{context}\n" in grounded and f"CONTEXT given to the assistant:\n{context}\n" in audited
+        assert FARES not in grounded + audited if context == PETS else True
+    for question, context in [("When is the first train to Bergen?", TIMETABLE), ("How long is the ride?", TIMETABLE),
+                              ("What's the cheapest fare?", FARES), ("Can I bring my dog?", PETS)]:
+        (retrieval,) = [p for p in prompts if f"User's question:\n{question}\n\nRetrieved documents:\n" in p]
+        assert f"Retrieved documents:\n{context}\n" in retrieval
+    m = res.metrics
+    assert {m[f"{name}.scored_rows"] for name in NO_CONTEXT_YET} == {2}

@@ -1,7 +1,8 @@
 """A dataset: canonical rows in two shapes, single-turn rows (query, response, optional context and ground_truth)
-and conversations (``messages`` with optional per-turn ``context.citations``), and what each shape offers the
-metrics. Reading files is :mod:`evaluators.data.reading`, mapping and checking :mod:`evaluators.data.mapping`,
-loading :mod:`evaluators.data.loading`.
+and conversations (``messages`` with optional per-turn ``context.citations``, or one ``context`` beside them for
+every turn that has none of its own), and what each shape offers the metrics. Reading files is
+:mod:`evaluators.data.reading`, mapping and checking :mod:`evaluators.data.mapping`, loading
+:mod:`evaluators.data.loading`.
 
 Other tools' row formats are read as they are written, the record never rewritten: OpenAI Evals'
 ``input`` (text, or chat messages whose last user turn is the query and whose other messages are the
@@ -101,7 +102,7 @@ class Dataset:
         if self.shape == "conversation":
             out = {"messages", "query", "response"}
             for rec in self.records:
-                for m in conversation_messages(rec.get(self.mapping["messages"])):
+                for m in self._messages_of(rec):
                     if isinstance(m, dict) and m.get("role") == "assistant":
                         if _has_value(m.get("context")):
                             out.add("context")
@@ -124,8 +125,17 @@ class Dataset:
         return c.get("query") or "", c.get("response") or ""
 
     def messages(self, i: int) -> list[dict]:
-        """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object)."""
-        return conversation_messages(self.value(i, "messages"))
+        """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object), each
+        assistant turn without a context of its own given the row's ``context`` column, when one is mapped."""
+        return self._messages_of(self.records[i])
+
+    def _messages_of(self, rec: dict) -> list[dict]:
+        messages = conversation_messages(rec.get(self.mapping.get("messages")))
+        shared = rec.get(self.mapping["context"]) if "context" in self.mapping else None
+        if not _has_value(shared):
+            return messages
+        return [{**m, "context": shared} if isinstance(m, dict) and m.get("role") == "assistant"
+                and not _has_value(m.get("context")) else m for m in messages]
 
     def availability(self) -> dict[str, list[str]]:
         """Every registered metric -> the fields it lacks here ([] = available)."""
