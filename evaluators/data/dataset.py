@@ -68,6 +68,9 @@ class Dataset:
     detected: str = "custom"
     # Row numbers as the source file counts them (see module docstring).
     row_numbers: list[int] = field(default_factory=list)
+    # field -> column left out of the mapping when loaded for a run: no chosen metric reads the field, and
+    # some row's value in that column would not check out for it (see ``build_dataset``'s ``fields``)
+    left_out: dict[str, str] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:

@@ -6,7 +6,7 @@ so one read serves every column mapping the user tries.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from evaluators.core.errors import ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS
@@ -111,7 +111,7 @@ def _check_context(v: Any, where, problems: ProblemCollector, row: int, col: str
 
 def build_dataset(records: list[dict], numbers: list[int], source: str, name: str,
                   column_mapping: Mapping[str, str] | None = None,
-                  problems: ProblemCollector | None = None) -> Dataset:
+                  problems: ProblemCollector | None = None, fields: Collection[str] | None = None) -> Dataset:
     """Map columns to fields and check types row by row.
 
     ``records`` are not changed: a row whose values need converting (a number where text
@@ -122,6 +122,10 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         records: parsed rows.
         numbers: their row numbers in the source.
         column_mapping: field -> column overrides (e.g. {"query": "question"}; None: no column).
+        fields: the canonical fields a run will read (``metric_fields``); None: every mapped field. A
+            mapped field outside them (and outside what the shape needs: a conversation's messages) whose
+            values do not all check out is left out of the mapping (``Dataset.left_out``), its column
+            as it was; the fields in them are checked as strictly as ever.
     Raises:
         UsageError: a mapping to an unknown field or column.
         DataValidationError: wrong types, by row and field.
@@ -129,14 +133,46 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
     columns = list(dict.fromkeys(c for rec in records for c in rec))
     mapping, schema, shape = _map_columns(columns, source, column_mapping, records)
     problems = problems or ProblemCollector(source)
-    out: list[dict] = []
-    for rec, row in zip(records, numbers):
-        out.append(_check_row(rec, row, mapping, problems))
-        if problems.full:
-            break
+    bad: set[str] = set()
+    out = _check_rows(records, numbers, mapping, problems, lenient_fields(mapping, shape, fields), bad)
+    left_out = {f: mapping[f] for f in bad}
+    if bad and not problems.problems:  # checked again without them: no value of theirs is converted
+        mapping = {f: c for f, c in mapping.items() if f not in bad}
+        out = _check_rows(records, numbers, mapping, problems)
     problems.raise_if_any()
     return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
-                   source=source, detected=schema, row_numbers=list(numbers))
+                   source=source, detected=schema, row_numbers=list(numbers), left_out=left_out)
+
+
+def lenient_fields(mapping: Mapping[str, str], shape: str, fields: Collection[str] | None) -> frozenset[str]:
+    """Mapped fields a run does not read (``fields``: what it reads; None: it reads every one): a value of
+    theirs that does not check out leaves the field out of the mapping rather than refusing the row. A
+    conversation's messages are always read (they are the shape)."""
+    if fields is None:
+        return frozenset()
+    return frozenset(mapping) - set(fields) - ({"messages"} if shape == "conversation" else set())
+
+
+def _check_rows(records, numbers, mapping: dict[str, str], problems: ProblemCollector,
+                lenient: frozenset = frozenset(), bad: set | None = None) -> list[dict]:
+    out: list[dict] = []
+    for rec, row in zip(records, numbers):
+        out.append(_check_row(rec, row, mapping, problems, lenient, bad))
+        if problems.full:
+            break
+    return out
+
+
+class _Noted:
+    """Stands in for the problem collector while a lenient field is checked: a problem only notes the field."""
+
+    full = False
+
+    def __init__(self, fld: str, bad: set):
+        self.fld, self.bad = fld, bad
+
+    def add(self, row: int, col: str, message: str) -> None:
+        self.bad.add(self.fld)
 
 
 def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, str] | None,
@@ -164,13 +200,17 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
     return mapping, schema, shape
 
 
-def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector) -> dict:
-    """One row checked against the mapping (problems added); a copy where a value needed converting."""
+def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector,
+               lenient: frozenset = frozenset(), bad: set | None = None) -> dict:
+    """One row checked against the mapping (problems added); a copy where a value needed converting. A
+    problem in a ``lenient`` field is not added: the field is added to ``bad``."""
     changed: dict[str, Any] = {}
+    all_problems = problems
     for fld, col in mapping.items():
         v = rec.get(col)
         if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
             continue  # the common case: text where text belongs
+        problems = all_problems if fld not in lenient else _Noted(fld, bad)
         if fld in ("messages", "context", "checklist"):
             v = _text_or_json(v)
         elif fld in TEXT_FIELDS and _as_text(v) is None and v is not None and not isinstance(v, float):
