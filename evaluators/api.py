@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from evaluators.data.dataset import Dataset
-from evaluators.data.loading import load_dataset, load_dataset_streaming
+from evaluators.data.loading import load_dataset, load_dataset_streaming, metric_fields
 from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import get_metric
@@ -61,7 +61,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         stored_id = data[3:]
         ds = store.open_dataset(stored_id)  # read as it is walked, not loaded whole
     else:
-        ds = load_dataset_streaming(data, column_mapping)  # a JSON-lines file is checked and stored, never held
+        # a JSON-lines file is checked and stored, never held; a column no chosen metric reads never refuses a row
+        ds = load_dataset_streaming(data, column_mapping, fields=metric_fields(metrics, templates or {}))
     if not metrics:
         raise UsageError("choose at least one metric")
     ds.check_metrics(metrics)

@@ -95,7 +95,11 @@ def test_engine_accepts_and_reads_exact_values(name):
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_cli_refuses_in_one_line_and_stores_nothing(name, tmp_path, capsys):
     db = f"sqlite:///{tmp_path / 'evals.db'}"
-    code = cli.main(["run", str(CORPUS / name), "--metrics", "f1_score", "--out", str(tmp_path / "out"), "--db", db])
+    # a run checks the fields its metrics read: a bad query refuses a run that reads it (coherence's judge is never
+    # called: the data is refused first), not an f1_score run (see test_a_bad_column_no_metric_reads_is_left_out)
+    metrics = ["--metrics", "coherence", "--judge-base-url", "http://127.0.0.1:9/v1"] if name == "object_as_text.jsonl" \
+        else ["--metrics", "f1_score"]
+    code = cli.main(["run", str(CORPUS / name), *metrics, "--out", str(tmp_path / "out"), "--db", db])
     err = capsys.readouterr().err
     assert code == cli.EXIT_USAGE
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -107,6 +111,16 @@ def test_cli_refuses_in_one_line_and_stores_nothing(name, tmp_path, capsys):
     for (where, words), a, b in zip(parts, starts, starts[1:] + [len(err)]):
         assert words in err[a:b], (words, err[a:b])
     assert Store(db).list_datasets() == [] and not (tmp_path / "out" / "rows.jsonl").exists()
+
+
+def test_a_bad_column_no_metric_reads_is_left_out(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = cli.main(["run", str(CORPUS / "object_as_text.jsonl"), "--metrics", "f1_score", "--out", str(out), "--quiet",
+                     "--db", f"sqlite:///{tmp_path / 'evals.db'}"])
+    assert code == cli.EXIT_OK, capsys.readouterr().err
+    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text(encoding="utf-8").split("\n") if x]
+    assert rows[2]["inputs.query"] == {"text": "q"}  # as the file wrote it
+    assert [r["outputs.f1_score.f1_score"] for r in rows] == [1.0, 1.0, 0.0]  # "Paris." vs "Paris" twice; "r" vs "g"
 
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))

@@ -238,11 +238,13 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     Returns:
         (the dataset, whether a chosen metric needs the judge).
     """
-    from evaluators.data.loading import load_dataset_streaming
+    from evaluators.data.loading import load_dataset_streaming, metric_fields
     from evaluators.core.registry import get_metric
     from evaluators.run.spec import RunSpec
 
-    ds = load_dataset_streaming(a.data, _pairs(a.map, "--map"))  # a JSON-lines file is checked, not held
+    # a JSON-lines file is checked, not held; a column no chosen metric reads never refuses a row
+    ds = load_dataset_streaming(a.data, _pairs(a.map, "--map"),
+                                fields=metric_fields(metrics, _pairs(a.template, "--template")))
     if not metrics:
         raise UsageError("choose at least one metric")
     ds.check_metrics(metrics)

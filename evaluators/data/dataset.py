@@ -1,7 +1,13 @@
 """A dataset: canonical rows in two shapes, single-turn rows (query, response, optional context and ground_truth)
-and conversations (``messages`` with optional per-turn ``context.citations``), and what each shape offers the
-metrics. Reading files is :mod:`evaluators.data.reading`, mapping and checking :mod:`evaluators.data.mapping`,
-loading :mod:`evaluators.data.loading`.
+and conversations (``messages`` with optional per-turn ``context.citations``, or one ``context`` beside them for
+every turn that has none of its own), and what each shape offers the metrics. Reading files is
+:mod:`evaluators.data.reading`, mapping and checking :mod:`evaluators.data.mapping`, loading
+:mod:`evaluators.data.loading`.
+
+Other tools' row formats are read as they are written, the record never rewritten: OpenAI Evals'
+``input`` (text, or chat messages whose last user turn is the query and whose other messages are the
+judge's ``history``), ``ideal`` (text, or a list of acceptable answers whose first is the ground truth)
+and the Evals API's ``sample`` object (its ``output_text``, or the text of its ``output`` messages).
 """
 from __future__ import annotations
 
@@ -23,6 +29,9 @@ KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
     "deepeval": {"query": ["input"], "response": ["actual_output"], "ground_truth": ["expected_output"],
                  "context": ["retrieval_context", "context"]},
     "inspect": {"query": ["input"], "response": ["output", "completion"], "ground_truth": ["target"]},
+    # OpenAI Evals: "input" (text or chat messages), "ideal" (text or a list of acceptable answers); the answer
+    # judged is a model-graded eval's "completion", or the Evals API's "sample" (text or its sample object)
+    "openai-evals": {"query": ["input"], "response": ["completion", "sample", "output"], "ground_truth": ["ideal"]},
     "common": {"query": ["question", "prompt", "user_input"], "response": ["answer", "output", "prediction", "completion"],
                "ground_truth": ["reference", "expected", "ideal", "gold", "label", "target"],
                "context": ["contexts", "documents", "retrieved_contexts", "passage"]},
@@ -59,6 +68,9 @@ class Dataset:
     detected: str = "custom"
     # Row numbers as the source file counts them (see module docstring).
     row_numbers: list[int] = field(default_factory=list)
+    # field -> column left out of the mapping when loaded for a run: no chosen metric reads the field, and
+    # some row's value in that column would not check out for it (see ``build_dataset``'s ``fields``)
+    left_out: dict[str, str] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:
@@ -74,10 +86,18 @@ class Dataset:
         return None if col is None else self.records[i].get(col)
 
     def canonical(self, i: int) -> dict[str, Any]:
-        """Row ``i`` as canonical fields (text fields as text, context rendered)."""
+        """Row ``i`` as canonical fields (text fields as text, context rendered). A query given as chat
+        messages is its last user turn, with the other messages as ``history``; a list of acceptable
+        answers is its first; an Evals API sample object is its output text."""
         row = {f: self.value(i, f) for f in FIELDS}
         if row["context"] is not None:
             row["context"] = render_context(row["context"])
+        if isinstance(row["query"], list):
+            row["query"], row["history"] = prompt_parts(row["query"])
+        if isinstance(row["ground_truth"], list):
+            row["ground_truth"] = first_answer(row["ground_truth"])
+        if isinstance(row["response"], dict):
+            row["response"] = sample_text(row["response"])
         return row
 
     def fields(self) -> set[str]:
@@ -85,7 +105,7 @@ class Dataset:
         if self.shape == "conversation":
             out = {"messages", "query", "response"}
             for rec in self.records:
-                for m in conversation_messages(rec.get(self.mapping["messages"])):
+                for m in self._messages_of(rec):
                     if isinstance(m, dict) and m.get("role") == "assistant":
                         if _has_value(m.get("context")):
                             out.add("context")
@@ -108,8 +128,17 @@ class Dataset:
         return c.get("query") or "", c.get("response") or ""
 
     def messages(self, i: int) -> list[dict]:
-        """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object)."""
-        return conversation_messages(self.value(i, "messages"))
+        """Row ``i``'s messages (also from the SDK's ``{"messages": [...], "context": ...}`` object), each
+        assistant turn without a context of its own given the row's ``context`` column, when one is mapped."""
+        return self._messages_of(self.records[i])
+
+    def _messages_of(self, rec: dict) -> list[dict]:
+        messages = conversation_messages(rec.get(self.mapping.get("messages")))
+        shared = rec.get(self.mapping["context"]) if "context" in self.mapping else None
+        if not _has_value(shared):
+            return messages
+        return [{**m, "context": shared} if isinstance(m, dict) and m.get("role") == "assistant"
+                and not _has_value(m.get("context")) else m for m in messages]
 
     def availability(self) -> dict[str, list[str]]:
         """Every registered metric -> the fields it lacks here ([] = available)."""
@@ -205,6 +234,40 @@ def conversation_turns(messages: list[dict]) -> list[Turn]:
             last_user = content
         history.append(f"{(role or '?').capitalize()}: {content}")
     return turns
+
+
+def prompt_parts(messages: list) -> tuple[str, str]:
+    """(query, history) of a prompt given as chat messages (OpenAI Evals' ``input``): the query is the last
+    user message (the last message when none is a user's), the history every other message in order, one
+    ``Role: content`` line each (``Role (name): ...`` for a named one, as Evals' few-shot examples are)."""
+    at = max((k for k, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+             default=len(messages) - 1)
+    lines = []
+    for k, m in enumerate(messages):
+        if k != at and isinstance(m, dict):
+            role = str(m.get("role") or "?").capitalize()
+            name = f" ({m['name']})" if isinstance(m.get("name"), str) and m["name"] else ""
+            lines.append(f"{role}{name}: {_as_text(m.get('content')) or ''}")
+    query = messages[at].get("content") if at >= 0 and isinstance(messages[at], dict) else None
+    return _as_text(query) or "", "\n".join(lines)
+
+
+def first_answer(answers: list) -> str | None:
+    """The ground truth of a list of acceptable answers (OpenAI Evals' ``ideal``, Inspect's ``target``): the
+    first, as the one reference F1, BLEU, ROUGE and the judge's similarity compare with."""
+    return _as_text(answers[0]) if answers else None
+
+
+def sample_text(sample: dict) -> str | None:
+    """The answer in an OpenAI Evals API sample object: its ``output_text``, else the content of its
+    ``output`` messages (assistant ones; several joined by a blank line); None when it has neither as text."""
+    if _as_text(sample.get("output_text")) is not None:
+        return _as_text(sample["output_text"])
+    out = sample.get("output")
+    if not isinstance(out, list):
+        return None
+    texts = [_as_text(m.get("content")) for m in out if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+    return "\n\n".join(texts) if texts and all(t is not None for t in texts) else None
 
 
 def _as_text(v: Any) -> str | None:

@@ -7,11 +7,13 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from evaluators.core.errors import DataValidationError, Problem, ProblemCollector, UsageError
+from evaluators.core.registry import FIELDS, get_metric
 from evaluators.data.dataset import Dataset, FORMATS, _records_hash
-from evaluators.data.mapping import SAMPLE_ROWS, _check_row, _map_columns, build_dataset, detect_mapping
+from evaluators.data.mapping import (SAMPLE_ROWS, _check_row, _map_columns, build_dataset, detect_mapping,
+                                     lenient_fields)
 from evaluators.data.reading import _json_safe, _jsonl_file, _sniff, max_upload_bytes, read_records
 
 
@@ -33,8 +35,30 @@ def _limit_problem(size: int, source: str) -> Problem | None:
                                   f"{limit / 2**20:,.0f} MB (EVAL_MAX_UPLOAD_MB)")
 
 
+def metric_fields(metrics: Iterable[str], templated: Iterable[str] = ()) -> frozenset[str] | None:
+    """The canonical fields a run of these metrics reads, for the loaders' ``fields``: each metric's
+    single-turn fields and the fields its conversation turns need, the query too for a judge metric (every
+    built-in judge template shows the user's message, the safety ones too), and every field when a metric
+    has a user's template (``templated``: it may read any). None when a name is unknown: every field is
+    then checked, and the run refused for the name once the data is loaded, as before.
+    """
+    out: set[str] = set()
+    templated = set(templated)
+    for name in metrics:
+        try:
+            spec = get_metric(name)
+        except UsageError:
+            return None
+        if name in templated:
+            return frozenset(FIELDS)
+        out.update(spec.fields, spec.conversation_fields or ())
+        if spec.is_judge:
+            out.add("query")
+    return frozenset(out)
+
+
 def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, name: str | None = None,
-                 fmt: str | None = None) -> Dataset:
+                 fmt: str | None = None, fields: Collection[str] | None = None) -> Dataset:
     """Load and validate a dataset.
 
     Args:
@@ -43,6 +67,8 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
         column_mapping: field -> column overrides.
         name: display name (defaults to the file name).
         fmt: format when it cannot be told from a file name.
+        fields: the fields a run reads (:func:`metric_fields`); a mapped field outside them whose values
+            do not check out is left out of the mapping instead of refusing rows (see :func:`build_dataset`).
     Returns:
         A validated :class:`Dataset`.
     Raises:
@@ -62,7 +88,7 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
         problems = ProblemCollector(path.name)
         records, numbers = read_records(raw, path.name, fmt, problems)
         del raw
-        return build_dataset(records, numbers, path.name, name or path.name, column_mapping, problems)
+        return build_dataset(records, numbers, path.name, name or path.name, column_mapping, problems, fields)
     if isinstance(data, (bytes, bytearray, memoryview)):
         src = upload_name(name or "upload")
         fmt = fmt or FORMATS.get(Path(src).suffix.lower())
@@ -73,7 +99,7 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
             raise DataValidationError([too_big])
         problems = ProblemCollector(src)
         records, numbers = read_records(bytes(data), src, fmt, problems)
-        return build_dataset(records, numbers, src, src, column_mapping, problems)
+        return build_dataset(records, numbers, src, src, column_mapping, problems, fields)
     if hasattr(data, "to_dict") and hasattr(data, "columns"):  # a DataFrame
         data = [{str(c): _json_safe(v) for c, v in r.items()} for r in data.to_dict(orient="records")]
     if isinstance(data, list):
@@ -82,7 +108,8 @@ def load_dataset(data: Any, column_mapping: Mapping[str, str] | None = None, nam
         bad = [k for k, r in enumerate(data, 1) if not isinstance(r, dict)]
         if bad:
             raise UsageError(f"{name or '<data>'}: row {bad[0]} is not a dict")
-        return build_dataset(list(data), list(range(1, len(data) + 1)), name or "<data>", name or "<data>", column_mapping)
+        return build_dataset(list(data), list(range(1, len(data) + 1)), name or "<data>", name or "<data>",
+                             column_mapping, None, fields)
     raise UsageError(f"cannot load data of type {type(data).__name__}")
 
 
@@ -142,33 +169,59 @@ KEEP_BYTES = 8 * 2**20  # a JSON-lines file up to this size keeps its checked re
 
 
 def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None = None,
-                           name: str | None = None) -> Dataset:
+                           name: str | None = None, fields: Collection[str] | None = None) -> Dataset:
     """:func:`load_dataset`, reading a JSON-lines file from disk without holding its rows: one pass
     for the columns, one to check every row (and hash them, and note the fields present); the rows
     are read again when they are used (e.g. stored). Anything else, or a file with any problem, goes
-    through :func:`load_dataset`, so errors are word for word the same.
+    through :func:`load_dataset`, so errors are word for word the same. ``fields`` as there: when a
+    field is left out, the rows are checked (and hashed) once more without it.
 
     Returns:
         A :class:`FileDataset` (records on disk) or what :func:`load_dataset` returns.
     """
     if not isinstance(data, (str, Path)) or FORMATS.get(Path(data).suffix.lower()) != "jsonl":
-        return load_dataset(data, column_mapping, name)
+        return load_dataset(data, column_mapping, name, fields=fields)
     path = Path(data)
     try:
         with open(path, "rb") as f:
             head = f.read(65536)
     except OSError:
-        return load_dataset(data, column_mapping, name)  # says why it cannot be read
+        return load_dataset(data, column_mapping, name, fields=fields)  # says why it cannot be read
     problems = ProblemCollector(path.name)
     if _sniff(head, "jsonl"):
-        return load_dataset(data, column_mapping, name)
-    columns: dict[str, None] = {}
-    n = 0
+        return load_dataset(data, column_mapping, name, fields=fields)
     try:
         small = path.stat().st_size <= KEEP_BYTES
     except OSError:
         small = False
-    parsed: list | None = [] if small else None  # a small file is parsed once; a big one streamed each walk
+    cols, n, sample, parsed = _scan(path, problems, small)
+    if problems.problems or not n:
+        return load_dataset(data, column_mapping, name, fields=fields)
+    mapping, schema, shape = _map_columns(cols, path.name, column_mapping, sample)
+
+    def rows():
+        return parsed if parsed is not None else _jsonl_file(path, problems)
+
+    bad: set[str] = set()
+    digest, numbers, present, kept = _check_pass(rows(), mapping, shape, cols, problems,
+                                                 lenient_fields(mapping, shape, fields), bad, small)
+    left_out = {f: mapping[f] for f in bad}
+    if bad and not problems.problems and len(numbers) == n:  # again without them: none of their values converted
+        mapping = {f: c for f, c in mapping.items() if f not in bad}
+        digest, numbers, present, kept = _check_pass(rows(), mapping, shape, cols, problems, frozenset(), None, small)
+    if problems.problems or len(numbers) != n:
+        return load_dataset(data, column_mapping, name, fields=fields)
+    return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n, kept), columns=cols,
+                       mapping=mapping, shape=shape, source=path.name, detected=schema, row_numbers=numbers,
+                       left_out=left_out, known_hash=digest, known_fields=frozenset(present))
+
+
+def _scan(path: Path, problems: ProblemCollector, small: bool) -> tuple[list[str], int, list[dict], list | None]:
+    """The pass for the columns: (columns, rows, the first rows, every (record, row) when ``small``: a small
+    file is parsed once; a big one streamed each walk)."""
+    columns: dict[str, None] = {}
+    n = 0
+    parsed: list | None = [] if small else None
     sample: list[dict] = []  # the first rows: the column guess must fit their values
     for rec, row in _jsonl_file(path, problems):
         n += 1
@@ -179,20 +232,22 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
         for c in rec:
             if c not in columns:
                 columns[c] = None
-    if problems.problems or not n:
-        return load_dataset(data, column_mapping, name)
-    cols = list(columns)
-    mapping, schema, shape = _map_columns(cols, path.name, column_mapping, sample)
+    return list(columns), n, sample, parsed
+
+
+def _check_pass(rows, mapping: dict[str, str], shape: str, cols: list[str], problems: ProblemCollector,
+                lenient: frozenset, bad: set | None, keep: bool) -> tuple[str, array, set[str], list[dict] | None]:
+    """One checking pass over (record, row) pairs: (content hash, row numbers, fields present, the checked
+    records when ``keep``)."""
     numbers = array("q")
     fields: set[str] = set()
     chunk: list[dict] = []
     probe = Dataset(name="", records=chunk, columns=cols, mapping=mapping, shape=shape)  # fields() of a chunk
-
-    kept: list[dict] | None = [] if parsed is not None else None
+    kept: list[dict] | None = [] if keep else None
 
     def checked():
-        for rec, row in (parsed if parsed is not None else _jsonl_file(path, problems)):
-            out = _check_row(rec, row, mapping, problems)
+        for rec, row in rows:
+            out = _check_row(rec, row, mapping, problems, lenient, bad)
             numbers.append(row)
             if kept is not None:
                 kept.append(out)
@@ -204,11 +259,7 @@ def load_dataset_streaming(data: Any, column_mapping: Mapping[str, str] | None =
 
     digest = _records_hash(mapping, checked())
     fields.update(probe.fields() if chunk else ())
-    if problems.problems or len(numbers) != n:
-        return load_dataset(data, column_mapping, name)
-    return FileDataset(name=name or path.name, records=FileRecords(path, mapping, n, kept), columns=cols,
-                       mapping=mapping, shape=shape, source=path.name, detected=schema, row_numbers=numbers,
-                       known_hash=digest, known_fields=frozenset(fields))
+    return digest, numbers, fields, kept
 
 
 @dataclass

@@ -6,12 +6,12 @@ so one read serves every column mapping the user tries.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from evaluators.core.errors import ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS
 from evaluators.data.sdk_compat import check_conversation, is_sdk_conversation
-from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, _as_text, _has_value
+from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, _as_text, _has_value, sample_text
 from evaluators.data.reading import _kind, _too_big
 
 
@@ -20,12 +20,19 @@ SAMPLE_ROWS = 200  # rows whose values decide whether a column's type fits the f
 
 def _fits(fld: str, v: Any) -> bool:
     """Whether a value can feed a field (a missing one always can): text fields take text or a number,
-    never a true/false; a context text, documents or citations; messages a list or the SDK's conversation
-    object; a checklist a list (each may also come as text)."""
+    never a true/false, and a query also chat messages, a ground truth a list of acceptable answers, a
+    response an OpenAI Evals API sample object; a context text, documents or citations; messages a list or
+    the SDK's conversation object; a checklist a list (each may also come as text)."""
     if not _has_value(v):
         return True
-    if fld in TEXT_FIELDS:
-        return _as_text(v) is not None
+    if fld in TEXT_FIELDS and _as_text(v) is not None:
+        return True
+    if fld == "query":
+        return isinstance(v, list) and all(isinstance(m, dict) and "role" in m for m in v)
+    if fld == "ground_truth":
+        return isinstance(v, list) and all(_as_text(x) is not None for x in v)
+    if fld == "response":
+        return isinstance(v, dict) and ("output_text" in v or "output" in v) and sample_text(v) is not None
     if fld == "context":
         return isinstance(v, (str, list, dict))
     if fld == "messages":  # a list of messages, the SDK's {"messages": [...]} object, or either as JSON text
@@ -104,7 +111,7 @@ def _check_context(v: Any, where, problems: ProblemCollector, row: int, col: str
 
 def build_dataset(records: list[dict], numbers: list[int], source: str, name: str,
                   column_mapping: Mapping[str, str] | None = None,
-                  problems: ProblemCollector | None = None) -> Dataset:
+                  problems: ProblemCollector | None = None, fields: Collection[str] | None = None) -> Dataset:
     """Map columns to fields and check types row by row.
 
     ``records`` are not changed: a row whose values need converting (a number where text
@@ -115,6 +122,10 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
         records: parsed rows.
         numbers: their row numbers in the source.
         column_mapping: field -> column overrides (e.g. {"query": "question"}; None: no column).
+        fields: the canonical fields a run will read (``metric_fields``); None: every mapped field. A
+            mapped field outside them (and outside what the shape needs: a conversation's messages) whose
+            values do not all check out is left out of the mapping (``Dataset.left_out``), its column
+            as it was; the fields in them are checked as strictly as ever.
     Raises:
         UsageError: a mapping to an unknown field or column.
         DataValidationError: wrong types, by row and field.
@@ -122,14 +133,46 @@ def build_dataset(records: list[dict], numbers: list[int], source: str, name: st
     columns = list(dict.fromkeys(c for rec in records for c in rec))
     mapping, schema, shape = _map_columns(columns, source, column_mapping, records)
     problems = problems or ProblemCollector(source)
-    out: list[dict] = []
-    for rec, row in zip(records, numbers):
-        out.append(_check_row(rec, row, mapping, problems))
-        if problems.full:
-            break
+    bad: set[str] = set()
+    out = _check_rows(records, numbers, mapping, problems, lenient_fields(mapping, shape, fields), bad)
+    left_out = {f: mapping[f] for f in bad}
+    if bad and not problems.problems:  # checked again without them: no value of theirs is converted
+        mapping = {f: c for f, c in mapping.items() if f not in bad}
+        out = _check_rows(records, numbers, mapping, problems)
     problems.raise_if_any()
     return Dataset(name=name, records=out, columns=columns, mapping=mapping, shape=shape,
-                   source=source, detected=schema, row_numbers=list(numbers))
+                   source=source, detected=schema, row_numbers=list(numbers), left_out=left_out)
+
+
+def lenient_fields(mapping: Mapping[str, str], shape: str, fields: Collection[str] | None) -> frozenset[str]:
+    """Mapped fields a run does not read (``fields``: what it reads; None: it reads every one): a value of
+    theirs that does not check out leaves the field out of the mapping rather than refusing the row. A
+    conversation's messages are always read (they are the shape)."""
+    if fields is None:
+        return frozenset()
+    return frozenset(mapping) - set(fields) - ({"messages"} if shape == "conversation" else set())
+
+
+def _check_rows(records, numbers, mapping: dict[str, str], problems: ProblemCollector,
+                lenient: frozenset = frozenset(), bad: set | None = None) -> list[dict]:
+    out: list[dict] = []
+    for rec, row in zip(records, numbers):
+        out.append(_check_row(rec, row, mapping, problems, lenient, bad))
+        if problems.full:
+            break
+    return out
+
+
+class _Noted:
+    """Stands in for the problem collector while a lenient field is checked: a problem only notes the field."""
+
+    full = False
+
+    def __init__(self, fld: str, bad: set):
+        self.fld, self.bad = fld, bad
+
+    def add(self, row: int, col: str, message: str) -> None:
+        self.bad.add(self.fld)
 
 
 def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, str] | None,
@@ -157,17 +200,23 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
     return mapping, schema, shape
 
 
-def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector) -> dict:
-    """One row checked against the mapping (problems added); a copy where a value needed converting."""
+def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector,
+               lenient: frozenset = frozenset(), bad: set | None = None) -> dict:
+    """One row checked against the mapping (problems added); a copy where a value needed converting. A
+    problem in a ``lenient`` field is not added: the field is added to ``bad``."""
     changed: dict[str, Any] = {}
+    all_problems = problems
     for fld, col in mapping.items():
         v = rec.get(col)
         if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
             continue  # the common case: text where text belongs
+        problems = all_problems if fld not in lenient else _Noted(fld, bad)
         if fld in ("messages", "context", "checklist"):
             v = _text_or_json(v)
-        elif fld in TEXT_FIELDS and v is not None and not isinstance(v, float) and _as_text(v) is None:
-            problems.add(row, col, f"{fld} must be text, got {_kind(v)}")  # even an empty list or object
+        elif fld in TEXT_FIELDS and _as_text(v) is None and v is not None and not isinstance(v, float):
+            v = _check_structured(fld, v, problems, row, col)  # messages, answers, a sample; else a problem
+            if v is not rec.get(col) and v is not None:
+                changed[col] = v
             continue
         if not _has_value(v):
             if fld in ("response", "messages"):
@@ -191,6 +240,47 @@ def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCo
         if v is not rec.get(col) and v is not None:
             changed[col] = v
     return {**rec, **changed} if changed else rec
+
+
+def _check_structured(fld: str, v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
+    """A text field's value that is not text: a query's chat messages (OpenAI Evals' ``input``), a ground
+    truth's acceptable answers (``ideal``), a response's Evals API sample object (with ``output_text`` or
+    ``output``); anything else is a problem, even an empty list or object. Returns the value as stored
+    (numbers in it as text, copied only if so)."""
+    if fld == "query" and isinstance(v, list) and v:
+        return _check_prompt(v, problems, row, col)
+    if fld == "ground_truth" and isinstance(v, list) and v:
+        bad = next(((k, x) for k, x in enumerate(v) if _as_text(x) is None), None)
+        if bad:
+            problems.add(row, col, f"ground_truth[{bad[0]}]: each acceptable answer must be text, got {_kind(bad[1])}")
+            return v
+        return [_as_text(x) for x in v] if any(type(x) is not str for x in v) else v
+    if fld == "response" and isinstance(v, dict) and ("output_text" in v or "output" in v):
+        if sample_text(v) is None:
+            problems.add(row, col, "response: the OpenAI Evals sample has no text 'output_text' nor 'output' "
+                                   "messages with text content")
+        return v
+    problems.add(row, col, f"{fld} must be text, got {_kind(v)}")
+    return v
+
+
+def _check_prompt(v: list, problems: ProblemCollector, row: int, col: str) -> list:
+    """A query given as chat messages: each an object with a known role and text content (numbers as text)."""
+    fixed = list(v)
+    for k, m in enumerate(v):
+        where = f"query[{k}]: "
+        if not isinstance(m, dict):
+            problems.add(row, col, f"{where}must be a message with role and content, got {_kind(m)}")
+            continue
+        if m.get("role") not in ROLES:
+            got = "no role" if "role" not in m else f"role {m.get('role')!r}"
+            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
+        text = _as_text(m.get("content"))
+        if text is None:
+            problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
+        elif text is not m.get("content"):
+            fixed[k] = {**m, "content": text}
+    return fixed if any(a is not b for a, b in zip(fixed, v)) else v
 
 
 def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
