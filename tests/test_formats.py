@@ -122,7 +122,7 @@ def test_bad_openai_evals_rows_are_named_by_file_row_and_field(tmp_path):
         "evals.jsonl, row 5, field 'completion': missing response",
     ]
     # a list that is no chat prompt is no query guess; named as the query, it is refused by row and field
-    with pytest.raises(DataValidationError, match=r"row 1, field 'input': query\[0\]: must be a message with role "
+    with pytest.raises(DataValidationError, match=r"row 1, field 'input': query\[0\]: must be an object with role "
                                                   "and content, got text"):
         load_dataset([{**good, "input": ["2+2?"]}], {"query": "input"})
     bad_sample = [{"input": "Hi", "sample": {"output": [{"role": "assistant", "content": None}], "error": None}}]

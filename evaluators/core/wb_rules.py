@@ -366,6 +366,17 @@ def mixture(per_reference: dict[str, Sequence[PairRow]], k: int = DEFAULT_LENGTH
 
 
 
+# A pairwise verdict's analyses and reasons: the judge's key (WildBench's format) -> ours.
+PAIR_FIELDS = {"analysis of A": "analysis_A", "analysis of B": "analysis_B", "reason of A=B": "reason_tie",
+               "reason of A>B": "reason_A", "reason of B>A": "reason_B"}
+
+
+def pair_reason(details: dict) -> str | None:
+    """A pairwise verdict's reason as shown: each side's reason that was given ("A>B: ...", "B>A: ...", "A=B: ...")."""
+    return " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
+                                                        ("A=B", "reason_tie")) if details[v]) or None
+
+
 def model_name(name: str) -> str:
     """Leaderboard name of a model (``openai/gpt-3.5-turbo-0125`` -> ``gpt-3.5-turbo-0125``)."""
     return str(name).split("/")[-1]

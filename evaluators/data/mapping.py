@@ -266,21 +266,25 @@ def _check_structured(fld: str, v: Any, problems: ProblemCollector, row: int, co
 
 def _check_prompt(v: list, problems: ProblemCollector, row: int, col: str) -> list:
     """A query given as chat messages: each an object with a known role and text content (numbers as text)."""
-    fixed = list(v)
-    for k, m in enumerate(v):
-        where = f"query[{k}]: "
-        if not isinstance(m, dict):
-            problems.add(row, col, f"{where}must be a message with role and content, got {_kind(m)}")
-            continue
-        if m.get("role") not in ROLES:
-            got = "no role" if "role" not in m else f"role {m.get('role')!r}"
-            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
-        text = _as_text(m.get("content"))
-        if text is None:
-            problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
-        elif text is not m.get("content"):
-            fixed[k] = {**m, "content": text}
+    fixed = [_check_message(m, f"query[{k}]: ", problems, row, col) for k, m in enumerate(v)]
     return fixed if any(a is not b for a, b in zip(fixed, v)) else v
+
+
+def _check_message(m: Any, where: str, problems: ProblemCollector, row: int, col: str) -> Any:
+    """One chat message: an object with a known role and text content; returned with numeric content as text
+    (a copy only then), or as it is with its problems added."""
+    if not isinstance(m, dict):
+        problems.add(row, col, f"{where}must be an object with role and content, got {_kind(m)}")
+        return m
+    if m.get("role") not in ROLES:
+        got = "no role" if "role" not in m else f"role {m.get('role')!r}"
+        problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
+    text = _as_text(m.get("content"))
+    if text is None:
+        problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
+    elif text is not m.get("content"):
+        return {**m, "content": text}
+    return m
 
 
 def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:
@@ -291,17 +295,9 @@ def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> A
     assistants, fixed = 0, list(v)
     for k, m in enumerate(v):
         where = f"messages[{k}]: "
+        fixed[k] = _check_message(m, where, problems, row, col)
         if not isinstance(m, dict):
-            problems.add(row, col, f"{where}must be an object with role and content, got {_kind(m)}")
             continue
-        if m.get("role") not in ROLES:
-            got = "no role" if "role" not in m else f"role {m.get('role')!r}"
-            problems.add(row, col, f"{where}role must be one of {', '.join(sorted(ROLES))}; this message has {got}")
-        text = _as_text(m.get("content"))
-        if text is None:
-            problems.add(row, col, f"{where}content must be text, got {_kind(m.get('content'))}")
-        elif text is not m.get("content"):
-            fixed[k] = {**m, "content": text}
         if m.get("role") == "assistant":
             assistants += 1
             if "context" in m:

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, PairRow, ScoreRow, is_excluded,  # noqa: F401
-                                      mixture, model_name, pair_rows_from_cells, score_aggregates,
-                                      score_rows_from_cells, tags_of)
+from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, PAIR_FIELDS, is_excluded, mixture,  # noqa: F401
+                                      model_name, pair_reason, pair_rows_from_cells, score_aggregates,
+                                      score_rows_from_cells, tags_of, PairRow, ScoreRow)
+
 
 # ---------------------------------------------------------------- published eval-result files
 class ImportFormatError(ValueError):
@@ -234,9 +235,8 @@ def _pair_rows(ef: EvalFile, metric: str, meta: dict) -> tuple[list[dict], list,
         label = pair_label(rec)
         turn = 0 if rec["model_A"] == tested else 1
         parsed = rec.get("parsed_result")
-        details = {short: parsed_text(parsed, long) for long, short in _PAIR_DETAILS.items()}
-        reason = " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
-                                                               ("A=B", "reason_tie")) if details[v]) or None
+        details = {short: parsed_text(parsed, long) for long, short in PAIR_FIELDS.items()}
+        reason = pair_reason(details)
         outputs = {"wildbench_pairwise_reward": float(LABEL_REWARD[label]), "choice": label, **details,
                    "model_A": model, "model_B": reference, "len_A": len(a), "len_B": len(b),
                    "excluded": is_excluded(a) or is_excluded(b), "groups": tags_of(rec)}
@@ -244,10 +244,6 @@ def _pair_rows(ef: EvalFile, metric: str, meta: dict) -> tuple[list[dict], list,
                               reason=reason, raw=None if parsed is None else json.dumps(parsed, ensure_ascii=False),
                               meta=dict(meta)))
     return records, results, model, reference
-
-
-_PAIR_DETAILS = {"analysis of A": "analysis_A", "analysis of B": "analysis_B", "reason of A=B": "reason_tie",
-                 "reason of A>B": "reason_A", "reason of B>A": "reason_B"}
 
 
 def import_file(store: Any, path: str | Path, length_penalty: int = DEFAULT_LENGTH_PENALTY) -> ImportedRun:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
 from evaluators.core.replies import ReplyError, answer_body, as_text, tolerant_fields
-from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, bootstrap_mean, consistent, length_rule,
-                                      mixture, pair_rows_from_cells, pairwise_aggregates)
+from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, PAIR_FIELDS, bootstrap_mean,
+                                      consistent, length_rule, mixture, pair_reason, pair_rows_from_cells,
+                                      pairwise_aggregates)
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
@@ -30,9 +31,6 @@ DETAILS = ("analysis_A", "analysis_B", "reason_tie", "reason_A", "reason_B")
 def _param(spec: "MetricSpec", name: str, default: Any) -> Any:
     return dict(spec.params).get(name, default)
 
-
-_PAIR_FIELDS = {"analysis of A": "analysis_A", "analysis of B": "analysis_B", "reason of A=B": "reason_tie",
-                "reason of A>B": "reason_A", "reason of B>A": "reason_B"}
 
 
 def normalise_choice(raw: Any) -> str:
@@ -51,14 +49,12 @@ def parse_pairwise_reply(spec: "MetricSpec", text: str) -> Verdict:
         ReplyError: no choice, or a choice that is not one of the five labels.
     """
     body = answer_body(text)
-    got = tolerant_fields(body, "choice", (*_PAIR_FIELDS, "choice"))
+    got = tolerant_fields(body, "choice", (*PAIR_FIELDS, "choice"))
     if got["choice"] is None:
         raise ReplyError("no 'choice' in the reply")
     label = normalise_choice(got["choice"])
-    details = {short: as_text(got[long]) for long, short in _PAIR_FIELDS.items()}
-    reason = " | ".join(f"{k}: {details[v]}" for k, v in (("A>B", "reason_A"), ("B>A", "reason_B"),
-                                                           ("A=B", "reason_tie")) if details[v])
-    return Verdict({spec.primary: float(LABEL_REWARD[label]), "choice": label, **details}, reason or None)
+    details = {short: as_text(got[long]) for long, short in PAIR_FIELDS.items()}
+    return Verdict({spec.primary: float(LABEL_REWARD[label]), "choice": label, **details}, pair_reason(details))
 
 
 class PairwiseKind(Kind):
