@@ -166,3 +166,25 @@ def test_a_finished_worker_is_reaped_not_left_a_zombie(tmp_path):
             return  # gone: reaped
         time.sleep(0.1)
     raise AssertionError(f"worker {pid} still in /proc with state {state}")
+
+
+@needs_proc
+def test_a_finished_worker_leaves_the_results_page_its_columns_and_search(tmp_path, judge_server):
+    """The first open of a freshly finished run reads its columns and search text instead of building them:
+    the worker wrote them as the run ended, and opening the view leaves those files untouched."""
+    from evaluators.read.view import open_view
+
+    store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+    judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
+    rid = prepare_run(store, SINGLE, ["coherence", "f1_score"], judge=judge)
+    spawn_worker(store, rid)
+    assert wait_for_run(store, rid)["status"] == "completed"
+    wait_until(lambda: not worker_pids(rid), what="the worker's exit")
+    views = tmp_path / "evalhome" / "views"
+    columns, search = sorted(views.glob(f"{rid}-*.npz")), sorted(views.glob("ds-*.search"))
+    assert len(columns) == 1 and len(search) == 1
+    stamps = [p.stat().st_mtime_ns for p in (*columns, *search)]
+    res = open_view(store, rid)
+    assert res.query(search="battery", limit=0)[0] > 0  # the search reads the worker's text
+    assert [p.stat().st_mtime_ns for p in (*columns, *search)] == stamps
+    assert res.summary(res.specs[1]) == open_results(store, rid).summary(res.specs[1])  # and equals the store

@@ -411,6 +411,14 @@ def cmd_worker(a) -> int:
             raise EvalError(f"run {a.run_id} is being executed by another worker (it reported in the last 30 s)")
         store.clear_errors(a.run_id)
     status = Runner(store, a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows, take_over=a.retry_errors).run()
+    if status == "completed":  # the Results page's columns built now, so that its first open only reads them
+        from evaluators.read.view import prepare_view
+
+        try:
+            prepare_view(store, a.run_id)
+        except Exception as e:  # noqa: BLE001 — the run is done and stored; the page builds them on open instead
+            print(f"the run's views were not prepared ({type(e).__name__}: {e}); they are built on first open",
+                  file=sys.stderr)
     return {"cancelled": EXIT_CANCELLED, "failed": EXIT_FAILED}.get(status, EXIT_OK)
 
 

@@ -33,7 +33,7 @@ from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults, combine
 from evaluators.store.schema import Result
 from evaluators.store.store import Store
-from evaluators.read.columns import RunColumns, _group, _simple, build_columns, lazy_dataset
+from evaluators.read.columns import RunColumns, _group, _simple, build_columns, lazy_dataset, views_dir
 
 
 
@@ -317,3 +317,13 @@ def open_view(store: Store, run_id: str, thresholds: dict[str, float] | None = N
         threading.Thread(target=cols.search.ensure, daemon=True, name=f"search-{run_id}").start()
     return ColumnarResults(store, run_id, dataset, specs, {**spec.thresholds, **(thresholds or {})}, cols,
                            judge_inputs)
+
+
+def prepare_view(store: Store, run_id: str) -> None:
+    """Build an ended run's columns and its dataset's search text and write them beside the store (``views/``),
+    so that the first open of its Results page, in this dashboard or another, reads them instead of building
+    them. A dashboard's run worker calls it as the run ends; nothing for a run still going or a store with
+    no folder (the columns are then built on the first open, as before)."""
+    if store.get_run(run_id)["status"] in ("queued", "running") or views_dir(store) is None:
+        return
+    open_view(store, run_id)._cols.search.ensure()
