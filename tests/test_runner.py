@@ -302,6 +302,21 @@ def test_retrying_failed_rows_of_an_interrupted_run_also_finishes_what_never_ran
     assert len(store.result_keys(rid)) == 31 and open_results(store, rid).metrics()["fluency.scored_rows"] == 31
 
 
+def test_progress_counts_every_stored_result_while_the_judge_is_slow(judge_server, judge_config, store):
+    """A run waiting on a slow judge shows what it has stored: the results written last are counted without
+    waiting for the next ones to arrive (the dashboard's progress bar and ETA read tasks_done)."""
+    judge_server.hold_calls(after=5)  # five rows judged, then the judge keeps the run waiting
+    rid = prepare_run(store, SINGLE, ["fluency"], judge=judge_config.with_(concurrency=2, timeout=60))
+    th, box = in_thread(Runner(store, rid).run)
+    try:
+        wait_until(lambda: len(store.done_keys(rid)) == 5 and judge_server.held == 2, what="five rows stored")
+        wait_until(lambda: store.get_run(rid)["tasks_done"] == 5, timeout=10, what="the five counted as done")
+    finally:
+        judge_server.release()
+        th.join(60)
+    assert box["value"] == "completed" and store.get_run(rid)["tasks_done"] == 31
+
+
 def test_a_held_run_is_not_started_twice_even_if_marked_queued(judge_server, judge_config, store):
     from evaluators.core.errors import EvalError
 

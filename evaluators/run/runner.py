@@ -355,6 +355,7 @@ class Runner(ClassicSection):
         results, cache = self._pending, self._pending_cache
         self._pending, self._pending_cache = [], []
         if not results and not cache:
+            self._settle_writes(wait=False)  # what the store's thread wrote since counts now, not with the next results
             return
         if not self._offloaded():
             self.store.write_results(self.run_id, results, cache)
