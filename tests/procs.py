@@ -50,3 +50,17 @@ def wait_until(predicate, timeout: float = 60, what: str = "condition") -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def stored_results(db, where: str = "") -> int:
+    """Results a run has written to the SQLite store at ``db`` so far (0 before it exists); ``where``: an SQL
+    condition on the results table (e.g. ``metric != 'f1_score'``)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as c:
+        try:
+            return c.execute("select count(*) from results" + (f" where {where}" if where else "")).fetchone()[0]
+        except sqlite3.OperationalError:  # the tables are not made yet
+            return 0

@@ -12,7 +12,7 @@ import pytest
 from evaluators.data.loading import load_dataset
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import expected_score, prompt_text
-from tests.procs import wait_until
+from tests.procs import stored_results, wait_until
 
 
 def cli(*args, env=None, **kw):
@@ -100,17 +100,6 @@ def test_column_mapping_flag(tmp_path):
     rows = read_rows(tmp_path / "o")
     assert [r["outputs.f1_score.f1_score"] for r in rows] == [1.0, pytest.approx(2 / 3)]
     assert rows[0]["inputs.model_said"] == "Ada Lovelace"
-
-
-def stored_results(db) -> int:
-    """Results a run has written to the SQLite store at ``db`` so far (0 before it exists)."""
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as c:
-        try:
-            return c.execute("select count(*) from results").fetchone()[0]
-        except sqlite3.OperationalError:  # the tables are not made yet
-            return 0
 
 
 def test_killed_run_resumes_without_judging_a_row_twice(tmp_path, judge_server):

@@ -21,7 +21,7 @@ from evaluators.run.planning import plan_tasks
 from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import Action, Faults, JudgeServer, JudgeServerProcess, expected_score, prompt_text
-from tests.procs import wait_until
+from tests.procs import stored_results, wait_until
 
 FAST = dict(timeout=2.0, max_retries=3, backoff_base=0.005, backoff_max=0.02)
 
@@ -196,17 +196,6 @@ def _whole_or_absent(out) -> None:
                 json.loads(text)
 
 
-def judged_results(db) -> int:
-    """Judged (not f1_score) results stored in the SQLite store at ``db`` so far (0 before it exists)."""
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as c:
-        try:
-            return c.execute("select count(*) from results where metric != 'f1_score'").fetchone()[0]
-        except sqlite3.OperationalError:  # the tables are not made yet
-            return 0
-
-
 def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     metrics = "coherence,fluency,f1_score"
     with JudgeServer() as server:
@@ -217,13 +206,13 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         try:
-            wait_until(lambda: judged_results(db) == 15 and server.held == 3,
+            wait_until(lambda: stored_results(db, "metric != 'f1_score'") == 15 and server.held == 3,
                        what="fifteen judged results stored and three calls in flight")
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
         first = [prompt_text(c) for c in server.calls]
-        assert judged_results(db) == 15  # killed part way: what was stored stays, the held calls left nothing
+        assert stored_results(db, "metric != 'f1_score'") == 15  # killed part way: what was stored stays, the held calls left nothing
         _whole_or_absent(out)
         with sqlite3.connect(db) as c:
             kept = {(r, m) for r, m in c.execute("select row_idx, metric from results where status = 'ok' "

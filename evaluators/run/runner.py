@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
-import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from evaluators.data.dataset import Dataset
+from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import EvalError
 from evaluators.judge.client import EarlyProbe, JudgeClient, JudgeError, JudgeUnavailable
 from evaluators.judge.config import judge_url
@@ -123,24 +123,7 @@ class Runner(ClassicSection):
     # ---------------------------------------------------------------- execution
     def run(self) -> str:
         """Run to the end (or cancellation); returns the final status. Works inside a running event loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun())
-        box: dict[str, Any] = {}
-
-        def target():
-            try:
-                box["status"] = asyncio.run(self.arun())
-            except BaseException as e:  # re-raised in the caller's thread
-                box["error"] = e
-
-        th = threading.Thread(target=target)
-        th.start()
-        th.join()
-        if "error" in box:
-            raise box["error"]
-        return box["status"]
+        return run_to_end(self.arun())
 
     async def arun(self) -> str:
         """Plan lazily, feed a bounded queue chunk by chunk, judge with a fixed set of workers.

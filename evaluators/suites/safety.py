@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.core.stats import wilson
 
@@ -281,32 +282,8 @@ def fill_responses(records: list[dict], target, system: str | None = None, api_k
             if log:
                 log.close()
 
-    _run_async(run())
+    run_to_end(run())
     return report
-
-
-def _run_async(coro) -> None:
-    """Run a coroutine to the end, also from inside a running loop (a notebook, Streamlit)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(coro)
-        return
-    import threading
-
-    box: dict[str, BaseException] = {}
-
-    def target():
-        try:
-            asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["e"] = e
-
-    th = threading.Thread(target=target)
-    th.start()
-    th.join()
-    if "e" in box:
-        raise box["e"]
 
 
 # --------------------------------------------------------------------------- UPIA comparison
