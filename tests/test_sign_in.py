@@ -239,6 +239,7 @@ def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens
                 settle(page, "sign in to continue")
                 page.get_by_role("button", name="Sign in").wait_for()  # the form's last element
                 # and its fields: in one run on a loaded machine the button was drawn and the fields were not yet
+                page.get_by_role("textbox", name="Your name").wait_for()
                 page.get_by_role("textbox", name="Password").wait_for()
                 settle(page)
                 _only_the_form(page, hidden, link)
