@@ -24,8 +24,12 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
         st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
     else:
         ids, label = [r["id"] for r in runs], w.run_label(runs)
-        base_id = state.pick("Baseline run", "base", ids, ids[-1], format_func=label)
-        attack_id = state.pick("Attack run", "attack", ids, ids[0], format_func=label)
+        # unless the link names them: the newest run of an attack set (its rows carry "attack") is the attack,
+        # the newest other run the baseline, whichever was run first
+        attacked = [r["id"] for r in runs if "attack" in loaders.dataset(r["dataset_id"]).columns]
+        plain = [i for i in ids if i not in attacked]
+        base_id = state.pick("Baseline run", "base", ids, (plain or ids[-1:])[0], format_func=label)
+        attack_id = state.pick("Attack run", "attack", ids, (attacked or ids[:1])[0], format_func=label)
         base, attack = loaders.run(base_id), loaders.run(attack_id)
         # the columns both runs' rows have; "id" first (an attack set pairs with its source by row number)
         shared = [c for c in loaders.dataset(base["dataset_id"]).columns

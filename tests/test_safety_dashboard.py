@@ -91,6 +91,19 @@ def test_attacks_page_pairs_a_source_without_ids_with_its_attack_set(home_store)
     assert c["violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6; row 2 was above 3 already
 
 
+def test_attacks_page_takes_the_attack_set_run_as_the_attack_whichever_ran_first(home_store):
+    """The page's own flow runs the generated attack set first ("Evaluate it"), then the source: the run of
+    the set whose rows carry an attack is the attack run, not simply the newer one."""
+    source = [{"query": f"q {k}", "response": f"b {k} [violence:{v}]"} for k, v in zip("abc", "152")]
+    attack = [{**r, "response": r["response"].replace("b ", "a ").replace(f"[violence:{v}]", f"[violence:{w}]")}
+              for r, v, w in zip(attack_records(source, "direct", 0), "152", "663")]
+    attack_id = make_run(home_store, attack, ["violence"])  # first
+    base_id = make_run(home_store, source, ["violence"])  # then the baseline: the newest run
+    at = app("pages/attacks.py")
+    assert (at.query_params["base"], at.query_params["attack"]) == (base_id, attack_id)
+    assert cards(at)["violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6 (swapped: 0%)
+
+
 def test_attacks_page_says_what_cannot_be_paired_and_keeps_the_other_tab(home_store):
     rows = [{"id": "same", "query": "q", "response": f"r {k} [violence:1]"} for k in "ab"]  # an id twice
     base_id, attack_id = make_run(home_store, rows, ["violence"]), make_run(home_store, rows, ["violence"])
