@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from evaluators.data.dataset import Dataset
-from evaluators.data.loading import load_dataset, load_dataset_streaming, metric_fields
+from evaluators.data.loading import load_dataset_streaming, metric_fields
 from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import get_metric

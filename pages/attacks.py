@@ -26,14 +26,14 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
         ids, label = [r["id"] for r in runs], w.run_label(runs)
         # unless the link names them: the newest run of an attack set (its rows carry "attack") is the attack,
         # the newest other run the baseline, whichever was run first
-        attacked = [r["id"] for r in runs if "attack" in loaders.dataset(r["dataset_id"]).columns]
+        columns = {d["id"]: d["columns"] for d in loaders.datasets()}  # one cached list, not a read per run
+        attacked = [r["id"] for r in runs if "attack" in columns.get(r["dataset_id"], ())]
         plain = [i for i in ids if i not in attacked]
         base_id = state.pick("Baseline run", "base", ids, (plain or ids[-1:])[0], format_func=label)
         attack_id = state.pick("Attack run", "attack", ids, (attacked or ids[:1])[0], format_func=label)
         base, attack = loaders.run(base_id), loaders.run(attack_id)
         # the columns both runs' rows have; "id" first (an attack set pairs with its source by row number)
-        shared = [c for c in loaders.dataset(base["dataset_id"]).columns
-                  if c in set(loaders.dataset(attack["dataset_id"]).columns)]
+        shared = [c for c in columns.get(base["dataset_id"], ()) if c in set(columns.get(attack["dataset_id"], ()))]
         choices = ["id"] + [c for c in shared if c != "id"]
         id_column = state.pick("Pair rows by", "idcol", choices, "id",
                                help="the column whose value is the same on a row and its attacked copy; "
