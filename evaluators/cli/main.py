@@ -14,7 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from evaluators.cli import safety as cli_safety, wildbench as cli_wildbench
+from evaluators.cli import review as cli_review, safety as cli_safety, wildbench as cli_wildbench
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--db")
     cli_safety.add_commands(sub)
     cli_wildbench.add_commands(sub)
+    cli_review.add_commands(sub)
     return p
 
 
@@ -364,7 +365,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
         print(file=sys.stderr)
     if res is None:
         res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
-    metrics_out = res.metrics()
+    metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns)
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
     print_summary(res)
     if status == "cancelled":
@@ -428,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command != "run":
             resume_gc()
         commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker,
-                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS}
+                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)

@@ -25,6 +25,14 @@ def combine(spec: MetricSpec, results: list[Result]) -> MetricCell:
     return spec.kind_impl.combine(spec, results)
 
 
+def cell_verdicts(spec: MetricSpec, cells: list[MetricCell | None], threshold: float):
+    """Per row 1 (pass), 0 (fail) or -1 (no verdict) of cells, as the metric's kind decides."""
+    import numpy as np
+
+    kind = spec.kind_impl
+    return np.array([-1 if (p := kind.passed(spec, c, threshold)) is None else int(p) for c in cells], dtype=np.int8)
+
+
 class RunResults:
     """A run's results with thresholds applied.
 
@@ -111,6 +119,11 @@ class RunResults:
 
         return np.array([c.value if c is not None and c.status == "ok" and c.value is not None else np.nan
                          for c in self.cells[name]], dtype=float)
+
+    def verdicts(self, name: str):
+        """Per row 1 (pass), 0 (fail) or -1 (no verdict: pending, errored, skipped) at the threshold in force."""
+        spec = next(s for s in self.specs if s.name == name)
+        return cell_verdicts(spec, self.cells_of(name), self.thresholds[name])
 
     def errored_rows(self) -> int:
         """Rows where at least one metric errored."""

@@ -30,7 +30,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.core.kinds import MetricCell
 from evaluators.core.kinds.columns import ERROR, OK, PENDING, STATUS_NAMES
 from evaluators.core.registry import MetricSpec
-from evaluators.read.results import RunResults, combine
+from evaluators.read.results import RunResults, cell_verdicts, combine
 from evaluators.store.schema import Result
 from evaluators.store.store import Store
 from evaluators.read.columns import RunColumns, _group, _simple, build_columns, lazy_dataset, views_dir
@@ -129,9 +129,7 @@ class ColumnarResults(RunResults):
     def _verdicts(self, spec: MetricSpec, threshold: float) -> np.ndarray:
         m = self._cols.metrics[spec.name]
         if m.cells is not None:
-            kind = spec.kind_impl
-            return np.array([-1 if (p := kind.passed(spec, c, threshold)) is None else int(p) for c in m.cells],
-                            dtype=np.int8)
+            return cell_verdicts(spec, m.cells, threshold)
         return spec.kind_impl.column_verdicts(spec, m, threshold)
 
     def errored_rows(self) -> int:

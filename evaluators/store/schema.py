@@ -98,6 +98,41 @@ class ResultRow(Base):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
+class ReviewRow(Base):
+    """A person's verdict on one row's metric, once per reviewer (given again, it replaces theirs)."""
+
+    __tablename__ = "reviews"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    row_idx: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metric: Mapped[str] = mapped_column(String(100), primary_key=True)
+    reviewer: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # on the metric's scale; None: skipped
+    agreed: Mapped[bool] = mapped_column(Boolean, default=False)  # given as "agree with the judge"
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    judge_value: Mapped[float | None] = mapped_column(Float, nullable=True)  # the judgment it answered
+    judged_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # when that judgment was stored
+    queue_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class QueueRow(Base):
+    """A review queue: which rows of a run, for which metrics, given to whom."""
+
+    __tablename__ = "review_queues"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(300))
+    strategy: Mapped[str] = mapped_column(String(40))
+    params: Mapped[dict] = mapped_column(JSON)  # seed, size, the metric stratified on...
+    metrics: Mapped[list] = mapped_column(JSON)
+    rows: Mapped[list] = mapped_column(JSON)  # row indices in review order
+    strata: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # sampled queues: row -> stratum
+    assignments: Mapped[dict] = mapped_column(JSON)  # reviewer -> row indices; "" -> anyone
+    blind: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+
 class CacheRow(Base):
     __tablename__ = "judge_cache"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
