@@ -277,3 +277,35 @@ def _leaderboard(versions: tuple, length_penalty: int | None) -> dict:
 def leaderboard(chosen: list[dict], length_penalty: int | None = None) -> dict:
     """Model -> WildBench aggregates over the chosen runs (recomputed when one of them changes)."""
     return _leaderboard(tuple(_wb_version(r) for r in chosen), length_penalty)
+
+
+# ------------------------------------------------------------ reviews
+@st.cache_data(ttl=2, show_spinner=False)
+def reviewed_rows(run_id: str) -> dict[int, int]:
+    """Row -> how many verdicts people gave it (re-read every 2 s: reviewers work at the same time)."""
+    return store().reviewed_rows(run_id)
+
+
+def _reviews_state(run_id: str) -> tuple:
+    """Names the reviews of a run as they are now: how many, and the latest."""
+    rows = store().reviews(run_id)
+    return len(rows), max((r["created_at"] for r in rows), default=None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32, ttl=600)
+def _agreement(run_id: str, state: tuple, thresholds: tuple, reviews: tuple, _res):
+    from evaluators.review import agreement
+
+    return agreement(store(), run_id, results=_res)
+
+
+def agreement(run: dict, res: RunResults) -> dict:
+    """Per judged metric, judge-human agreement and the corrected rate (``evaluators.review.agreement``),
+    computed once per state of the run, thresholds and reviews."""
+    thresholds = tuple(sorted(res.thresholds.items()))
+    return _agreement(run["id"], _version(run), thresholds, _reviews_state(run["id"]), res)
+
+
+def queues(run_id: str) -> list[dict]:
+    """A run's review queues, newest first (read each time: a teammate may have made one)."""
+    return store().queues(run_id)

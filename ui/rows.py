@@ -11,7 +11,7 @@ import streamlit as st
 from evaluators.read.charts_overview import number, output_label
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
-from ui import state
+from ui import loaders, review as review_ui, state
 from ui.widgets import literal
 
 
@@ -43,7 +43,7 @@ def _styled(df, specs: list[MetricSpec]):
     import pandas as pd
 
     names = [x for s in specs for x in (s.name, f"{s.name} verdict")]
-    df = df[["#", *names, "query", "response"]].copy()
+    df = df[["#", *names, *(["reviewed"] if "reviewed" in df else []), "query", "response"]].copy()
     for col in ("query", "response"):  # a cell shows one line; the detail pane shows the whole text
         df[col] = df[col].map(lambda t: t if not isinstance(t, str) or len(t) <= CELL_CHARS else t[:CELL_CHARS] + "…")
 
@@ -69,14 +69,16 @@ def _styled(df, specs: list[MetricSpec]):
     return styler
 
 
-def _columns(specs: list[MetricSpec]) -> tuple[list[str], dict]:
-    """The columns shown (a score column per metric, its verdict in words inside it) and their widths:
-    each metric's as narrow as its name allows, so that the text (query, response) has the rest."""
+def _columns(specs: list[MetricSpec], reviewed: bool = False) -> tuple[list[str], dict]:
+    """The columns shown (a score column per metric, its verdict in words inside it, how many people
+    reviewed the row when any has been) and their widths: each metric's as narrow as its name allows,
+    so that the text (query, response) has the rest."""
     widths = {s.name: min(170, max(100, 8 * len(s.name) + 30)) for s in specs}
     config = {"#": st.column_config.NumberColumn("#", help="row number in the file", width=44),
               **{name: st.column_config.Column(width=w) for name, w in widths.items()},
+              "reviewed": st.column_config.TextColumn("reviewed", width=80, help="verdicts people gave the row"),
               "query": st.column_config.TextColumn(width="medium"), "response": st.column_config.TextColumn(width="large")}
-    return ["#", *widths, "query", "response"], config
+    return ["#", *widths, *(["reviewed"] if reviewed else []), "query", "response"], config
 
 
 def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | None, bool]:
@@ -105,11 +107,14 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | 
     mid.button("‹ Previous", key=f"{key}.prev", disabled=page <= 1, on_click=state.write, args=("page", page - 1))
     right.button("Next ›", key=f"{key}.next", disabled=page >= pages, on_click=state.write, args=("page", page + 1))
     ids = [int(i) for i in df.index]
+    marks = loaders.reviewed_rows(rid) if (rid := review_ui.run_id_of(res)) else {}
+    if marks and len(df):
+        df = df.assign(reviewed=[f"✓ {marks[i]}" if i in marks else "" for i in ids])
     chosen = state.read("row", None, int)
     # a new widget whenever the rows shown change, so that a stale position never names another row
     view_key = f"{key}.{hashlib.sha1(repr(ids).encode()).hexdigest()[:12]}"
     default = {"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None
-    order, config = _columns(res.specs)
+    order, config = _columns(res.specs, bool(marks))
     event = st.dataframe(_styled(df, res.specs) if len(df) else df, hide_index=True, on_select="rerun",
                          selection_mode="single-row", key=view_key, selection_default=default,
                          column_order=order, column_config=config)
@@ -152,6 +157,7 @@ def rows_view(res: RunResults) -> None:
     tab only, not the charts of the whole run."""
     filters = row_filters(res)
     row, listed = row_table(res, filters)
+    review_ui.queue_of_filter(res, filters)
     if row is None or not 0 <= row < len(res):
         st.caption("Select a row (the box at its left) to read its inputs, scores and the judge's reasoning here.")
         return
@@ -203,9 +209,10 @@ def turn_scores(res: RunResults, i: int) -> dict[int, list[str]]:
     return out
 
 
-def conversation(res: RunResults, i: int) -> None:
-    """The conversation as chat bubbles; each assistant turn carries its scores and verdicts."""
-    scores = turn_scores(res, i)
+def conversation(res: RunResults, i: int, scores: bool = True) -> None:
+    """The conversation as chat bubbles; each assistant turn carries its scores and verdicts (not when
+    ``scores`` is False: a blind review)."""
+    scores = turn_scores(res, i) if scores else {}
     turn = 0
     for m in res.dataset.messages(i):
         role = m.get("role") if isinstance(m, dict) else None
@@ -231,31 +238,45 @@ def detail(res: RunResults, i: int, side_by_side: bool = False) -> None:
     computed in process has no reasoning: its value only."""
     ds = res.dataset
     st.subheader(f"Row {ds.row_no(i)}")
+    review_ui.review_row_link(res, i)
     inputs, scores = st.columns(2, gap="large") if side_by_side else (st.container(), st.container())
     with inputs:
-        if ds.shape == "conversation":
-            conversation(res, i)
-        else:
-            c = ds.canonical(i)
-            for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"),
-                               ("Ground truth", "ground_truth")):
-                text_block(label, c.get(key))
+        row_inputs(res, i)
     if not side_by_side:
         st.markdown("---")
     with scores:
         metric_details(res, i)
 
 
-def metric_details(res: RunResults, i: int) -> None:
-    """Per metric: its value and verdict, an error or a note, the judge's reasoning and the raw reply."""
+def row_inputs(res: RunResults, i: int, scores: bool = True) -> None:
+    """A row's inputs: query, context, response and ground truth, or the conversation's turns with their
+    documents (and their scores unless ``scores`` is False)."""
     ds = res.dataset
+    if ds.shape == "conversation":
+        conversation(res, i, scores)
+        return
+    c = ds.canonical(i)
+    for label, key in (("Query", "query"), ("Context", "context"), ("Response", "response"),
+                       ("Ground truth", "ground_truth")):
+        text_block(label, c.get(key))
+
+
+def metric_details(res: RunResults, i: int, only: list[str] | None = None, people: bool = True) -> None:
+    """Per metric (``only`` these): its value and verdict, the reviewers' verdicts beside it (``people``),
+    an error or a note, the judge's reasoning and the raw reply."""
+    ds = res.dataset
+    verdicts = review_ui.row_verdicts(res, i) if people else {}
     for s in res.specs:
+        if only is not None and s.name not in only:
+            continue
         cell = res.cell(s.name, i)
         verdict = res.passed(s, cell)
         mark = "" if verdict is None else (" :green[**pass**]" if verdict else " :red[**fail**]")
         value = "pending" if cell is None else (shown(cell.outputs.get(s.primary)) if cell.status == "ok" and
                                                  cell.value is not None else cell.status)
         st.markdown(f"**{_md(output_label(s))}: {value}**{mark}")  # ours: a metric name, a number, a word
+        if verdicts.get(s.name):
+            review_ui.people_line(s, res.thresholds[s.name], verdicts[s.name])
         if cell is None:
             continue
         if cell.error:

@@ -49,8 +49,12 @@ class MetricAgreement:
         text = f"{what} {_pct(self.judged)} as judged"
         c = self.corrected
         if c is None:
-            return text + ("; no review yet" if not self.reviewed_rows else "; the reviews are not a sample, "
-                           "so they do not correct it")
+            if not self.reviewed_rows:
+                return text + "; no review yet"
+            if self.sample != "none":
+                return text + "; too few reviews in the sample to correct it yet (a stratified sample needs " \
+                              "reviews of rows the judge passed and of rows it failed)"
+            return text + "; the reviews are not a sample, so they do not correct it"
         return f"{text}; {_pct(c.corrected)} [{_pct(c.low, False)}, {_pct(c.high, False)}] corrected by " \
                f"{c.reviewed_rows} review{'s' if c.reviewed_rows != 1 else ''}"
 
@@ -110,7 +114,7 @@ def metric_agreement(spec: MetricSpec, threshold: float, judge_values: np.ndarra
         rev_strata = None if strata is None else [strata.get(rows[j], "-") for j in use]
         out.corrected = ppi_mean(sign((judge_verdicts[all_rows] == 1).astype(float)), sign(jp[use].astype(float)),
                                  sign(hfrac[use]), strata_all=all_strata, strata_reviewed=rev_strata)
-        out.sample = sample
+        out.sample = sample  # (corrected stays None while a stratum has no review)
     return out
 
 

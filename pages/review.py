@@ -1,0 +1,38 @@
+"""Review a run: one row at a time with the keyboard, people's verdicts beside the judge's, and how far they agree."""
+import streamlit as st
+
+from evaluators.review.scales import reviewable
+from ui import loaders, review_page, state, widgets as w
+
+w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
+
+st.title("Review")
+with w.guard():
+    runs = [r for r in loaders.runs(st.query_params.get("run")) if r["status"] == "completed"]
+    if not runs:
+        st.info("No completed run to review yet.")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
+        st.stop()
+    run_id = w.run_picker(runs)
+    run = loaders.run(run_id)
+    res = loaders.results(run, w.threshold_bar(run, shown=False))
+    if not any(reviewable(s) for s in res.specs):
+        st.info("This run has no judged metric: classic metrics (F1, BLEU, ROUGE...) are formulas over the text, "
+                "with no verdict for a person to answer. Pick a run with a judged metric.")
+        st.stop()
+    tab_review, tab_agreement, tab_queues = st.tabs(["Review", "Agreement", "Queues"], key="view", bind=state.URL)
+    if tab_review.open is not False:
+        with tab_review:
+            who = review_page.reviewer()  # asked here only: reading the agreement needs no name
+            queue = review_page.pick_queue(run_id, loaders.queues(run_id), who) if who else None
+            if who and queue is None and state.read("row", None, int) is None:
+                st.info("This run has no review queue yet: make one (which rows, for which metrics, who reviews "
+                        "them) in the Queues tab, or open a row from the Results page to review it alone.")
+            elif who:
+                review_page.review_rows(run, res, queue, who)
+    if tab_agreement.open is not False:
+        with tab_agreement:
+            review_page.agreement_panel(run, res)
+    if tab_queues.open is not False:
+        with tab_queues:
+            review_page.new_queue_form(run, res, review_page.reviewer_if_known())

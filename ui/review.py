@@ -1,0 +1,106 @@
+"""People's verdicts where the Results page shows a run: beside the judge's in a row's detail, as a mark in
+the rows table, and as the corrected rate under the headline. (The Review page itself: ui/review_page.py.)"""
+from __future__ import annotations
+
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from evaluators.core.registry import MetricSpec
+from evaluators.read.results import RunResults
+from evaluators.review.scales import choice_name, human_pass, reviewable
+from ui import loaders
+from ui.widgets import literal
+
+
+def run_id_of(res: RunResults) -> str | None:
+    state = getattr(res, "state", None)
+    return state[0] if state else getattr(res, "run_id", None)
+
+
+def row_verdicts(res: RunResults, i: int) -> dict[str, list[dict]]:
+    """Metric -> the verdicts people gave row ``i`` (each with ``stale``: given against an earlier judgment)."""
+    rid = run_id_of(res)
+    if rid is None:
+        return {}
+    out: dict[str, list[dict]] = {}
+    for r in loaders.store().reviews(rid, rows=[i]):
+        if r["value"] is not None:
+            out.setdefault(r["metric"], []).append(r)
+    for metric, given in out.items():
+        now = loaders.store().judged_times(rid, metric, [i]).get(i)
+        for r in given:
+            r["stale"] = bool(now and r["judged_at"] and now > r["judged_at"])
+    return out
+
+
+def people_line(spec: MetricSpec, threshold: float, verdicts: list[dict]) -> None:
+    """One caption: each reviewer's verdict in the metric's terms, pass or fail, and whether it agreed with
+    the judge or answered an earlier judgment of the row."""
+    parts = []
+    for r in verdicts:
+        word = "pass" if human_pass(spec, r["value"], threshold) else "fail"
+        extra = " (agreed with the judge)" if r["agreed"] else ""
+        extra += " (reviewed against an earlier judgment)" if r.get("stale") else ""
+        parts.append(f"{r['reviewer']}: {choice_name(spec, r['value'])} · {word}{extra}")
+    st.caption("People: " + literal(" | ".join(parts)))  # reviewer names are typed by people: literal
+    notes = [f"{r['reviewer']}: {r['note']}" for r in verdicts if r.get("note")]
+    for n in notes:
+        st.text(n)  # a note as written
+
+
+def review_link(run_id: str, row: int | None = None, queue: str | None = None) -> str:
+    """The Review page's address for a run (at a row, in a queue), relative to the app."""
+    params = [("run", run_id)] + ([("queue", queue)] if queue else []) + ([("row", str(row))] if row is not None else [])
+    return "review?" + urlencode(params, quote_via=quote)
+
+
+def results_summary(run: dict, res: RunResults) -> None:
+    """Under the Results page's headline, for each reviewed metric: its rate as judged and corrected by
+    the reviews, in one sentence, with Cohen's kappa; nothing when no one has reviewed the run."""
+    found = loaders.agreement(run, res)
+    lines = [(name, a) for name, a in found.items() if a.verdicts]
+    if not lines:
+        if any(reviewable(s) for s in res.specs):
+            st.caption(f"No one has reviewed this run yet: [review its rows]({review_link(run['id'])}) to learn "
+                       "how far the judge can be trusted and to correct its rates.")
+        return
+    from ui.rows import _md  # (rows imports this module: read at call time)
+
+    for name, a in lines:
+        kappa = "" if a.kappa[0] is None else f" · judge-human κ {a.kappa[0]:.2f}"
+        st.markdown(f"**{_md(name)}**: {_md(a.sentence() + kappa)} · "
+                    f"[agreement]({review_link(run['id'])}&view=Agreement)")  # ours: names, numbers, words
+
+
+def review_row_link(res: RunResults, i: int) -> None:
+    """Under a row's heading: a link that opens the Review page at this row (in a queue holding it)."""
+    rid = run_id_of(res)
+    if rid and any(reviewable(s) for s in res.specs):
+        st.markdown(f"[Review this row]({review_link(rid, i)})")
+
+
+def _queue_rows(res: RunResults, filters: dict) -> None:
+    import numpy as np
+
+    from evaluators.review import make_queue
+
+    rid = run_id_of(res)
+    ids = res.select(**filters) if hasattr(res, "select") else res.table(**filters).index.to_numpy()
+    metrics = [s.name for s in res.specs if reviewable(s)]
+    qid = make_queue(loaders.store(), rid, res, "rows of a filter", "rows", metrics, None,
+                     rows=[int(i) for i in np.asarray(ids)], blind=False)
+    st.session_state["review.made"] = qid
+
+
+def queue_of_filter(res: RunResults, filters: dict) -> None:
+    """A button that makes a review queue of the rows the filters match (then opens it on the Review page)."""
+    rid = run_id_of(res)
+    if not rid or not any(reviewable(s) for s in res.specs):
+        return
+    made = st.session_state.pop("review.made", None)
+    if made:
+        st.switch_page("pages/review.py", query_params={"run": rid, "queue": made})
+    st.button("Review these rows", key="rows.review", on_click=_queue_rows, args=(res, filters),
+              help="Make a review queue of every row the filters above match, and open it on the Review page "
+                   "(rows chosen on purpose: their reviews measure agreement, not the run's corrected rate).")
