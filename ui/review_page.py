@@ -172,7 +172,7 @@ def _review_rows(run: dict, res: RunResults, queue: dict | None, who: str) -> No
     st.progress(len(finished) / len(share), text=f"{len(finished)} of {len(share)} rows reviewed by you"
                 + (f" · row {pos + 1} of the queue" if queue else ""))
     if queue:
-        others = [f"{n or 'anyone'} {d} of {t}" for n, (d, t) in progress(loaders.store(), queue).items() if n != who]
+        others = [f"{n} {d} of {t}" for n, (d, t) in progress(loaders.store(), queue).items() if n and n != who]
         if others:
             st.caption("Others in this queue: " + literal(" · ".join(others)))
     if len(finished) == len(share):

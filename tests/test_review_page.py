@@ -1,0 +1,115 @@
+"""The Review page in AppTest on a real store: who reviews (the signed-in user, else a name asked once), a
+queue made in the page, blind review, verdicts stored as given, and the Results page's marks."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from evaluators.read.view import open_view
+from evaluators.review import make_queue
+from evaluators.store.schema import Result
+from tests.apptest import app, configured_app, shown_text
+from ui.auth import USER
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+N = 12
+
+
+def _coherence(i: int) -> float:
+    return float(i % 5 + 1)
+
+
+@pytest.fixture
+def run(home_store):
+    from evaluators import load_dataset
+
+    ds = load_dataset([{"query": f"How do I fix problem {i}?", "response": f"Try step {i}, then restart."}
+                       for i in range(N)])
+    did = home_store.save_dataset(ds)
+    rid = home_store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 3}}, "h", "page run")
+    home_store.write_results(rid, [Result(i, "coherence", 0, "ok", _coherence(i), {"coherence": _coherence(i)},
+                                          reason=f"the judge's reasoning on row {i + 1}") for i in range(N)])
+    home_store.update_run(rid, status="completed", tasks_total=N, tasks_done=N)
+    return home_store, rid
+
+
+def _click(at, label: str) -> None:
+    button = next(b for b in at.button if b.label == label and not b.disabled)
+    button.click()
+    at.run()
+
+
+def test_a_name_once_then_a_blind_queue_answered_with_the_scale(run):
+    store, rid = run
+    at = app("pages/review.py", run=rid)
+    assert any(t.label == "Your name" for t in at.text_input)
+    next(t for t in at.text_input if t.label == "Your name").input("dana")
+    _click(at, "Start reviewing")
+    assert "no review queue yet" in shown_text(at)
+    # the Queues tab's form, with its defaults: a blind stratified sample of every judged metric
+    at.query_params["view"] = "Queues"
+    at.run()
+    _click(at, "Make the queue")
+    q = store.queues(rid)[0]
+    assert q["strategy"] == "stratified" and q["blind"] and q["metrics"] == ["coherence"] and len(q["rows"]) == N
+    assert q["created_by"] == "dana"
+    text = shown_text(at)
+    assert "hidden until you answer" in text and "the judge's reasoning on row" not in text
+    agree = next(b for b in at.button if b.label == "Agree with the judge")
+    assert agree.disabled  # nothing to agree with while the verdict is hidden
+    first = q["rows"][0]
+    _click(at, "2")
+    got = store.reviews(rid)
+    assert [(r["row_idx"], r["reviewer"], r["value"], r["queue_id"], r["judge_value"]) for r in got] == [
+        (first, "dana", 2.0, q["id"], _coherence(first))]
+    assert f"Saved row {first + 1}: coherence you 2, judge {int(_coherence(first))}" in shown_text(at)
+    # the next row: answer by agreeing once the verdict is shown (after answering), then change it
+    second = q["rows"][1]
+    _click(at, "5")
+    assert f"you 5, judge {int(_coherence(second))}" in shown_text(at)
+
+
+def test_the_signed_in_user_reviews_under_their_name(run, monkeypatch):
+    store, rid = run
+    monkeypatch.setenv("EVAL_DASHBOARD_PASSWORD_SHA256", hashlib.sha256(b"pw").hexdigest())
+    qid = make_queue(store, rid, open_view(store, rid), "q", "random", ["coherence"], 3, seed=1, blind=False)
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state[USER] = "erin@example.org"
+    at.session_state["routed"] = True
+    at = app("pages/review.py", at=at, run=rid, queue=qid)
+    assert not any(t.label == "Your name" for t in at.text_input)  # no name asked: the sign-in says who
+    assert "the judge's reasoning on row" in shown_text(at)  # not blind: the verdict shows at once
+    _click(at, "Agree with the judge")
+    r = store.reviews(rid)[0]
+    assert r["reviewer"] == "erin@example.org" and r["agreed"] and r["value"] == _coherence(r["row_idx"])
+
+
+def test_results_page_marks_reviewed_rows_and_says_the_corrected_rate(run):
+    store, rid = run
+    view = open_view(store, rid)
+    qid = make_queue(store, rid, view, "q", "random", ["coherence"], 6, seed=2)
+    for i in store.get_queue(qid)["rows"]:
+        store.save_review(rid, i, "coherence", "fay", 1.0, queue_id=qid)  # fay fails every row
+    row = store.get_queue(qid)["rows"][0]
+    at = app("pages/results.py", run=rid, view="Rows", row=str(row))
+    text = shown_text(at)
+    assert "corrected by 6 reviews" in text and "pass rate 50.0% as judged" in text  # 6 of the 12 scores (1-5, 1-5, 1, 2) are 3 or more
+    assert "fay: 1 · fail" in text
+    table = at.dataframe[0].value
+    assert (table["reviewed"] == "✓ 1").sum() == 6
+    assert any(f"review?run={rid}&row={row}" in m.value for m in at.markdown)
+
+
+def test_a_row_from_a_link_outside_any_queue_is_reviewed_alone(run):
+    store, rid = run
+    at = app("pages/review.py", run=rid, row="4")
+    next(t for t in at.text_input if t.label == "Your name").input("gus")
+    _click(at, "Start reviewing")
+    assert "This row is in no review queue" in shown_text(at) and "Row 5" in shown_text(at)
+    _click(at, "3")
+    assert [(r["row_idx"], r["queue_id"]) for r in store.reviews(rid)] == [(4, None)]
