@@ -1,7 +1,7 @@
 """Review a run: one row at a time with the keyboard, people's verdicts beside the judge's, and how far they agree."""
 import streamlit as st
 
-from evaluators.review.scales import reviewable
+from evaluators.core.scales import reviewable
 from ui import loaders, review_page, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)

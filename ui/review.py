@@ -8,7 +8,7 @@ import streamlit as st
 
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
-from evaluators.review.scales import choice_name, human_pass, reviewable
+from evaluators.core.scales import choice_name, human_pass, reviewable
 from ui import loaders
 from ui.widgets import literal
 

@@ -14,7 +14,7 @@ import streamlit as st
 from evaluators.read.results import RunResults
 from evaluators.review import make_queue
 from evaluators.review.queues import STRATEGIES, progress, rows_for
-from evaluators.review.scales import choice_name, human_pass, reviewable, scale, snap
+from evaluators.core.scales import choice_name, human_pass, reviewable, scale, snap
 from ui import auth, loaders, rows, state
 from ui.review import review_link
 from ui.widgets import guard, literal

@@ -191,3 +191,29 @@ def bootstrap_ci(stat: Callable[[np.ndarray], float | None], n: int, rounds: int
         return None, None
     lo, hi = np.percentile(out, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def agreement_numbers(first: np.ndarray, second: np.ndarray, first_pass: np.ndarray, second_pass: np.ndarray,
+                      scale_values: Sequence[float] | None, rounds: int = 1000, seed: int = 0) -> dict:
+    """Two raters on the same rows (a judge and people, or two judges): Cohen's kappa on pass/fail and, on an
+    ordered scale (``scale_values``), quadratically weighted kappa and Spearman's rho, each as (value, 95%
+    bootstrap low, high); and the pass/fail confusion matrix (first rater's rows, second's columns).
+
+    Args:
+        first, second: each row's value on the scale (snapped to it); first_pass, second_pass: 1 pass, 0 fail.
+    """
+    n = len(first)
+    fp, sp = np.asarray(first_pass).astype(int), np.asarray(second_pass).astype(int)
+    out: dict = {"kappa": (cohen_kappa(fp.tolist(), sp.tolist(), labels=[0, 1]),
+                           *bootstrap_ci(lambda ix: cohen_kappa(fp[ix].tolist(), sp[ix].tolist(), labels=[0, 1]), n,
+                                         rounds, seed)),
+                 "weighted_kappa": (None, None, None), "spearman": (None, None, None)}
+    _, matrix = confusion(fp.tolist(), sp.tolist(), labels=[0, 1])
+    out["confusion"] = matrix.tolist()
+    if scale_values is not None:
+        a, b, values = np.asarray(first), np.asarray(second), list(scale_values)
+        out["weighted_kappa"] = (cohen_kappa(a.tolist(), b.tolist(), labels=values, weights="quadratic"),
+                                 *bootstrap_ci(lambda ix: cohen_kappa(a[ix].tolist(), b[ix].tolist(), labels=values,
+                                                                      weights="quadratic"), n, rounds, seed))
+        out["spearman"] = (spearman(a, b), *bootstrap_ci(lambda ix: spearman(a[ix], b[ix]), n, rounds, seed))
+    return out

@@ -10,7 +10,7 @@ import numpy as np
 
 from evaluators.read.view import open_view
 from evaluators.review.queues import SAMPLED, assign, choose_rows
-from evaluators.review.scales import parse_value, reviewable
+from evaluators.core.scales import parse_value, reviewable
 from evaluators.review.stats import MetricAgreement, flat, metric_agreement
 from evaluators.store.store import Store
 

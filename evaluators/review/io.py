@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from evaluators.core.errors import UsageError
 from evaluators.read.exports import neutralise
 from evaluators.read.view import open_view
-from evaluators.review.scales import parse_value, reviewable, snap
+from evaluators.core.scales import parse_value, reviewable, snap
 from evaluators.store.store import Store
 
 EXPORT_FIELDS = ("id", "metric", "reviewer", "value", "agree", "note", "time", "judge_value")

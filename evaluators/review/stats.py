@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.core.agreement import bootstrap_ci, cohen_kappa, confusion, krippendorff_alpha, spearman
+from evaluators.core.agreement import agreement_numbers, krippendorff_alpha
 from evaluators.core.inference import Corrected, ppi_mean
 from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import wilson
-from evaluators.review.scales import human_pass, ordinal, scale, snap
+from evaluators.core.scales import human_pass, ordinal, scale, snap
 
 BOOTSTRAP_ROUNDS = 1000
 
@@ -120,20 +120,10 @@ def metric_agreement(spec: MetricSpec, threshold: float, judge_values: np.ndarra
 
 def _agreement_numbers(spec: MetricSpec, out: MetricAgreement, jv: np.ndarray, hv: np.ndarray, jp: np.ndarray,
                        hp: np.ndarray, seed: int) -> None:
-    n = len(jv)
-    out.kappa = (cohen_kappa(jp.tolist(), hp.tolist(), labels=[0, 1]),
-                 *bootstrap_ci(lambda ix: cohen_kappa(jp[ix].tolist(), hp[ix].tolist(), labels=[0, 1]), n,
-                               BOOTSTRAP_ROUNDS, seed))
-    labels, matrix = confusion(["pass" if p else "fail" for p in jp], ["pass" if p else "fail" for p in hp],
-                               labels=["fail", "pass"])
-    out.confusion_labels, out.confusion = labels, matrix.tolist()
-    if ordinal(spec):
-        values = [c.value for c in scale(spec)]
-        out.weighted_kappa = (cohen_kappa(jv.tolist(), hv.tolist(), labels=values, weights="quadratic"),
-                              *bootstrap_ci(lambda ix: cohen_kappa(jv[ix].tolist(), hv[ix].tolist(), labels=values,
-                                                                   weights="quadratic"), n, BOOTSTRAP_ROUNDS, seed))
-        out.spearman = (spearman(jv, hv), *bootstrap_ci(lambda ix: spearman(jv[ix], hv[ix]), n, BOOTSTRAP_ROUNDS,
-                                                        seed))
+    got = agreement_numbers(jv, hv, jp, hp, [c.value for c in scale(spec)] if ordinal(spec) else None,
+                            BOOTSTRAP_ROUNDS, seed)
+    out.kappa, out.weighted_kappa, out.spearman = got["kappa"], got["weighted_kappa"], got["spearman"]
+    out.confusion_labels, out.confusion = ["fail", "pass"], got["confusion"]
 
 
 def _reviewer_alpha(spec: MetricSpec, by_row: dict[int, list[tuple[str, float]]], out: MetricAgreement) -> None:
