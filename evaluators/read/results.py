@@ -82,6 +82,10 @@ class RunResults:
     def rows(self) -> list[dict[str, Any]]:
         return [self.row(i) for i in range(len(self.dataset))]
 
+    def prefetch(self, rows: list[int]) -> None:
+        """Read what these rows need in one go before they are asked for one by one (nothing to do:
+        every cell and record is in memory here; the columnar view reads them from the store)."""
+
     def frame(self):
         import pandas as pd
 
