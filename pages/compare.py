@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.read.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
-from ui import loaders, rows, state, widgets as w
+from ui import loaders, paired, rows, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -48,6 +48,7 @@ with w.guard():
             st.caption("Different dataset: rows are aligned by position.")
         if shared_metrics(base, other):
             deltas_table(metric_deltas(base, other))
+            paired.compare(base_run, loaders.run(rid), base, other, k)
         else:
             st.info(f"Run {k} and the baseline share no metric, so there is nothing to compare. Baseline: "
                     f"{', '.join(s.name for s in base.specs)}; run {k}: {', '.join(s.name for s in other.specs)}.")

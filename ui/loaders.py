@@ -309,3 +309,16 @@ def agreement(run: dict, res: RunResults) -> dict:
 def queues(run_id: str) -> list[dict]:
     """A run's review queues, newest first (read each time: a teammate may have made one)."""
     return store().queues(run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
+def _comparison(base_id: str, base_state: tuple, other_id: str, other_state: tuple, label: str, _base, _other):
+    from evaluators.read.paired import judges_agreement, paired_differences
+
+    return paired_differences(_base, _other, label), judges_agreement(_base, _other)
+
+
+def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResults, label: str):
+    """(paired differences, judge-judge agreement) of two runs (``evaluators.read.paired``): their bootstraps
+    computed once per state of the two runs, not on every rerun of the Compare page."""
+    return _comparison(base_run["id"], _version(base_run), other_run["id"], _version(other_run), label, base, other)

@@ -23,8 +23,10 @@ def add_commands(sub) -> None:
     e.add_argument("run_id")
     e.add_argument("--out", required=True)
     e.add_argument("--db")
-    g = sub.add_parser("agreement", help="judge-human agreement and rates corrected by the reviews")
+    g = sub.add_parser("agreement", help="judge-human agreement and rates corrected by the reviews; with a "
+                                         "second run of the same rows, judge-judge agreement and paired differences")
     g.add_argument("run_id")
+    g.add_argument("other_run_id", nargs="?", help="another run of the same rows (another judge, model or prompt)")
     g.add_argument("--json", action="store_true", help="one JSON object with the metrics.json keys")
     g.add_argument("--threshold", action="append", metavar="METRIC=VALUE", help="read the run at another threshold")
     g.add_argument("--db")
@@ -75,6 +77,8 @@ def cmd_agreement(a) -> int:
 
     store = Store(a.db)
     view = open_view(store, a.run_id, _floats(a.threshold, "--threshold"))
+    if a.other_run_id:
+        return _two_runs(view, open_view(store, a.other_run_id, _floats(a.threshold, "--threshold")), a)
     found = agreement(store, a.run_id, results=view)
     specs = {s.name: s for s in view.specs}
     if a.json:
@@ -100,6 +104,48 @@ def cmd_agreement(a) -> int:
             (ff, fp), (pf, pp) = g.confusion
             print(f"  judge fail / human fail {ff}, judge fail / human pass {fp}, "
                   f"judge pass / human fail {pf}, judge pass / human pass {pp}")
+    return EXIT_OK
+
+
+def _two_runs(base, other, a) -> int:
+    """``agreement RUN_A RUN_B``: per shared metric the paired difference of B against A, and where both
+    are judged, how far the two judges agree."""
+    from evaluators.cli.main import EXIT_OK
+    from evaluators.read.paired import judges_agreement, paired_differences
+
+    if len(base) != len(other):
+        raise UsageError(f"run {a.run_id} has {len(base)} rows and run {a.other_run_id} {len(other)}: "
+                         "compare runs of the same rows")
+    diffs = paired_differences(base, other, label=f"run {a.other_run_id}")
+    judges = judges_agreement(base, other)
+    if a.json:
+        out: dict[str, Any] = {}
+        for d in diffs:
+            r = d.get("rate")
+            if r is None:
+                continue
+            stem = f"{d['metric']}.{d['measure'].replace(' ', '_')}"
+            out.update({f"{stem}_diff": r.diff, f"{stem}_diff_ci95_low": r.low, f"{stem}_diff_ci95_high": r.high,
+                        f"{stem}_diff_p_value": r.p_value, f"{stem}_diff_rows_needed": r.rows_needed,
+                        f"{d['metric']}.paired_rows": d["rows"]})
+            if d.get("mean") is not None:
+                m = d["mean"]
+                out.update({f"{d['metric']}.mean_diff": m.diff, f"{d['metric']}.mean_diff_ci95_low": m.low,
+                            f"{d['metric']}.mean_diff_ci95_high": m.high, f"{d['metric']}.mean_diff_p_value": m.p_value})
+        for name, g in judges.items():
+            for key in ("kappa", "weighted_kappa", "spearman"):
+                v, lo, hi = g[key]
+                out.update({f"{name}.judges_{key}": v, f"{name}.judges_{key}_ci95_low": lo,
+                            f"{name}.judges_{key}_ci95_high": hi})
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    for d in diffs:
+        print(d["sentence"])
+    for name, g in judges.items():
+        parts = [f"{label} {g[key][0]:.3f}" + (f" [{g[key][1]:.3f}, {g[key][2]:.3f}]" if g[key][1] is not None else "")
+                 for key, label in (("kappa", "kappa"), ("weighted_kappa", "weighted kappa"), ("spearman", "rho"))
+                 if g[key][0] is not None]
+        print(f"{name}: judges agree on {100 * g['agree']:.1f}% of {g['rows']} rows; " + ", ".join(parts))
     return EXIT_OK
 
 

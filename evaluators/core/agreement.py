@@ -193,27 +193,47 @@ def bootstrap_ci(stat: Callable[[np.ndarray], float | None], n: int, rounds: int
     return float(lo), float(hi)
 
 
+def rounds_for(n: int, work: float = 5e6, most: int = 1000, least: int = 200) -> int:
+    """Bootstrap rounds for ``n`` rows: ``most`` on small samples, fewer on big ones (where the percentile
+    interval of a statistic is all but normal and each round costs ``n``), never under ``least``."""
+    return int(max(least, min(most, work // max(n, 1))))
+
+
+def _codes_on(values: np.ndarray, scale_values: Sequence[float]) -> np.ndarray:
+    """Values on a scale -> their positions in it (each value must be on the scale)."""
+    grid = np.asarray(scale_values, dtype=float)
+    pos = np.searchsorted(grid, np.asarray(values, dtype=float))
+    if len(pos) and (pos.max() >= len(grid) or not np.array_equal(grid[np.minimum(pos, len(grid) - 1)], values)):
+        raise ValueError("a value is not on the scale")
+    return pos
+
+
+def _kappa_codes(ca: np.ndarray, cb: np.ndarray, k: int, weights: str | None) -> float | None:
+    return _kappa_of(np.bincount(ca * k + cb, minlength=k * k).reshape(k, k), weights)
+
+
 def agreement_numbers(first: np.ndarray, second: np.ndarray, first_pass: np.ndarray, second_pass: np.ndarray,
-                      scale_values: Sequence[float] | None, rounds: int = 1000, seed: int = 0) -> dict:
+                      scale_values: Sequence[float] | None, rounds: int | None = None, seed: int = 0) -> dict:
     """Two raters on the same rows (a judge and people, or two judges): Cohen's kappa on pass/fail and, on an
-    ordered scale (``scale_values``), quadratically weighted kappa and Spearman's rho, each as (value, 95%
-    bootstrap low, high); and the pass/fail confusion matrix (first rater's rows, second's columns).
+    ordered scale (``scale_values``, ascending), quadratically weighted kappa and Spearman's rho, each as
+    (value, 95% bootstrap low, high); and the pass/fail confusion matrix (first rater's rows, second's columns).
 
     Args:
         first, second: each row's value on the scale (snapped to it); first_pass, second_pass: 1 pass, 0 fail.
+        rounds: bootstrap rounds (default :func:`rounds_for` the rows).
     """
     n = len(first)
-    fp, sp = np.asarray(first_pass).astype(int), np.asarray(second_pass).astype(int)
-    out: dict = {"kappa": (cohen_kappa(fp.tolist(), sp.tolist(), labels=[0, 1]),
-                           *bootstrap_ci(lambda ix: cohen_kappa(fp[ix].tolist(), sp[ix].tolist(), labels=[0, 1]), n,
-                                         rounds, seed)),
+    rounds = rounds or rounds_for(n)
+    fp, sp = np.asarray(first_pass).astype(np.int64), np.asarray(second_pass).astype(np.int64)
+    out: dict = {"kappa": (_kappa_codes(fp, sp, 2, None),
+                           *bootstrap_ci(lambda ix: _kappa_codes(fp[ix], sp[ix], 2, None), n, rounds, seed)),
                  "weighted_kappa": (None, None, None), "spearman": (None, None, None)}
-    _, matrix = confusion(fp.tolist(), sp.tolist(), labels=[0, 1])
-    out["confusion"] = matrix.tolist()
+    out["confusion"] = np.bincount(fp * 2 + sp, minlength=4).reshape(2, 2).tolist()
     if scale_values is not None:
-        a, b, values = np.asarray(first), np.asarray(second), list(scale_values)
-        out["weighted_kappa"] = (cohen_kappa(a.tolist(), b.tolist(), labels=values, weights="quadratic"),
-                                 *bootstrap_ci(lambda ix: cohen_kappa(a[ix].tolist(), b[ix].tolist(), labels=values,
-                                                                      weights="quadratic"), n, rounds, seed))
+        k = len(scale_values)
+        ca, cb = _codes_on(first, sorted(scale_values)), _codes_on(second, sorted(scale_values))
+        out["weighted_kappa"] = (_kappa_codes(ca, cb, k, "quadratic"),
+                                 *bootstrap_ci(lambda ix: _kappa_codes(ca[ix], cb[ix], k, "quadratic"), n, rounds, seed))
+        a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
         out["spearman"] = (spearman(a, b), *bootstrap_ci(lambda ix: spearman(a[ix], b[ix]), n, rounds, seed))
     return out

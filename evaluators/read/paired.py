@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.core.agreement import agreement_numbers
+from evaluators.core.agreement import agreement_numbers, rounds_for
 from evaluators.core.scales import ordinal, reviewable, scale, snap
 from evaluators.core.inference import paired_difference
 from evaluators.read.results import RunResults
 
-ROUNDS = 2000
 
 
 def _spec(res: RunResults, name: str):
@@ -49,12 +48,12 @@ def paired_differences(base: RunResults, other: RunResults, label: str = "the ca
         defect = _defect(spec)
         b = (base.verdicts(spec.name)[rows] == (0 if defect else 1)).astype(float)
         o = (other.verdicts(spec.name)[rows] == (0 if defect else 1)).astype(float)
-        rate = paired_difference(b, o, binary=True, rounds=ROUNDS)
+        rate = paired_difference(b, o, binary=True, rounds=rounds_for(len(rows), 2e7, 2000))
         rec: dict[str, Any] = {"metric": spec.name, "rows": len(rows), "measure": "defect rate" if defect else "pass rate",
                                "rate": rate}
         if spec.kind in ("score", "wb_score") or (spec.kind != "label" and not defect):
             rec["mean"] = paired_difference(base.values(spec.name)[rows], other.values(spec.name)[rows], binary=False,
-                                            rounds=ROUNDS)
+                                            rounds=rounds_for(len(rows), 2e7, 2000))
         rec["sentence"] = sentence(spec.name, rec["measure"], rate, label)
         out.append(rec)
     return out
@@ -94,7 +93,7 @@ def judges_agreement(base: RunResults, other: RunResults, top: int = 10, seed: i
         a = np.array([snap(spec, float(v)) for v in base.values(spec.name)[rows]])
         b = np.array([snap(spec, float(v)) for v in other.values(spec.name)[rows]])
         got = agreement_numbers(a, b, base.verdicts(spec.name)[rows], other.verdicts(spec.name)[rows],
-                                [c.value for c in scale(spec)] if ordinal(spec) else None, 1000, seed)
+                                [c.value for c in scale(spec)] if ordinal(spec) else None, seed=seed)
         gap = np.abs(base.values(spec.name)[rows] - other.values(spec.name)[rows])
         worst = rows[np.argsort(-gap, kind="stable")][:top]
         got.update(rows=len(rows), agree=float((a == b).mean()), disagree_most=[

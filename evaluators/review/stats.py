@@ -17,7 +17,6 @@ from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import wilson
 from evaluators.core.scales import human_pass, ordinal, scale, snap
 
-BOOTSTRAP_ROUNDS = 1000
 
 
 @dataclass
@@ -120,8 +119,7 @@ def metric_agreement(spec: MetricSpec, threshold: float, judge_values: np.ndarra
 
 def _agreement_numbers(spec: MetricSpec, out: MetricAgreement, jv: np.ndarray, hv: np.ndarray, jp: np.ndarray,
                        hp: np.ndarray, seed: int) -> None:
-    got = agreement_numbers(jv, hv, jp, hp, [c.value for c in scale(spec)] if ordinal(spec) else None,
-                            BOOTSTRAP_ROUNDS, seed)
+    got = agreement_numbers(jv, hv, jp, hp, [c.value for c in scale(spec)] if ordinal(spec) else None, seed=seed)
     out.kappa, out.weighted_kappa, out.spearman = got["kappa"], got["weighted_kappa"], got["spearman"]
     out.confusion_labels, out.confusion = ["fail", "pass"], got["confusion"]
 
