@@ -38,7 +38,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
                 options: Mapping[str, Mapping[str, Any]] | None = None,
-                on_checked: Callable[[], Any] | None = None) -> str:
+                on_checked: Callable[[], Any] | None = None, repeat: int = 1) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -51,6 +51,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         out_dir: with ``resume``, an unfinished run with the same data and settings is continued.
         on_checked: called once everything was checked, before the dataset is stored (the CLI sends
             the judge's check from there, so it is under way while the rows are written).
+        repeat: ask each judge task this many times (``RunSpec.repeat``).
     Returns:
         The run id.
     Raises:
@@ -70,7 +71,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds or {}),
                    # a named judge is kept by name: its URL is read at run time, and one pointed elsewhere is refused
                    judge=cfg.for_storage() if cfg else None, templates=dict(templates or {}),
-                   options={m: dict(v) for m, v in (options or {}).items()})
+                   options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat))
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
@@ -109,7 +110,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
              column_mapping: Mapping[str, str] | None = None, *, store: Store | None = None,
              api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
              out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
-             options: Mapping[str, Mapping[str, Any]] | None = None) -> EvalResult:
+             options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -122,6 +123,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         api_key: the judge's key for this call only (else from the environment).
         options: metric -> {param: value}, e.g. ``{"wildbench_pairwise": {"length_penalty": -1}}``.
         out: also write ``rows.jsonl`` and ``metrics.json`` there (and resume a run written there).
+        repeat: ask each judge task this many times; the row's value combines the judgments.
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
@@ -129,7 +131,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
-                      out_dir=str(out) if out else None, options=options)
+                      out_dir=str(out) if out else None, options=options, repeat=repeat)
     status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
     res = open_results(store, rid)
     if out:

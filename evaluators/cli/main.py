@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-errors", default="0", metavar="N|P%",
                    help="rows a --fail-under metric may leave errored or unscored: a count (3) or a share (5%%); "
                    "default 0")
+    r.add_argument("--repeat", type=int, default=1, metavar="K", help="ask the judge each task K times (each its own "
+                   "call and cache entry); the row's value is their mean (scores), median (severities) or majority "
+                   "(labels), and agreement reports how often they disagree")
     r.add_argument("--fresh", action="store_true", help="start a new run even if --out holds an unfinished one")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     r.add_argument("--quiet", action="store_true")
@@ -252,7 +255,7 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     judged = any(get_metric(m).is_judge for m in metrics)
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds),
                    judge=judge.for_storage() if judged else None, templates=_pairs(a.template, "--template"),
-                   options={m: dict(v) for m, v in cli_wildbench.run_options(a).items()})
+                   options={m: dict(v) for m, v in cli_wildbench.run_options(a).items()}, repeat=a.repeat)
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()
@@ -328,7 +331,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
 
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
-                      resume=not a.fresh, options=cli_wildbench.run_options(a))  # (checked again: cheap)
+                      resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat)  # (checked again)
     last = [0.0]
 
     def progress(p):
@@ -365,7 +368,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
         print(file=sys.stderr)
     if res is None:
         res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
-    metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns)
+    metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns, a.repeat)
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
     print_summary(res)
     if status == "cancelled":

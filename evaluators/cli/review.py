@@ -149,16 +149,22 @@ def _two_runs(base, other, a) -> int:
     return EXIT_OK
 
 
-def add_review_keys(store, run_id: str, out_dir: str, metrics: dict[str, Any], columns: list[str]) -> dict[str, Any]:
-    """``metrics.json`` with the agreement keys added (written again in place) when the dataset brought
-    verdicts (``human_<metric>`` columns); ``metrics`` unchanged otherwise."""
+def add_review_keys(store, run_id: str, out_dir: str, metrics: dict[str, Any], columns: list[str],
+                    repeat: int = 1) -> dict[str, Any]:
+    """``metrics.json`` with the keys of people's verdicts (when the dataset brought ``human_<metric>``
+    columns) and of repeated judgments (``--repeat``) added, written again in place; unchanged otherwise."""
     from evaluators.review import HUMAN_PREFIX, agreement_keys
 
-    if not any(c.startswith(HUMAN_PREFIX) for c in columns):
+    reviewed = any(c.startswith(HUMAN_PREFIX) for c in columns)
+    if not reviewed and repeat <= 1:
         return metrics
     from evaluators.read.exports import write_atomic
+    from evaluators.read.repeats import repeat_keys
+    from evaluators.read.view import open_view
 
-    merged = {**metrics, **agreement_keys(store, run_id)}
+    view = open_view(store, run_id)
+    merged = {**metrics, **(agreement_keys(store, run_id, results=view) if reviewed else {}),
+              **(repeat_keys(view) if repeat > 1 else {})}
     write_atomic(Path(out_dir) / "metrics.json", json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return merged
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
 from evaluators.review.queues import SAMPLED, assign, choose_rows
 from evaluators.core.scales import parse_value, reviewable
@@ -55,6 +56,9 @@ def make_queue(store: Store, run_id: str, results: Any, name: str, strategy: str
     on = on or metrics[0]
     threshold = results.thresholds[on]
     errored = sorted({i for i, m, _ in results.errors() if m in metrics}) if strategy == "errored" else ()
+    if strategy == "flips":
+        found = [repeat_agreement(results, m) for m in metrics]
+        rows = sorted({i for f in found if f for i in f["flip_rows"]})
     chosen, strata = choose_rows(strategy, results.verdicts(on), results.values(on), threshold, size, seed,
                                  errored, rows)
     if not chosen:

@@ -7,6 +7,7 @@ Strategies (chosen when a queue is made):
   back by its share of the run.
 - ``threshold``: the rows whose judge value lies nearest the threshold first.
 - ``errored``: rows where the judge errored.
+- ``flips``: rows whose verdict flips between a judge's repeated judgments (``--repeat``).
 - ``rows``: rows given by the caller (a Results-page filter).
 
 Only ``random`` and ``stratified`` queues are samples: their reviews correct the run's rates. The others
@@ -25,6 +26,7 @@ STRATEGIES = {
     "random": "random sample of scored rows",
     "threshold": "rows nearest the threshold first",
     "errored": "rows where the judge errored",
+    "flips": "rows whose repeated judgments disagree (a run judged with --repeat)",
     "rows": "the rows of the Results page's filter",
 }
 SAMPLED = ("random", "stratified")
@@ -64,7 +66,7 @@ def choose_rows(strategy: str, verdicts: np.ndarray, values: np.ndarray, thresho
         dist = np.abs(values[scored] - threshold)
         ranked = scored[np.argsort(dist, kind="stable")]
         return [int(i) for i in ranked[:size]], None
-    chosen = list(errored) if strategy == "errored" else list(rows)
+    chosen = list(errored) if strategy == "errored" else list(rows)  # flips: the caller's flipping rows
     seen: set[int] = set()
     out = [int(i) for i in chosen if not (int(i) in seen or seen.add(int(i)))]
     return out[:size] if size else out, None

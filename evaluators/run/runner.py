@@ -29,6 +29,7 @@ from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import Template
 from evaluators.run.classic_section import ClassicSection
 from evaluators.run.planning import Progress, _Task, iter_tasks, render_judge_tasks
+from evaluators.run.repeats import combined_result, repeat_keys
 
 if TYPE_CHECKING:
     from evaluators.read.outputs import LiveRunOutputs
@@ -411,9 +412,12 @@ class Runner(ClassicSection):
             self.on_progress(self.progress)
 
     def _prepare(self, tasks: list[_Task]) -> tuple[list[tuple[_Task, Template, list[dict], str]], dict]:
-        """(task, template, messages, cache key) for each task, and the cache's replies by key."""
+        """(task, template, messages, cache key) for each task, and the cache's replies by key (every
+        repeat's key when the run judges each task more than once)."""
         prepared = render_judge_tasks(tasks, self.spec, self._templates)
-        return prepared, self.store.cache_get_many([p[3] for p in prepared])
+        k = self.spec.repeat
+        keys = [p[3] for p in prepared] if k == 1 else [x for p in prepared for x in repeat_keys(p[3], k)]
+        return prepared, self.store.cache_get_many(keys)
 
     def _from_cache(self, tasks: list[_Task], prepared: tuple[list, dict] | None = None
                     ) -> list[tuple[_Task, Template, list[dict], str]]:
@@ -421,6 +425,16 @@ class Runner(ClassicSection):
         prepared, hits = self._prepare(tasks) if prepared is None else prepared
         todo = []
         for t, template, messages, key in prepared:
+            if self.spec.repeat > 1:
+                got = [hits.get(x) for x in repeat_keys(key, self.spec.repeat)]
+                if all(got):
+                    self.progress.cache_hits += len(got)
+                    self._pending.append(self._settle(t, template, lambda: self._combined(t, template, [
+                        self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
+                                      cached=True) for h in got])))
+                else:
+                    todo.append((t, template, messages, key, got))
+                continue
             hit = hits.get(key)
             if hit is None:
                 todo.append((t, template, messages, key))
@@ -445,7 +459,53 @@ class Runner(ClassicSection):
         return Result(t.row, t.spec.name, t.turn, "error", error=f"{type(exc).__name__}: {exc}"[:2000], raw=raw,
                       meta=meta)
 
-    async def _judge_one(self, t: _Task, template: Template, messages: list[dict], key: str) -> None:
+    def _combined(self, t: _Task, template: Template, results: list[Result]) -> Result:
+        """A repeated task's judgments as one result, or the first judgment's error."""
+        bad = next((r for r in results if r.status != "ok"), None)
+        return bad if bad is not None else combined_result(t.spec, results)
+
+    async def _judge_repeats(self, t: _Task, template: Template, messages: list[dict], key: str,
+                             got: list) -> None:
+        """The judgments of a repeated task the cache lacks, asked at once (the limiter paces them); each
+        usable reply cached under its own key, so a retry asks only what failed."""
+        keys = repeat_keys(key, self.spec.repeat)
+
+        async def one(r: int) -> Result:
+            if got[r] is not None:
+                h = got[r]
+                self.progress.cache_hits += 1
+                return self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
+                                     cached=True)
+            try:
+                reply = await self._client.complete(messages)
+            except JudgeError as e:
+                self.progress.judge_calls += e.attempts
+                return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=self._meta(t, template))
+            p = self.progress
+            p.judge_calls += reply.attempts
+            p.prompt_tokens += reply.prompt_tokens or 0
+            p.completion_tokens += reply.completion_tokens or 0
+            res = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
+                                reply.latency_ms)
+            if res.status == "ok":
+                self._pending_cache.append(dict(key=keys[r], model=self.spec.judge.model, reply=reply.text,
+                                                prompt_tokens=reply.prompt_tokens,
+                                                completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms))
+            return res
+
+        try:
+            results = await asyncio.gather(*[one(r) for r in range(len(keys))])
+            self._pending.append(self._settle(t, template, lambda: self._combined(t, template, list(results))))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason
+            self._pending.append(self._failed(t, template, e))
+
+    async def _judge_one(self, t: _Task, template: Template, messages: list[dict], key: str,
+                         got: list | None = None) -> None:
+        if got is not None:
+            await self._judge_repeats(t, template, messages, key, got)
+            return
         judge, client = self.spec.judge, self._client
         reply = None
         try:

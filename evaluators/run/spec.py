@@ -14,6 +14,9 @@ from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import MetricSpec, get_metric, spec_fingerprint
 from evaluators.judge.templates import Template, load_template, load_user_template_text, parse_template
 
+MAX_REPEAT = 20
+
+
 @dataclass
 class RunSpec:
     """What to compute. Thresholds are applied when results are read, not here.
@@ -28,6 +31,8 @@ class RunSpec:
         template_texts: metric -> the text of that template, read once when the run is prepared
             (:meth:`read_templates`), so a resumed run uses the template it started with whoever
             resumes it and wherever the file has gone.
+        repeat: each judge task is asked this many times (each its own call and cache entry); the row's
+            value combines them (:mod:`evaluators.core.votes`), and how often they disagree is reported.
     """
 
     metrics: list[str]
@@ -36,6 +41,7 @@ class RunSpec:
     templates: dict[str, str] = field(default_factory=dict)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     template_texts: dict[str, str] = field(default_factory=dict)
+    repeat: int = 1
 
     def specs(self) -> list[MetricSpec]:
         return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
@@ -47,14 +53,14 @@ class RunSpec:
         return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
                 "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
                 "options": {k: dict(v) for k, v in self.options.items()},
-                "template_texts": dict(self.template_texts)}
+                "template_texts": dict(self.template_texts), **({"repeat": self.repeat} if self.repeat > 1 else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
         return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
                    judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
                    templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
-                   template_texts=dict(d.get("template_texts") or {}))
+                   template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1))
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
@@ -72,10 +78,14 @@ class RunSpec:
                  "judge": self.judge.identity() if self.judge and tpl else None}
         if self.options:  # a metric's run options (both orders, a length rule) change its numbers
             ident["options"] = self.options
+        if self.repeat > 1 and tpl:  # so do repeated judgments
+            ident["repeat"] = self.repeat
         return spec_fingerprint(ident)
 
     def validate(self) -> None:
         specs = self.specs()
+        if not 1 <= self.repeat <= MAX_REPEAT:
+            raise UsageError(f"--repeat takes 1 to {MAX_REPEAT} judgments per task, got {self.repeat}")
         for name, value in self.thresholds.items():
             get_metric(name).check_threshold(value)
         if any(s.is_judge for s in specs) and self.judge is None:
