@@ -35,6 +35,8 @@ with w.guard():
         return r["id"] != base_id and (r["dataset_id"] == base_run["dataset_id"]
                                        or len(loaders.dataset(r["dataset_id"])) == len(base.dataset))
 
+    if st.toggle("Trend over every run of the baseline's dataset", key="trend", bind=state.URL):
+        paired.trend_section(base_run, runs)
     same_rows = [r["id"] for r in runs if aligned(r)]
     others_ids = state.pick_many("Compare with", "runs", same_rows, format_func=label)
     if not others_ids:

@@ -93,3 +93,24 @@ def test_cli_and_compare_page(two_runs):
     at = app("pages/compare.py", base=a, runs=b)
     shown = shown_text(at)
     assert "Run 1's pass rate on coherence" in shown and "McNemar" in shown
+
+
+def test_trend_marks_the_run_whose_change_is_unlikely_to_be_chance(two_runs):
+    from evaluators.read.trend import trend
+
+    store, a, b = two_runs
+    did = store.get_run(a)["dataset_id"]
+    c = _run(store, did, other_value, "candidate again")  # the same verdicts as b: no change
+    runs = [(store.get_run(r), open_view(store, r)) for r in (c, a, b)]  # any order: sorted by time
+    points = trend(runs, "coherence")
+    assert [p["name"] for p in points] == ["baseline", "candidate", "candidate again"]
+    pa = sum(base_value(i) >= 3 for i in range(N)) / N
+    assert points[0]["rate"] == pytest.approx(pa) and points[0]["change"] is None
+    rec = paired_differences(runs[1][1], runs[2][1])[0]["rate"]
+    assert points[1]["change"] == pytest.approx(rec.diff) and points[1]["marked"] == (rec.p_value < 0.05)
+    assert points[2]["change"] == 0 and not points[2]["marked"]
+    at = app("pages/compare.py", base=a, trend="true")
+    text = shown_text(at)
+    assert "Trend over runs of this dataset" in text and ("Unlikely to be chance: candidate" in text) == points[1]["marked"]
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert spec["title"] == "coherence: pass rate over runs" and len(spec["layer"]) == 3

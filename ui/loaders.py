@@ -322,3 +322,18 @@ def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResu
     """(paired differences, judge-judge agreement) of two runs (``evaluators.read.paired``): their bootstraps
     computed once per state of the two runs, not on every rerun of the Compare page."""
     return _comparison(base_run["id"], _version(base_run), other_run["id"], _version(other_run), label, base, other)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
+def _repeats(run_id: str, state: tuple, thresholds: tuple, _res) -> dict:
+    from evaluators.read.repeats import repeat_agreement
+
+    return {s.name: got for s in _res.specs if s.is_judge and (got := repeat_agreement(_res, s.name))}
+
+
+def repeats(run: dict, res: RunResults) -> dict:
+    """Per metric judged several times per task: how often its verdict flips, and Fleiss' kappa (once per
+    state of the run and thresholds); empty for a run judged once."""
+    if int((run.get("spec") or {}).get("repeat") or 1) <= 1:
+        return {}
+    return _repeats(run["id"], _version(run), tuple(sorted(res.thresholds.items())), res)

@@ -76,3 +76,23 @@ def judges(found: dict, base: RunResults, k: int) -> None:
                 st.caption(f"{name}: where they differ most (row: baseline → run {k})")
                 st.text(", ".join(f"row {base.dataset.row_no(d['row'])}: {d['baseline']:g} → {d['other']:g}"
                                   for d in g["disagree_most"]))
+
+
+def trend_section(base_run: dict, runs: list[dict]) -> None:
+    """The baseline's dataset (or its run name) over every completed run of it: each metric's rate with its
+    interval as a line, runs whose change from the one before is unlikely to be chance marked."""
+    from evaluators.read.trend import trend, trend_chart
+
+    same = [r for r in runs if r["dataset_id"] == base_run["dataset_id"] or r["name"] == base_run["name"]]
+    if len(same) < 2:
+        return
+    st.markdown("#### Trend over runs of this dataset")
+    loaded = [(r, loaders.results(r, {})) for r in same]
+    for spec in loaded[0][1].specs:
+        points = trend(loaded, spec.name)
+        if len(points) < 2:
+            continue
+        st.vega_lite_chart(trend_chart(points, spec.name), width="stretch")
+        marked = [f"{p['name']} ({100 * p['change']:+.1f} points, p = {p['p_value']:.2g})" for p in points if p["marked"]]
+        st.caption("Unlikely to be chance: " + ", ".join(marked) if marked else
+                   "No change between consecutive runs is beyond chance (McNemar's exact test, 5% level).")

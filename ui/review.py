@@ -58,6 +58,14 @@ def review_link(run_id: str, row: int | None = None, queue: str | None = None) -
 def results_summary(run: dict, res: RunResults) -> None:
     """Under the Results page's headline, for each reviewed metric: its rate as judged and corrected by
     the reviews, in one sentence, with Cohen's kappa; nothing when no one has reviewed the run."""
+    from ui.rows import _md  # (rows imports this module: read at call time)
+
+    for name, got in loaders.repeats(run, res).items():
+        lo, hi = got["flip_share_ci95"]
+        kappa = "" if got["fleiss_kappa"] is None else f"; Fleiss κ across judgments {got['fleiss_kappa']:.2f}"
+        st.markdown(f"**{_md(name)}**: judged {got['repeat']} times per row; the verdict flips on "
+                    f"{100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, {100 * hi:.1f}]{kappa} · "
+                    f"[review the flipping rows]({review_link(run['id'])}&view=Queues)")
     found = loaders.agreement(run, res)
     lines = [(name, a) for name, a in found.items() if a.verdicts]
     if not lines:
@@ -65,8 +73,6 @@ def results_summary(run: dict, res: RunResults) -> None:
             st.caption(f"No one has reviewed this run yet: [review its rows]({review_link(run['id'])}) to learn "
                        "how far the judge can be trusted and to correct its rates.")
         return
-    from ui.rows import _md  # (rows imports this module: read at call time)
-
     for name, a in lines:
         kappa = "" if a.kappa[0] is None else f" · judge-human κ {a.kappa[0]:.2f}"
         st.markdown(f"**{_md(name)}**: {_md(a.sentence() + kappa)} · "
