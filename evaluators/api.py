@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from evaluators.data.dataset import Dataset
 from evaluators.data.loading import load_dataset_streaming, metric_fields
@@ -15,6 +15,11 @@ from evaluators.run.planning import Progress
 from evaluators.run.runner import Runner
 from evaluators.run.spec import RunSpec
 from evaluators.store.store import Store
+
+
+def _juror(judge: Any, concurrency: int | None) -> JudgeConfig:
+    """A jury's further judge: a name is a judge configured on this machine (judges.toml)."""
+    return JudgeConfig(judge_name=judge) if isinstance(judge, str) else _judge_config(judge, concurrency)
 
 
 def _judge_config(judge: Any, concurrency: int | None) -> JudgeConfig | None:
@@ -38,7 +43,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
                 options: Mapping[str, Mapping[str, Any]] | None = None,
-                on_checked: Callable[[], Any] | None = None, repeat: int = 1) -> str:
+                on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = ()) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -52,6 +57,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         on_checked: called once everything was checked, before the dataset is stored (the CLI sends
             the judge's check from there, so it is under way while the rows are written).
         repeat: ask each judge task this many times (``RunSpec.repeat``).
+        jury: further judges (configs, dicts or configured names) asked every judge task (``RunSpec.jury``).
     Returns:
         The run id.
     Raises:
@@ -71,7 +77,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds or {}),
                    # a named judge is kept by name: its URL is read at run time, and one pointed elsewhere is refused
                    judge=cfg.for_storage() if cfg else None, templates=dict(templates or {}),
-                   options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat))
+                   options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat),
+                   jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [])
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
@@ -110,7 +117,8 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
              column_mapping: Mapping[str, str] | None = None, *, store: Store | None = None,
              api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
              out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
-             options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1) -> EvalResult:
+             options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1,
+             jury: Sequence[Any] = ()) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -124,6 +132,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         options: metric -> {param: value}, e.g. ``{"wildbench_pairwise": {"length_penalty": -1}}``.
         out: also write ``rows.jsonl`` and ``metrics.json`` there (and resume a run written there).
         repeat: ask each judge task this many times; the row's value combines the judgments.
+        jury: further judges asked every judge task; the row's value is the jurors' median (labels: majority).
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
@@ -131,7 +140,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
-                      out_dir=str(out) if out else None, options=options, repeat=repeat)
+                      out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury)
     status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
     res = open_results(store, rid)
     if out:

@@ -97,3 +97,51 @@ def test_cli_repeat_writes_self_agreement_keys(tmp_path):
     bad = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "o2", "--judge-base-url", "http://127.0.0.1:9",
               "--repeat", "0")
     assert bad.returncode == 2 and "--repeat takes 1 to 20" in bad.stderr
+
+
+def _scripted(offset: int):
+    """A judge that scores every prompt its scripted score moved by ``offset`` (kept within 1-5)."""
+    def respond(prompt: str, request: dict) -> str:
+        s = min(5, max(1, expected_score(prompt) + offset))
+        return json.dumps({"reason": f"offset {offset}", "score": s})
+    return respond
+
+
+def test_a_jury_of_three_judges(tmp_path, monkeypatch):
+    krippendorff = pytest.importorskip("krippendorff")
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    from evaluators.read.repeats import jury_agreement
+
+    with JudgeServer(responder=_scripted(0)) as a, JudgeServer(responder=_scripted(1)) as b, \
+            JudgeServer(responder=_scripted(-2)) as c:
+        judges = tmp_path / "judges.toml"
+        judges.write_text("".join(f'[{n}]\nbase_url = "{s.url}"\nmodel = "m-{n}"\n' for n, s in
+                                  (("ann", a), ("bea", b), ("cy", c))))
+        monkeypatch.setenv("EVAL_JUDGES", str(judges))
+        out = tmp_path / "out"
+        p = cli("run", SINGLE, "--metrics", "coherence", "--out", out, "--judge", "ann", "--judge", "bea",
+                "--judge", "cy", "--quiet")
+        assert p.returncode == 0, p.stderr
+        assert len(a.calls) == len(b.calls) == len(c.calls) == 31  # every task asked of every judge
+        prompts = [x["messages"] for x in a.calls]
+    rows = [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
+    from tests.judge_server import prompt_text
+
+    base = {prompt_text({"messages": m}): expected_score(prompt_text({"messages": m})) for m in prompts}
+    triples = [[min(5, max(1, s + o)) for o in (0, 1, -2)] for s in base.values()]
+    assert sorted(r["outputs.coherence.coherence"] for r in rows) == sorted(float(sorted(t)[1]) for t in triples)
+    metrics = json.loads((out / "metrics.json").read_text())
+    data = np.array(triples, dtype=float).T
+    ref = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
+    assert metrics["coherence.jury_judges"] == 3 and metrics["coherence.jury_alpha"] == pytest.approx(ref)
+    splits = sum(1 for t in triples if len({v >= 3 for v in t}) > 1)
+    assert metrics["coherence.jury_split_share"] == pytest.approx(splits / 31)
+    assert "coherence.repeat" not in metrics  # a jury is not one judge repeated
+    from evaluators.store.store import Store
+
+    store = Store()
+    rid = store.run_rows()[0]["id"]
+    got = jury_agreement(open_view(store, rid), "coherence")
+    pairs = {(x, y): k for x, y, k in got["pairs"]}
+    assert pairs[("ann", "bea")] == pytest.approx(sklearn_metrics.cohen_kappa_score(
+        [t[0] >= 3 for t in triples], [t[1] >= 3 for t in triples]))

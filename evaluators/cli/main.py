@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("data", help="JSONL, JSON, CSV or Parquet file")
     r.add_argument("--metrics", required=True, help="comma-separated metric names (see `metrics`)")
     r.add_argument("--out", required=True, help="folder for rows.jsonl and metrics.json; re-run to resume")
-    r.add_argument("--judge", metavar="NAME", help="a judge configured on this machine (judges.toml): its URL, "
+    r.add_argument("--judge", metavar="NAME", action="append", help="a judge configured on this machine "
+                   "(judges.toml); given several times, a jury: every judge asked each task, the row's value their "
+                   "median (labels: majority), agreement between them reported. Its URL, "
                    "model and key come from there")
     r.add_argument("--judge-base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
     r.add_argument("--judge-api-key-env", metavar="VAR", help="name of the environment variable holding the key "
@@ -123,8 +125,10 @@ def _judge_from_args(a) -> "JudgeConfig":
                                 ("--judge-provider", a.judge_provider), ("--judge-api-key-env", a.judge_api_key_env))
                  if v]
         if given:
-            raise UsageError(f"--judge {a.judge} sets the judge's URL, model and key; drop {', '.join(given)}")
-        return JudgeConfig(judge_name=a.judge, temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
+            raise UsageError(f"--judge {a.judge[0]} sets the judge's URL, model and key; drop {', '.join(given)}")
+        if len(set(a.judge)) != len(a.judge):
+            raise UsageError("--judge: a judge is named twice (use --repeat to ask one judge several times)")
+        return JudgeConfig(judge_name=a.judge[0], temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
                            timeout=a.timeout, max_retries=a.retries, concurrency=a.concurrency, rpm=a.rpm,
                            tpm=a.tpm).resolved()
     provider = a.judge_provider or ("compatible" if a.judge_base_url else
@@ -132,6 +136,12 @@ def _judge_from_args(a) -> "JudgeConfig":
     return JudgeConfig(model=a.judge_model or "gpt-4o-mini", provider=provider, base_url=a.judge_base_url,
                        temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout,
                        max_retries=a.retries, concurrency=a.concurrency, rpm=a.rpm, tpm=a.tpm)
+
+
+def _jury_from_args(a, judge: "JudgeConfig") -> list["JudgeConfig"]:
+    """The further judges of a jury (``--judge`` after the first), with the run judge's settings."""
+    return [judge.with_(judge_name=name, base_url=None, azure_endpoint=None).resolved()
+            for name in (a.judge or [])[1:]]
 
 
 def _api_key_from_args(a) -> str | None:
@@ -255,7 +265,8 @@ def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: di
     judged = any(get_metric(m).is_judge for m in metrics)
     spec = RunSpec(metrics=list(dict.fromkeys(metrics)), thresholds=dict(thresholds),
                    judge=judge.for_storage() if judged else None, templates=_pairs(a.template, "--template"),
-                   options={m: dict(v) for m, v in cli_wildbench.run_options(a).items()}, repeat=a.repeat)
+                   options={m: dict(v) for m, v in cli_wildbench.run_options(a).items()}, repeat=a.repeat,
+                   jury=[j.for_storage() for j in _jury_from_args(a, judge)] if judged else [])
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()
@@ -331,7 +342,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
 
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
-                      resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat)  # (checked again)
+                      resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat,
+                      jury=_jury_from_args(a, judge))  # (checked again: cheap)
     last = [0.0]
 
     def progress(p):
@@ -368,7 +380,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
         print(file=sys.stderr)
     if res is None:
         res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
-    metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns, a.repeat)
+    metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns,
+                                              a.repeat > 1 or len(a.judge or []) > 1)
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
     print_summary(res)
     if status == "cancelled":

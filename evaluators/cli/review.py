@@ -150,13 +150,14 @@ def _two_runs(base, other, a) -> int:
 
 
 def add_review_keys(store, run_id: str, out_dir: str, metrics: dict[str, Any], columns: list[str],
-                    repeat: int = 1) -> dict[str, Any]:
+                    several: bool = False) -> dict[str, Any]:
     """``metrics.json`` with the keys of people's verdicts (when the dataset brought ``human_<metric>``
-    columns) and of repeated judgments (``--repeat``) added, written again in place; unchanged otherwise."""
+    columns) and of several judgments per task (``several``: ``--repeat`` or a jury) added, written again in
+    place; unchanged otherwise."""
     from evaluators.review import HUMAN_PREFIX, agreement_keys
 
     reviewed = any(c.startswith(HUMAN_PREFIX) for c in columns)
-    if not reviewed and repeat <= 1:
+    if not reviewed and not several:
         return metrics
     from evaluators.read.exports import write_atomic
     from evaluators.read.repeats import repeat_keys
@@ -164,7 +165,7 @@ def add_review_keys(store, run_id: str, out_dir: str, metrics: dict[str, Any], c
 
     view = open_view(store, run_id)
     merged = {**metrics, **(agreement_keys(store, run_id, results=view) if reviewed else {}),
-              **(repeat_keys(view) if repeat > 1 else {})}
+              **(repeat_keys(view) if several else {})}
     write_atomic(Path(out_dir) / "metrics.json", json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return merged
 

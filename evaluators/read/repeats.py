@@ -1,16 +1,18 @@
-"""How far a judge agrees with itself: for a run judged K times per task (``--repeat K``), the share of rows
-whose pass/fail verdict flips between judgments, Fleiss' kappa across the judgments on the metric's scale,
-and which rows flip (a review queue of them is where a person helps most)."""
+"""How far a judge agrees with itself, and a jury with itself: for a run judged K times per task
+(``--repeat K``), the share of rows whose pass/fail verdict flips between judgments, Fleiss' kappa across
+the judgments on the metric's scale, and which rows flip (a review queue of them is where a person helps
+most); for a jury (several ``--judge``), the same across its judges, with Krippendorff's alpha and each
+pair's Cohen's kappa."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from evaluators.core.agreement import fleiss_kappa
+from evaluators.core.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
 from evaluators.core.scales import scale, snap
 from evaluators.core.stats import wilson
-from evaluators.core.votes import VOTES
+from evaluators.core.votes import JURORS, VOTES
 from evaluators.read.results import RunResults
 
 
@@ -24,18 +26,32 @@ def repeat_agreement(res: RunResults, name: str) -> dict[str, Any] | None:
     """
     spec = next(s for s in res.specs if s.name == name)
     threshold = res.thresholds[name]
+    units, rows, flips = _units(res, name, jury=False)
+    return _self_agreement(spec, threshold, units, rows, flips)
+
+
+def _units(res: RunResults, name: str, jury: bool) -> tuple[list[list[float]], int, list[int]]:
+    """Every judged unit's judgments (a row's, or a conversation turn's), the rows having any, and the rows
+    whose pass/fail verdict differs between judgments; ``jury``: a jury's judges, else one judge's repeats."""
+    spec = next(s for s in res.specs if s.name == name)
+    threshold = res.thresholds[name]
     units: list[list[float]] = []
     rows, flips = 0, []
     for i, cell in enumerate(res.cells_of(name)):
         if cell is None or cell.status != "ok":
             continue
-        votes_of_row = [list(t.outputs[VOTES]) for t in cell.turns if t.outputs and len(t.outputs.get(VOTES) or []) > 1]
+        votes_of_row = [list(t.outputs[VOTES]) for t in cell.turns if t.outputs and len(t.outputs.get(VOTES) or []) > 1
+                        and (JURORS in t.outputs) == jury]
         if not votes_of_row:
             continue
         rows += 1
         units += votes_of_row
         if any(len({spec.kind_impl.turn_passed(spec, float(v), threshold) for v in votes}) > 1 for votes in votes_of_row):
             flips.append(i)
+    return units, rows, flips
+
+
+def _self_agreement(spec, threshold: float, units: list[list[float]], rows: int, flips: list[int]) -> dict | None:
     if not units:
         return None
     k = min(len(u) for u in units)
@@ -53,6 +69,29 @@ def repeat_agreement(res: RunResults, name: str) -> dict[str, Any] | None:
             "fleiss_kappa": kappa}
 
 
+def jury_agreement(res: RunResults, name: str) -> dict[str, Any] | None:
+    """Agreement among a jury's judges on one metric; None without a jury. As :func:`repeat_agreement` (the
+    rows where the judges split on pass/fail, Fleiss' kappa), plus Krippendorff's alpha on the scale and
+    Cohen's kappa on pass/fail for each pair of judges (``pairs``: (judge, judge, kappa))."""
+    spec = next(s for s in res.specs if s.name == name)
+    threshold = res.thresholds[name]
+    units, rows, splits = _units(res, name, jury=True)
+    got = _self_agreement(spec, threshold, units, rows, splits)
+    if got is None:
+        return None
+    names = next(t.outputs[JURORS] for c in res.cells_of(name) if c is not None and c.status == "ok"
+                 for t in c.turns if t.outputs and JURORS in t.outputs)
+    k = len(names)
+    data = np.array([u[:k] for u in units], dtype=float).T
+    got["alpha"] = krippendorff_alpha(data, "ordinal" if spec.kind != "label" else "nominal",
+                                      [c.value for c in scale(spec)])
+    passed = [[int(spec.kind_impl.turn_passed(spec, float(v), threshold)) for v in row] for row in data]
+    got["pairs"] = [(names[a], names[b], cohen_kappa(passed[a], passed[b], labels=[0, 1]))
+                    for a in range(k) for b in range(a + 1, k)]
+    got["jurors"] = list(names)
+    return got
+
+
 def repeat_keys(res: RunResults) -> dict[str, Any]:
     """``metrics.json`` keys of the metrics judged several times: ``<metric>.repeat``,
     ``<metric>.repeat_flip_share`` (with ``_ci95_low`` / ``_ci95_high``) and ``<metric>.repeat_fleiss_kappa``."""
@@ -60,10 +99,16 @@ def repeat_keys(res: RunResults) -> dict[str, Any]:
     for spec in res.specs:
         if not spec.is_judge:
             continue
+        n = spec.name
+        jury = jury_agreement(res, n)
+        if jury is not None:
+            out[f"{n}.jury_judges"] = len(jury["jurors"])
+            out[f"{n}.jury_split_share"] = jury["flip_share"]
+            out[f"{n}.jury_split_share_ci95_low"], out[f"{n}.jury_split_share_ci95_high"] = jury["flip_share_ci95"]
+            out[f"{n}.jury_fleiss_kappa"], out[f"{n}.jury_alpha"] = jury["fleiss_kappa"], jury["alpha"]
         got = repeat_agreement(res, spec.name)
         if got is None:
             continue
-        n = spec.name
         out[f"{n}.repeat"] = got["repeat"]
         out[f"{n}.repeat_flip_share"] = got["flip_share"]
         out[f"{n}.repeat_flip_share_ci95_low"], out[f"{n}.repeat_flip_share_ci95_high"] = got["flip_share_ci95"]

@@ -18,7 +18,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import EvalError
 from evaluators.judge.client import EarlyProbe, JudgeClient, JudgeError, JudgeUnavailable
-from evaluators.judge.config import judge_url
+from evaluators.judge.config import judge_url, resolve_api_key
 from evaluators.run.classic_worker import ClassicWorker
 from evaluators.judge.ratelimit import RateLimiter
 from evaluators.run.spec import RunSpec
@@ -29,7 +29,7 @@ from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import Template
 from evaluators.run.classic_section import ClassicSection
 from evaluators.run.planning import Progress, _Task, iter_tasks, render_judge_tasks
-from evaluators.run.repeats import combined_result, repeat_keys
+from evaluators.run.repeats import jury_result, task_keys
 
 if TYPE_CHECKING:
     from evaluators.read.outputs import LiveRunOutputs
@@ -78,6 +78,8 @@ class Runner(ClassicSection):
         self._phase: asyncio.Task | None = None  # planning and judging, cancelled on a cancel request
         self._limiter: RateLimiter | None = None  # paces the judge's calls by its rate limits
         self._client: JudgeClient | None = None  # made (and the judge checked) at the first call to make
+        self._jurors: dict[int, JudgeClient] = {}  # a jury's further judges' clients, made at their first call
+        self._multi = self.spec.repeat > 1 or bool(self.spec.jury)  # several judgments per task
         self._templates: dict[str, dict[str, Template]] = {}  # metric -> mode -> template, resolved once
         self._early = probe
         self._probe: asyncio.Task | None = None  # the judge's check, running alongside the first calls
@@ -190,6 +192,8 @@ class Runner(ClassicSection):
                 self._io = None
             if self._client is not None:
                 await self._client.aclose()
+            for c in self._jurors.values():
+                await c.aclose()
 
     async def _execute(self, done: set, stored: set | None) -> None:
         judged = self.spec.judge is not None and any(s.is_judge for s in self.spec.specs())
@@ -415,9 +419,13 @@ class Runner(ClassicSection):
         """(task, template, messages, cache key) for each task, and the cache's replies by key (every
         repeat's key when the run judges each task more than once)."""
         prepared = render_judge_tasks(tasks, self.spec, self._templates)
-        k = self.spec.repeat
-        keys = [p[3] for p in prepared] if k == 1 else [x for p in prepared for x in repeat_keys(p[3], k)]
+        if not self._multi:
+            return prepared, self.store.cache_get_many([p[3] for p in prepared])
+        keys = [x for t, template, messages, key in prepared for _, x in self._keys(template, messages, key)]
         return prepared, self.store.cache_get_many(keys)
+
+    def _keys(self, template: Template, messages: list[dict], key: str) -> list[tuple[int, str]]:
+        return task_keys(key, template, messages, self.spec.jurors(), self.spec.repeat)
 
     def _from_cache(self, tasks: list[_Task], prepared: tuple[list, dict] | None = None
                     ) -> list[tuple[_Task, Template, list[dict], str]]:
@@ -425,11 +433,12 @@ class Runner(ClassicSection):
         prepared, hits = self._prepare(tasks) if prepared is None else prepared
         todo = []
         for t, template, messages, key in prepared:
-            if self.spec.repeat > 1:
-                got = [hits.get(x) for x in repeat_keys(key, self.spec.repeat)]
+            if self._multi:
+                keys = self._keys(template, messages, key)
+                got = [hits.get(x) for _, x in keys]
                 if all(got):
                     self.progress.cache_hits += len(got)
-                    self._pending.append(self._settle(t, template, lambda: self._combined(t, template, [
+                    self._pending.append(self._settle(t, template, lambda: self._combined(t, template, keys, [
                         self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
                                       cached=True) for h in got])))
                 else:
@@ -459,16 +468,29 @@ class Runner(ClassicSection):
         return Result(t.row, t.spec.name, t.turn, "error", error=f"{type(exc).__name__}: {exc}"[:2000], raw=raw,
                       meta=meta)
 
-    def _combined(self, t: _Task, template: Template, results: list[Result]) -> Result:
-        """A repeated task's judgments as one result, or the first judgment's error."""
+    def _combined(self, t: _Task, template: Template, keys: list[tuple[int, str]], results: list[Result]) -> Result:
+        """A task's judgments (repeats, jurors) as one result, or the first judgment's error."""
         bad = next((r for r in results if r.status != "ok"), None)
-        return bad if bad is not None else combined_result(t.spec, results)
+        if bad is not None:
+            return bad
+        names = [j.judge_name or j.model for j in self.spec.jurors()]
+        return jury_result(t.spec, results, [j for j, _ in keys], names)
+
+    def _juror_client(self, j: int) -> JudgeClient:
+        """The client of the run's judge (j = 0) or of a jury's further judge, made at its first call."""
+        if j == 0:
+            return self._client
+        if j not in self._jurors:
+            cfg = self.spec.jury[j - 1].resolved()
+            self._jurors[j] = JudgeClient(cfg, resolve_api_key(cfg), limiter=RateLimiter(cfg.concurrency, cfg.rpm,
+                                                                                         cfg.tpm))
+        return self._jurors[j]
 
     async def _judge_repeats(self, t: _Task, template: Template, messages: list[dict], key: str,
                              got: list) -> None:
-        """The judgments of a repeated task the cache lacks, asked at once (the limiter paces them); each
-        usable reply cached under its own key, so a retry asks only what failed."""
-        keys = repeat_keys(key, self.spec.repeat)
+        """The judgments of a repeated or jury task the cache lacks, asked at once (each judge's limiter paces
+        them); each usable reply cached under its own key, so a retry asks only what failed."""
+        keys = self._keys(template, messages, key)
 
         async def one(r: int) -> Result:
             if got[r] is not None:
@@ -476,8 +498,9 @@ class Runner(ClassicSection):
                 self.progress.cache_hits += 1
                 return self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
                                      cached=True)
+            j = keys[r][0]
             try:
-                reply = await self._client.complete(messages)
+                reply = await self._juror_client(j).complete(messages)
             except JudgeError as e:
                 self.progress.judge_calls += e.attempts
                 return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=self._meta(t, template))
@@ -488,14 +511,14 @@ class Runner(ClassicSection):
             res = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
                                 reply.latency_ms)
             if res.status == "ok":
-                self._pending_cache.append(dict(key=keys[r], model=self.spec.judge.model, reply=reply.text,
+                self._pending_cache.append(dict(key=keys[r][1], model=self.spec.jurors()[j].model, reply=reply.text,
                                                 prompt_tokens=reply.prompt_tokens,
                                                 completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms))
             return res
 
         try:
             results = await asyncio.gather(*[one(r) for r in range(len(keys))])
-            self._pending.append(self._settle(t, template, lambda: self._combined(t, template, list(results))))
+            self._pending.append(self._settle(t, template, lambda: self._combined(t, template, keys, list(results))))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 — anything else ends as an error on the row, with its reason

@@ -33,6 +33,8 @@ class RunSpec:
             resumes it and wherever the file has gone.
         repeat: each judge task is asked this many times (each its own call and cache entry); the row's
             value combines them (:mod:`evaluators.core.votes`), and how often they disagree is reported.
+        jury: further judges asked every judge task as well as ``judge``: the row's value is the median of
+            the jurors' (the majority for labels), and agreement between them is reported.
     """
 
     metrics: list[str]
@@ -42,6 +44,11 @@ class RunSpec:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     template_texts: dict[str, str] = field(default_factory=dict)
     repeat: int = 1
+    jury: list[JudgeConfig] = field(default_factory=list)
+
+    def jurors(self) -> list[JudgeConfig]:
+        """Every judge asked each task: the run's judge, then the jury's (just the judge without a jury)."""
+        return ([self.judge] if self.judge else []) + list(self.jury)
 
     def specs(self) -> list[MetricSpec]:
         return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
@@ -53,14 +60,16 @@ class RunSpec:
         return {"metrics": list(self.metrics), "thresholds": dict(self.thresholds),
                 "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
                 "options": {k: dict(v) for k, v in self.options.items()},
-                "template_texts": dict(self.template_texts), **({"repeat": self.repeat} if self.repeat > 1 else {})}
+                "template_texts": dict(self.template_texts), **({"repeat": self.repeat} if self.repeat > 1 else {}),
+                **({"jury": [j.to_dict() for j in self.jury]} if self.jury else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
         return cls(metrics=list(d["metrics"]), thresholds=dict(d.get("thresholds") or {}),
                    judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
                    templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
-                   template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1))
+                   template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1),
+                   jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []])
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
@@ -80,6 +89,8 @@ class RunSpec:
             ident["options"] = self.options
         if self.repeat > 1 and tpl:  # so do repeated judgments
             ident["repeat"] = self.repeat
+        if self.jury and tpl:  # and the other judges of a jury
+            ident["jury"] = [j.identity() for j in self.jury]
         return spec_fingerprint(ident)
 
     def validate(self) -> None:
@@ -99,6 +110,11 @@ class RunSpec:
                 raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
         if self.judge is not None and any(s.is_judge for s in specs):
             self.judge.resolved()  # an unknown named judge, or one pointed elsewhere, is refused here
+        for j in self.jury:
+            if not j.judge_name and not (j.provider == "compatible" and j.base_url):
+                raise UsageError("a jury's further judges are judges configured on this machine (judges.toml) or "
+                                 "keyless OpenAI-compatible servers: their keys cannot be typed per run")
+            j.resolved()
         for s in specs:
             if s.is_judge:
                 resolve_templates(s, self.templates, self.template_texts)  # unknown placeholders fail here

@@ -81,7 +81,8 @@ def worker_stopped(run: dict) -> bool:
     return run["status"] in ("queued", "running") and not _held(run)
 
 
-def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str) -> dict[str, str]:
+def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str,
+               jury: list[JudgeConfig] = ()) -> dict[str, str]:
     """The worker's whole environment: the basics, the store, and the one key its judge may use.
 
     A typed key goes as ``EVAL_JUDGE_API_KEY``; an operator's named judge gets exactly its ``key_env``;
@@ -93,6 +94,10 @@ def worker_env(judge: JudgeConfig | None, api_key: str | None, store_url: str) -
     env["EVAL_DATABASE_URL"] = store_url  # not on the command line: a database password would show in ps
     if judge is None:
         return env
+    for juror in jury:  # a jury's further judges are configured ones: each gets exactly its own key_env
+        named = named_judges().get(juror.judge_name or "")
+        if named and named.key_env and os.environ.get(named.key_env):
+            env[named.key_env] = os.environ[named.key_env]
     if judge.judge_name:
         named = named_judges().get(judge.judge_name)
         if named and named.key_env and os.environ.get(named.key_env):
@@ -121,7 +126,8 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     if _held(run):
         raise WorkerBusy(f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
     spec_judge = (run["spec"] or {}).get("judge")
-    env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url)
+    jury = [JudgeConfig.from_dict(j) for j in (run["spec"] or {}).get("jury") or []]
+    env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url, jury)
     # Compare-and-set on what we just read: of two callers racing (two tabs, two clicks), one queues the run.
     with store.session() as s:
         won = s.execute(update(RunRow).where(
