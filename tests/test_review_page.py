@@ -113,3 +113,18 @@ def test_a_row_from_a_link_outside_any_queue_is_reviewed_alone(run):
     assert "This row is in no review queue" in shown_text(at) and "Row 5" in shown_text(at)
     _click(at, "3")
     assert [(r["row_idx"], r["queue_id"]) for r in store.reviews(rid)] == [(4, None)]
+
+
+def test_results_page_says_how_often_a_repeated_judge_flips(home_store):
+    from evaluators import load_dataset
+
+    did = home_store.save_dataset(load_dataset([{"query": f"q{i}", "response": f"r{i}"} for i in range(8)]))
+    spec = {"metrics": ["coherence"], "thresholds": {"coherence": 3}, "repeat": 3}
+    rid = home_store.create_run(did, spec, "h", "repeated")
+    votes = [[4, 4, 4], [2, 3, 4], [1, 1, 2], [5, 5, 5], [3, 2, 2], [4, 5, 4], [1, 2, 1], [3, 3, 3]]
+    home_store.write_results(rid, [Result(i, "coherence", 0, "ok", sum(v) / 3, {"coherence": sum(v) / 3, "votes": v})
+                                   for i, v in enumerate(votes)])
+    home_store.update_run(rid, status="completed", tasks_total=8, tasks_done=8)
+    at = app("pages/results.py", run=rid)
+    # rows 2 (2,3,4) and 5 (3,2,2) straddle 3: 2 of 8 flip
+    assert "judged 3 times per row; the verdict flips on 25.0% of rows" in shown_text(at)

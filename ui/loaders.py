@@ -326,14 +326,20 @@ def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResu
 
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
 def _repeats(run_id: str, state: tuple, thresholds: tuple, _res) -> dict:
-    from evaluators.read.repeats import repeat_agreement
+    from evaluators.read.repeats import jury_agreement, repeat_agreement
 
-    return {s.name: got for s in _res.specs if s.is_judge and (got := repeat_agreement(_res, s.name))}
+    out = {}
+    for s in _res.specs:
+        if s.is_judge:
+            out[s.name] = {"repeat": repeat_agreement(_res, s.name), "jury": jury_agreement(_res, s.name)}
+    return out
 
 
 def repeats(run: dict, res: RunResults) -> dict:
-    """Per metric judged several times per task: how often its verdict flips, and Fleiss' kappa (once per
-    state of the run and thresholds); empty for a run judged once."""
-    if int((run.get("spec") or {}).get("repeat") or 1) <= 1:
+    """Per judged metric, ``repeat`` and ``jury``: how often a repeated judge's verdict flips, or a jury's
+    judges split, with Fleiss' kappa and more (``evaluators.read.repeats``); None where a metric was judged
+    once, by one judge (once per state of the run and thresholds); empty for such a run."""
+    spec = run.get("spec") or {}
+    if int(spec.get("repeat") or 1) <= 1 and not spec.get("jury"):
         return {}
     return _repeats(run["id"], _version(run), tuple(sorted(res.thresholds.items())), res)

@@ -60,12 +60,21 @@ def results_summary(run: dict, res: RunResults) -> None:
     the reviews, in one sentence, with Cohen's kappa; nothing when no one has reviewed the run."""
     from ui.rows import _md  # (rows imports this module: read at call time)
 
-    for name, got in loaders.repeats(run, res).items():
-        lo, hi = got["flip_share_ci95"]
-        kappa = "" if got["fleiss_kappa"] is None else f"; Fleiss κ across judgments {got['fleiss_kappa']:.2f}"
-        st.markdown(f"**{_md(name)}**: judged {got['repeat']} times per row; the verdict flips on "
-                    f"{100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, {100 * hi:.1f}]{kappa} · "
-                    f"[review the flipping rows]({review_link(run['id'])}&view=Queues)")
+    for name, both in loaders.repeats(run, res).items():
+        if both["jury"]:
+            got = both["jury"]
+            lo, hi = got["flip_share_ci95"]
+            alpha = "" if got["alpha"] is None else f"; Krippendorff's α {got['alpha']:.2f}"
+            st.markdown(f"**{_md(name)}**: a jury of {len(got['jurors'])} judges ({_md(', '.join(got['jurors']))}) "
+                        f"splits on pass or fail on {100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, "
+                        f"{100 * hi:.1f}]{alpha}; the row's value is their median")
+        if both["repeat"]:
+            got = both["repeat"]
+            lo, hi = got["flip_share_ci95"]
+            kappa = "" if got["fleiss_kappa"] is None else f"; Fleiss κ across judgments {got['fleiss_kappa']:.2f}"
+            st.markdown(f"**{_md(name)}**: judged {got['repeat']} times per row; the verdict flips on "
+                        f"{100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, {100 * hi:.1f}]{kappa} · "
+                        f"[review the flipping rows]({review_link(run['id'])}&view=Queues)")
     found = loaders.agreement(run, res)
     lines = [(name, a) for name, a in found.items() if a.verdicts]
     if not lines:

@@ -343,8 +343,17 @@ def agreement_panel(run: dict, res: RunResults) -> None:
                                 "progress": f"{d} of {t}"} for q in queues
                                for who, (d, t) in progress(loaders.store(), q).items()]))
     if found:
-        from evaluators.review.io import export_records, export_text
+        import json
 
+        from evaluators.read.repeats import repeat_keys
+        from evaluators.review.io import export_records, export_text
+        from evaluators.review.stats import flat
+
+        specs = {s.name: s for s in res.specs}
+        keys = {**res.metrics(), **{k: v for n, a in found.items() for k, v in flat(specs[n], a).items()},
+                **repeat_keys(res)}
+        st.download_button("metrics.json with the agreement keys", json.dumps(keys, indent=2, default=str),
+                           f"metrics-{run['id']}.json", "application/json")
         recs = export_records(loaders.store(), run["id"])
         c1, c2 = st.columns(2)
         c1.download_button("Verdicts (JSON lines)", export_text(recs, False), f"verdicts-{run['id']}.jsonl",
