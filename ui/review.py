@@ -63,17 +63,13 @@ def results_summary(run: dict, res: RunResults) -> None:
     for name, both in loaders.repeats(run, res).items():
         if both["jury"]:
             got = both["jury"]
-            lo, hi = got["flip_share_ci95"]
             alpha = "" if got["alpha"] is None else f"; Krippendorff's α {got['alpha']:.2f}"
-            st.markdown(f"**{_md(name)}**: a jury of {len(got['jurors'])} judges ({_md(', '.join(got['jurors']))}) "
-                        f"splits on pass or fail on {100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, "
-                        f"{100 * hi:.1f}]{alpha}; the row's value is their median")
+            _split_line(name, f"a jury of {len(got['jurors'])} judges ({', '.join(got['jurors'])}) splits on pass or "
+                        "fail on", got, alpha + "; the row's value is their median")
         if both["repeat"]:
             got = both["repeat"]
-            lo, hi = got["flip_share_ci95"]
             kappa = "" if got["fleiss_kappa"] is None else f"; Fleiss κ across judgments {got['fleiss_kappa']:.2f}"
-            st.markdown(f"**{_md(name)}**: judged {got['repeat']} times per row; the verdict flips on "
-                        f"{100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, {100 * hi:.1f}]{kappa} · "
+            _split_line(name, f"judged {got['repeat']} times per row; the verdict flips on", got, kappa,
                         f"[review the flipping rows]({review_link(run['id'])}&view=Queues)")
     found = loaders.agreement(run, res)
     lines = [(name, a) for name, a in found.items() if a.verdicts]
@@ -86,6 +82,15 @@ def results_summary(run: dict, res: RunResults) -> None:
         kappa = "" if a.kappa[0] is None else f" · judge-human κ {a.kappa[0]:.2f}"
         st.markdown(f"**{_md(name)}**: {_md(a.sentence() + kappa)} · "
                     f"[agreement]({review_link(run['id'])}&view=Agreement)")  # ours: names, numbers, words
+
+
+def _split_line(name: str, lead: str, got: dict, tail: str, link: str = "") -> None:
+    """"**metric**: <lead> 12.5% of rows [3.1, 40.2]<tail> · <link>" (a share of rows with its interval)."""
+    from ui.rows import _md
+
+    lo, hi = got["flip_share_ci95"]
+    share = f"{lead} {100 * got['flip_share']:.1f}% of rows [{100 * lo:.1f}, {100 * hi:.1f}]{tail}"
+    st.markdown(f"**{_md(name)}**: {_md(share)}" + (f" · {link}" if link else ""))
 
 
 def review_row_link(res: RunResults, i: int) -> None:

@@ -438,9 +438,8 @@ class Runner(ClassicSection):
                 got = [hits.get(x) for _, x in keys]
                 if all(got):
                     self.progress.cache_hits += len(got)
-                    self._pending.append(self._settle(t, template, lambda: self._combined(t, template, keys, [
-                        self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
-                                      cached=True) for h in got])))
+                    self._pending.append(self._settle(t, template, lambda: self._combined(
+                        t, template, keys, [self._from_hit(t, template, h) for h in got])))
                 else:
                     todo.append((t, template, messages, key, got))
                 continue
@@ -449,8 +448,7 @@ class Runner(ClassicSection):
                 todo.append((t, template, messages, key))
                 continue
             self.progress.cache_hits += 1
-            self._pending.append(self._settle(t, template, lambda: self._verdict(
-                t, template, hit.reply, hit.prompt_tokens, hit.completion_tokens, hit.latency_ms, cached=True)))
+            self._pending.append(self._settle(t, template, lambda: self._from_hit(t, template, hit)))
         return todo
 
     def _settle(self, t: _Task, template: Template, make: Callable[[], Result], raw: str | None = None) -> Result:
@@ -494,26 +492,17 @@ class Runner(ClassicSection):
 
         async def one(r: int) -> Result:
             if got[r] is not None:
-                h = got[r]
                 self.progress.cache_hits += 1
-                return self._verdict(t, template, h.reply, h.prompt_tokens, h.completion_tokens, h.latency_ms,
-                                     cached=True)
+                return self._from_hit(t, template, got[r])
             j = keys[r][0]
             try:
                 reply = await self._juror_client(j).complete(messages)
             except JudgeError as e:
                 self.progress.judge_calls += e.attempts
                 return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=self._meta(t, template))
-            p = self.progress
-            p.judge_calls += reply.attempts
-            p.prompt_tokens += reply.prompt_tokens or 0
-            p.completion_tokens += reply.completion_tokens or 0
-            res = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                                reply.latency_ms)
+            res = self._answered(t, template, reply)
             if res.status == "ok":
-                self._pending_cache.append(dict(key=keys[r][1], model=self.spec.jurors()[j].model, reply=reply.text,
-                                                prompt_tokens=reply.prompt_tokens,
-                                                completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms))
+                self._pending_cache.append(self._cache_entry(keys[r][1], self.spec.jurors()[j].model, reply))
             return res
 
         try:
@@ -539,12 +528,7 @@ class Runner(ClassicSection):
                 self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),
                                             meta=self._meta(t, template)))
                 return
-            p = self.progress
-            p.judge_calls += reply.attempts
-            p.prompt_tokens += reply.prompt_tokens or 0
-            p.completion_tokens += reply.completion_tokens or 0
-            r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                              reply.latency_ms)
+            r = self._answered(t, template, reply)
             if reply.finish_reason is not None and r.meta is not None:
                 r.meta["finish_reason"] = reply.finish_reason  # the SDK's <K>_properties.finish_reason
         except asyncio.CancelledError:
@@ -554,10 +538,25 @@ class Runner(ClassicSection):
             return
         self._pending.append(r)
         if r.status == "ok":  # only replies we could use are cached, so a retry asks again
-            self._pending_cache.append(dict(key=key, model=judge.model, reply=reply.text,
-                                            prompt_tokens=reply.prompt_tokens,
-                                            completion_tokens=reply.completion_tokens,
-                                            latency_ms=reply.latency_ms))
+            self._pending_cache.append(self._cache_entry(key, judge.model, reply))
+
+    def _answered(self, t: _Task, template: Template, reply) -> Result:
+        """A judge's reply counted in the run's progress (calls, tokens) and parsed into a result."""
+        p = self.progress
+        p.judge_calls += reply.attempts
+        p.prompt_tokens += reply.prompt_tokens or 0
+        p.completion_tokens += reply.completion_tokens or 0
+        return self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms)
+
+    @staticmethod
+    def _cache_entry(key: str, model: str, reply) -> dict[str, Any]:
+        """A usable reply as the judge cache keeps it (asked again only when it was unusable)."""
+        return dict(key=key, model=model, reply=reply.text, prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms)
+
+    def _from_hit(self, t: _Task, template: Template, hit) -> Result:
+        return self._verdict(t, template, hit.reply, hit.prompt_tokens, hit.completion_tokens, hit.latency_ms,
+                             cached=True)
 
     def _meta(self, t: _Task, template: Template) -> dict[str, Any]:
         judge = self.spec.judge
