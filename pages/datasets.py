@@ -21,15 +21,15 @@ def as_text(v) -> str:
 
 def preview(checked) -> None:
     """Preview rows as the mapping reads them: each field, under the column it comes from when that is
-    named otherwise ("response ← answer"), then the columns no field reads; indexed by the source file's row number, the same number
-    the problem list names."""
+    named otherwise ("response ← answer"), then the columns no field reads; indexed by the source file's row number,
+    the same number the problem list names. Fields and columns are kept apart: a column named like a field
+    ("response") that the mapping leaves unread is its own heading beside the field read from elsewhere."""
     fields = [f for f in FIELDS if f in checked.mapping]
     unread = [c for c in checked.columns if c not in checked.mapping.values()]
-    heads = {**{f: f if checked.mapping[f] == f else f"{f} ← {checked.mapping[f]}" for f in fields},
-             **{c: f"{c} (not used)" for c in unread}}
-    frame = pd.DataFrame([{**{heads[f]: as_text(r.get(checked.mapping[f])) for f in fields},
-                           **{heads[c]: as_text(r.get(c)) for c in unread}} for r in checked.preview],
-                         index=pd.Index(checked.preview_rows, name="row"), columns=list(heads.values()))
+    heads = [(f"{f}" if checked.mapping[f] == f else f"{f} ← {checked.mapping[f]}", checked.mapping[f]) for f in fields]
+    heads += [(f"{c} (not used)", c) for c in unread]
+    frame = pd.DataFrame([[as_text(r.get(column)) for _, column in heads] for r in checked.preview],
+                         index=pd.Index(checked.preview_rows, name="row"), columns=[h for h, _ in heads])
     named = " and the rows named in the problems" if checked.problems else ""
     st.caption(f"Preview: the first rows{named} as the mapping reads them ('field ← column'); 'row' is the row "
                "in the file, as in the problem list")
