@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.apptest import app
+from tests.conftest import wait_for_run
 from tests.test_dashboard_rest import sample_id
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -42,3 +43,39 @@ def test_the_preview_follows_a_field_remapped_away_from_a_column_of_its_name(hom
     at.button(key="datasets.save").click().run()
     saved = next(d for d in home_store.list_datasets() if d["name"] == "drafts.jsonl")
     assert home_store.get_dataset(saved["id"]).mapping == {"query": "query", "response": "answer"}
+
+
+# ---------------------------------------------------------------- 2. the ticked metrics and thresholds are kept
+def test_ticked_metrics_and_thresholds_are_kept_for_the_browser_session(home_store):
+    app()
+    did = sample_id(home_store)
+    at = app("pages/new.py", dataset=did)
+    at.checkbox(key="new.metric.f1_score").check().run()
+    at.checkbox(key="new.metric.bleu").check().run()
+    at.number_input(key="new.th.f1_score").set_value(0.7).run()
+    # away to another page of the app and back, in the same tab (session)
+    at.switch_page("pages/runs.py")
+    at.run()
+    at.switch_page("pages/new.py")
+    at.query_params.update({"dataset": did})
+    at.run()
+    ticked = [c.key for c in at.checkbox if c.key.startswith("new.metric.") and c.value]
+    assert sorted(ticked) == ["new.metric.bleu", "new.metric.f1_score"]
+    assert at.number_input(key="new.th.f1_score").value == 0.7
+    assert at.number_input(key="new.th.bleu").value == 0.5  # bleu's default, untouched
+    # another dataset that cannot feed them (conversations, no ground truth): shown unticked, nothing chosen
+    conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
+    at.query_params["dataset"] = conv
+    at.run()
+    assert at.checkbox(key="new.metric.bleu.unavailable").disabled and not at.checkbox(
+        key="new.metric.bleu.unavailable").value
+    assert [i.value for i in at.info] == ["Pick at least one metric."]
+    at.query_params["dataset"] = did  # and back: the ticks the user made are there again
+    at.run()
+    assert at.checkbox(key="new.metric.bleu").value and at.number_input(key="new.th.f1_score").value == 0.7
+    at.button(key="new.start").click().run()
+    run = wait_for_run(home_store, home_store.list_runs()[0]["id"])
+    assert sorted(run["spec"]["metrics"]) == ["bleu", "f1_score"] and run["spec"]["thresholds"]["f1_score"] == 0.7
+    # a new browser session starts with nothing ticked
+    fresh = app("pages/new.py", dataset=did)
+    assert not [c.key for c in fresh.checkbox if c.key.startswith("new.metric.") and c.value]

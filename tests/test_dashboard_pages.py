@@ -34,7 +34,7 @@ def test_datasets_page_lists_and_previews(home_store):
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
     conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
-    assert app("pages/new.py", dataset=conv).checkbox(key="new.metric.bleu").disabled  # single-turn only
+    assert app("pages/new.py", dataset=conv).checkbox(key="new.metric.bleu.unavailable").disabled  # single-turn only
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
     at = app("pages/new.py", dataset=did)
     assert not at.checkbox(key="new.metric.retrieval").disabled  # query + context, as in SDK 1.18

@@ -177,8 +177,8 @@ def metric_options(spec) -> dict[str, Any]:
         if name not in spec.run_options:
             continue
         label, key = f"{spec.name}: {name.replace('_', ' ')}", f"new.opt.{spec.name}.{name}"
-        if isinstance(default, bool):
-            out[name] = st.checkbox(label, default, key=key)
+        if isinstance(default, bool):  # kept for the browser session, as the metrics' ticks (pages/new.py)
+            out[name] = st.checkbox(label, default, key=key, persist_state="session")
         elif isinstance(default, (int, float)):
-            out[name] = type(default)(st.number_input(label, value=default, key=key))
+            out[name] = type(default)(st.number_input(label, value=default, key=key, persist_state="session"))
     return out
