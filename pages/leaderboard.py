@@ -2,6 +2,7 @@
 scores when the data has task tags, WB-Reward against a chosen reference with win / tie / loss bars."""
 import streamlit as st
 
+from evaluators.core.wb_rules import DEFAULT_LENGTH_PENALTY
 from ui import loaders, state, widgets as w, wildbench as wb
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
@@ -10,17 +11,20 @@ st.title("WildBench leaderboard")
 with w.guard():
     linked = (st.query_params.get("runs") or "").split(",")[-1] or None  # a link to a run added moments ago
     runs = [r for r in loaders.wildbench_runs(wanted=linked) if r["status"] == "completed"]
+    if wb.import_panel(loaders.store(), state.read("K", DEFAULT_LENGTH_PENALTY, int), expanded=not runs):
+        loaders.forget_lists()
+        st.rerun()  # the run list with the imported runs
+    wb.imported_note()
     if not runs:
-        st.info("No completed run with a WildBench metric yet. Under New evaluation, run wildbench_score or "
-                "wildbench_pairwise on a WildBench-style dataset, or import published judgments: "
-                "python -m evaluators wildbench import FILE... --out DIR")
+        st.info("No completed run with a WildBench metric yet. Import published judgments above, or under New "
+                "evaluation run wildbench_score or wildbench_pairwise on a WildBench-style dataset.")
         st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids = [r["id"] for r in runs]
     chosen_ids = state.pick_many("Runs", "runs", ids, format_func=w.run_label(runs),
                                  help="Leave empty to use every completed WildBench run.")
     chosen = [r for r in runs if r["id"] in chosen_ids] or runs
-    k = st.number_input("Length penalty K (characters; -1 disables)", -1, 100_000, 500, 50, key="K", bind=state.URL,
+    k = st.number_input("Length penalty K (characters; -1 disables)", -1, 100_000, DEFAULT_LENGTH_PENALTY, 50, key="K", bind=state.URL,
                         help="A slight win by a response longer than the other by more than K characters counts "
                              "as a tie. Recomputed from stored verdicts; nothing is re-judged.")
     board = loaders.leaderboard(chosen, int(k))

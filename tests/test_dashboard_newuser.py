@@ -79,3 +79,97 @@ def test_ticked_metrics_and_thresholds_are_kept_for_the_browser_session(home_sto
     # a new browser session starts with nothing ticked
     fresh = app("pages/new.py", dataset=did)
     assert not [c.key for c in fresh.checkbox if c.key.startswith("new.metric.") and c.value]
+
+
+# ---------------------------------------------------------------- 3. WildBench import on the Leaderboard page
+# LEADERBOARD.md in ../shared/fixtures/wildbench: WB_score and records (total) of each published score file
+PUBLISHED = {"gpt-3.5-turbo-0125": (32.2776, 1023), "gemma-7b-it": (10.1758, 1024),
+             "reka-core-20240501": (41.0352, 1024)}
+
+
+@pytest.fixture
+def score_files(shared_dir):
+    folder = shared_dir / "fixtures" / "wildbench" / "eval_results" / "v2.0625" / "score.v2" / "eval=gpt-4o-2024-05-13"
+    if not folder.is_dir():
+        pytest.skip("../shared/fixtures/wildbench is not present")
+    return sorted(folder.glob("*.json"))
+
+
+def upload(at, files: list[tuple[str, bytes]], judge: str = "", reference: str = ""):
+    at.file_uploader(key="wb.upload").set_value([(name, data, "application/json") for name, data in files])
+    at.text_input(key="wb.judge").input(judge)
+    at.text_input(key="wb.ref").input(reference)
+    at.run()
+    at.button(key="wb.import").click().run()
+    return at
+
+
+def scores_of(at):
+    return next(d.value for d in at.dataframe if "WB_score" in d.value.columns)
+
+
+def test_published_score_files_import_from_the_leaderboard_page(home_store, score_files):
+    app()
+    at = app("pages/leaderboard.py")
+    assert at.expander[0].label == "Import published WildBench judgments" and at.expander[0].proto.expanded
+    assert at.button(key="wb.import").disabled  # no file yet: greyed, and said why
+    assert at.button(key="wb.import").proto.help == "Add one or more eval-result files above first."
+    upload(at, [(p.name, p.read_bytes()) for p in score_files], judge="gpt-4o-2024-05-13")
+    assert not at.error and not at.exception
+    done = next(d.value for d in at.dataframe if "stored" in d.value.columns)
+    assert sorted(done["model"]) == sorted(PUBLISHED) and set(done["stored"]) == {"imported"}
+    assert sorted(done["file"]) == sorted(p.name for p in score_files)  # the names uploaded, no temporary path
+    scores = scores_of(at)
+    for model, (wb_score, total) in PUBLISHED.items():  # the published numbers, to 4 decimals
+        row = scores[scores["model"] == model].iloc[0]
+        assert round(row["WB_score"], 4) == wb_score and row["records"] == total
+    runs = home_store.list_runs()
+    assert len(runs) == 3 and {r["spec"]["judge"]["model"] for r in runs} == {"gpt-4o-2024-05-13"}
+    assert {r["status"] for r in runs} == {"completed"}
+    # the same file again: kept once, said so
+    upload(at, [(score_files[0].name, score_files[0].read_bytes())], judge="gpt-4o-2024-05-13")
+    done = next(d.value for d in at.dataframe if "stored" in d.value.columns)
+    assert list(done["stored"]) == ["already stored, kept once"] and len(home_store.list_runs()) == 3
+
+
+def _broken(score_files, k: int, **change) -> tuple[str, bytes]:
+    recs = json.loads(score_files[1].read_text())[:5]
+    recs[k - 1].update(change)
+    return "broken.json", json.dumps(recs).encode()
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"score": "eleven"}, "broken.json: record 3, field score: 'eleven' is not a number"),
+    ({"model_output": 7}, "broken.json: not a WildBench eval-result file the import can read (TypeError"),
+    ({"winner": "x"}, None),  # the first record decides the kind: a score file with a stray field is fine
+])
+def test_a_bad_file_names_file_record_and_field_and_nothing_is_stored(home_store, score_files, change, said):
+    app()
+    at = app("pages/leaderboard.py", allow_errors=True)
+    good = (score_files[0].name, score_files[0].read_bytes())
+    upload(at, [good, _broken(score_files, 3, **change)])
+    if said is None:
+        assert not at.error and len(home_store.list_runs()) == 2
+        return
+    assert home_store.list_runs() == []  # the good file beside it is not stored either
+    assert not [d for d in home_store.list_datasets() if d["name"].startswith("WildBench")]
+    assert [e.value for e in at.error] and said in at.error[0].value and at.error[0].value.startswith(
+        "Nothing was imported")
+    assert "wb-import-" not in at.error[0].value  # the file as the user named it, not where it was staged
+
+
+def test_a_pairwise_file_needs_its_reference_only_when_its_name_does_not_say(home_store, tmp_path):
+    from tests.test_wildbench_import import _pairwise_file
+
+    data = _pairwise_file(tmp_path).read_bytes()  # my-model vs claude-3-haiku-20240307, worked out by hand
+    app()
+    at = app("pages/leaderboard.py", allow_errors=True)
+    upload(at, [("judgments.json", data)], judge="judge-x")  # neither the file's name nor a ref= folder
+    assert "cannot tell the tested model from the reference" in at.error[0].value and not home_store.list_runs()
+    upload(at, [("judgments.json", data)], judge="judge-x", reference="claude-3-haiku-20240307")
+    assert not at.error
+    at = app("pages/leaderboard.py", lbtab="WB-Reward", ref="claude-3-haiku-20240307", K="500")
+    row = at.dataframe[-1].value.iloc[0]
+    assert row["model"] == "my-model" and row["WB_reward"] == pytest.approx(-25)  # (0 - 100 + 0 + 0) / 4
+    run = home_store.list_runs()[0]
+    assert run["spec"]["judge"]["model"] == "judge-x"
