@@ -68,7 +68,7 @@ with w.guard():
             w.problems_table(checked.problems, checked.truncated)
         else:
             ds = checked.dataset
-            st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
+            st.success(f"{w.count(len(ds), 'row')}, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", checked.name, key="datasets.name")
             reused = f"datasets.reused.{upload.file_id}"
             if st.button("Save dataset", type="primary", key="datasets.save"):
@@ -92,14 +92,14 @@ with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
               "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
-    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="datasets.table")
+    event = w.table(table, key="datasets.table", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(saved))
     if k is not None:
         state.write("dataset", saved[k]["id"])
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape}")
+        st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
         st.caption("Column mapping: which column of the file each field is read from")
         st.table(pd.DataFrame([{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]
                               + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])

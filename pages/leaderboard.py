@@ -35,12 +35,14 @@ with w.guard():
             st.info("No WB-Score in these runs (they hold pairwise verdicts only).")
         else:
             st.plotly_chart(wb.score_chart(scores), key="lb.score", config={"displayModeBar": False})
-            st.dataframe(scores, hide_index=True, key="lb.scores",
-                         column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                        for c in scores.columns if c not in ("model", "records")})
+            w.table(scores, {c: "%.2f" for c in scores.columns if c not in ("model", "records")}, key="lb.scores")
             st.caption("WB-Score = (mean 1-10 score - 5) x 2 x 10 over every scored response; 95% bootstrap "
                        "interval. Category scores (when rows carry task tags) leave out empty and truncated "
                        "responses; the task macro weights them 0.5 / 1.25 / 1.0 / 0.75 / 1.25.")
+            if scores["task_macro"].isna().any():
+                st.caption("Task macro – : the category scores it weights need each row's task tags (primary_tag, "
+                           "secondary_tags), which these rows do not carry (WildBench's published judgment files "
+                           "leave them out; they are in the WildBench dataset).")
     with tab_reward:
         refs = wb.references(board)
         if not refs:
@@ -50,9 +52,7 @@ with w.guard():
             ref = st.selectbox("Reference model", options, key="ref", bind=state.URL)
             rewards = wb.reward_table(board, ref)
             st.plotly_chart(wb.wtl_chart(rewards), key="lb.wtl", config={"displayModeBar": False})
-            st.dataframe(rewards, hide_index=True, key="lb.rewards",
-                         column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                        for c in ("WB_reward", "ci95_low", "ci95_high")})
+            w.table(rewards, {c: "%.2f" for c in ("WB_reward", "ci95_low", "ci95_high")}, key="lb.rewards")
             st.caption("WB-Reward (x100) for the tested model: win much +1, win +0.5, tie 0, lose -0.5, lose much "
                        "-1, over every pair (pairs with an empty or truncated response count 0 and are left out "
                        "of the counts); 95% bootstrap interval. The mixture is the mean over references.")

@@ -173,3 +173,79 @@ def test_a_pairwise_file_needs_its_reference_only_when_its_name_does_not_say(hom
     assert row["model"] == "my-model" and row["WB_reward"] == pytest.approx(-25)  # (0 - 100 + 0 + 0) / 4
     run = home_store.list_runs()[0]
     assert run["spec"]["judge"]["model"] == "judge-x"
+
+
+# ---------------------------------------------------------------- 4. counts, blanks, headings, costs, greyed buttons
+def _score_file(tmp_path, scores=(8, 6), model="org/tiny-model"):
+    """A published-style score file of our own: no task tags, as WildBench's eval-result files are."""
+    recs = [{"session_id": f"s{k}", "model_test": model, "score": str(s), "model_output": f"answer {k}",
+             "parsed_result": {"strengths": "s", "weaknesses": "w", "score": str(s)}} for k, s in enumerate(scores)]
+    path = tmp_path / "eval=judge-x" / "tiny-model.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(recs))
+    return path
+
+
+def column_labels(element) -> dict[str, str]:
+    return {k: v.get("label") for k, v in json.loads(element.proto.columns).items()}
+
+
+def test_the_leaderboard_says_why_task_macro_is_blank_under_human_headings(home_store, tmp_path):
+    from evaluators.suites.wildbench import import_files
+
+    app()
+    import_files(home_store, [_score_file(tmp_path)])
+    from ui import loaders
+    loaders.forget_lists()  # the lists the first app() cached were empty
+    at = app("pages/leaderboard.py")
+    table = next(d for d in at.dataframe if "WB_score" in d.value.columns)
+    row = table.value.iloc[0]
+    assert row["model"] == "tiny-model" and row["WB_score"] == pytest.approx(40)  # mean 7 -> (7 - 5) x 2 x 10
+    assert row["task_macro"] == "–"  # not "None": no task tags, so no categories to weight
+    assert any(c.value.startswith("Task macro – : the category scores it weights need each row's task tags")
+               for c in at.caption)
+    labels = column_labels(table)
+    assert (labels["WB_score"], labels["ci95_low"], labels["ci95_high"], labels["task_macro"], labels["length"]) == \
+        ("WB-Score", "95% CI low", "95% CI high", "Task macro", "Length (characters)")
+    assert labels["model"] == "Model" and labels["records"] == "Records"
+
+
+def test_counts_say_one_run_and_one_row_not_one_runs(home_store, tmp_path):
+    from evaluators.suites.wildbench import import_files
+
+    app()
+    import_files(home_store, [_score_file(tmp_path, scores=(9,))])  # one run, of a one-row dataset
+    from ui import loaders
+    loaders.forget_lists()  # the lists the first app() cached were empty
+    at = app("pages/runs.py")
+    assert [c.value for c in at.caption] == ["1 run"]
+    at = app("pages/runs.py", q="tiny")
+    assert [c.value for c in at.caption] == ["1 of 1 run"]
+    at = app("pages/new.py")
+    assert "WildBench score: tiny-model · 1 row · single" in at.selectbox[0].options
+
+
+def test_a_greyed_generate_button_says_why(home_store):
+    app()
+    at = app("pages/attacks.py", atab="Generate an attack set")
+    assert not at.button(key="atk.go").disabled
+    at.toggle(key="atk.fill").set_value(True).run()
+    assert at.button(key="atk.go").disabled
+    why = "Give the target's base URL and model above to fill the responses, or turn filling off."
+    assert at.button(key="atk.go").proto.help == why and why in [c.value for c in at.caption]
+    at.text_input(key="atk.url").input("http://127.0.0.1:9/v1").run()
+    assert at.button(key="atk.go").proto.help.startswith("Give the target's model above")
+    at.text_input(key="atk.model").input("target").run()
+    assert not at.button(key="atk.go").disabled and not [c for c in at.caption if c.value.startswith("Give")]
+
+
+def test_a_cost_says_its_currency(home_store):
+    app()
+    at = app("pages/new.py", dataset=sample_id(home_store))
+    at.checkbox(key="new.metric.coherence").check().run()
+    at.text_input(key="judge.base_url").input("http://127.0.0.1:9/v1")
+    at.text_input(key="judge.model").input("some-model").run()
+    assert {n.label for n in at.number_input if n.key.startswith("price.")} == {
+        "Price per 1M input tokens (USD)", "Price per 1M output tokens (USD)"}
+    cost = next(m for m in at.metric if m.label.startswith("Cost"))
+    assert cost.label == "Cost (est., USD)" and cost.value.startswith("$")

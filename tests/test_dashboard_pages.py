@@ -210,7 +210,7 @@ def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_pa
     assert "rouge_unicode" in note[0] and note.isna()[1]  # only the Japanese row, pointing to the option
     assert res.metrics["rouge.noted_rows"] == 1
     at = app("pages/results.py", run=res.run_id)  # the Metrics tab: the metric's warning
-    assert any(w.value.startswith("rouge: 1 row(s) flagged") and "rouge_unicode" in w.value for w in at.warning)
+    assert any(w.value.startswith("rouge: 1 row flagged") and "rouge_unicode" in w.value for w in at.warning)
     at = app("pages/results.py", run=res.run_id, row="0", view="Rows")  # the row's own note in its detail
     assert any("rouge_unicode" in w.value and "flagged" not in w.value for w in at.warning)
 
