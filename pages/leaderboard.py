@@ -40,9 +40,9 @@ with w.guard():
                        "interval. Category scores (when rows carry task tags) leave out empty and truncated "
                        "responses; the task macro weights them 0.5 / 1.25 / 1.0 / 0.75 / 1.25.")
             if scores["task_macro"].isna().any():
-                st.caption("Task macro – : the category scores it weights need each row's task tags (primary_tag, "
-                           "secondary_tags), which these rows do not carry (WildBench's published judgment files "
-                           "leave them out; they are in the WildBench dataset).")
+                st.caption("Task macro shows – where the rows carry no task tags (primary_tag, secondary_tags): the "
+                           "category scores it weights need them. WildBench's published judgment files leave them "
+                           "out; they are in the WildBench dataset.")
     with tab_reward:
         refs = wb.references(board)
         if not refs:

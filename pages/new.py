@@ -13,7 +13,12 @@ st.title("New evaluation")
 with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     ids = [d["id"] for d in saved]
-    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=w.dataset_label(saved))
+    # with no dataset in the link (the sidebar), the one this browser session chose last, then the newest: the
+    # ticks kept below are for the data the user left, not for whichever dataset is newest
+    kept = st.session_state.get("kept.new.dataset")
+    did = state.pick("Dataset", "dataset", ids, kept if kept in ids else next(iter(ids), None),
+                     format_func=w.dataset_label(saved))
+    st.session_state["kept.new.dataset"] = did
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()

@@ -12,10 +12,13 @@ w.entry()  # first: a run that skipped app.py's router goes through it (ui.widge
 PER_PAGE = 25
 # Each run's name and line are inline code spans (data stays inert: no link, no HTML, no directive), drawn by
 # default as monospace boxes that break apart when a long line wraps. Our own style sheet (no data in it),
-# scoped to the list, draws them as the page's text: the name bold, the line in the caption's grey.
+# scoped to the list, draws them as the page's text: the name bold on a line of its own, the line under it in
+# the caption's grey, wrapping as text does. (A style-only st.html goes to Streamlit's event container.)
 PLAIN_SPANS = """<style>
 .st-key-runs_list [data-testid="stPageLink"] code { font-family: inherit; font-size: inherit; background: none;
     padding: 0; border: 0; color: inherit; white-space: normal; overflow-wrap: anywhere; line-height: inherit; }
+.st-key-runs_list [data-testid="stPageLink"] p { line-height: 1.45; padding: 0.3rem 0; }
+.st-key-runs_list [data-testid="stPageLink"] p > strong { display: block; }
 .st-key-runs_list [data-testid="stPageLink"] p > code { color: rgba(49, 51, 63, 0.6); }
 </style>"""
 

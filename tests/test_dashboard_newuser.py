@@ -56,9 +56,10 @@ def test_ticked_metrics_and_thresholds_are_kept_for_the_browser_session(home_sto
     # away to another page of the app and back, in the same tab (session)
     at.switch_page("pages/runs.py")
     at.run()
-    at.switch_page("pages/new.py")
-    at.query_params.update({"dataset": did})
+    at.switch_page("pages/new.py")  # from the sidebar: no dataset in the address
+    at.query_params.clear()
     at.run()
+    assert at.query_params["dataset"] == did  # the dataset left, not the newest
     ticked = [c.key for c in at.checkbox if c.key.startswith("new.metric.") and c.value]
     assert sorted(ticked) == ["new.metric.bleu", "new.metric.f1_score"]
     assert at.number_input(key="new.th.f1_score").value == 0.7
@@ -202,7 +203,7 @@ def test_the_leaderboard_says_why_task_macro_is_blank_under_human_headings(home_
     row = table.value.iloc[0]
     assert row["model"] == "tiny-model" and row["WB_score"] == pytest.approx(40)  # mean 7 -> (7 - 5) x 2 x 10
     assert row["task_macro"] == "–"  # not "None": no task tags, so no categories to weight
-    assert any(c.value.startswith("Task macro – : the category scores it weights need each row's task tags")
+    assert any(c.value.startswith("Task macro shows – where the rows carry no task tags (primary_tag, secondary_tags)")
                for c in at.caption)
     labels = column_labels(table)
     assert (labels["WB_score"], labels["ci95_low"], labels["ci95_high"], labels["task_macro"], labels["length"]) == \

@@ -185,7 +185,7 @@ def metric_options(spec) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- import of published judgments
-IMPORT_HELP = ("WildBench's published eval-result files, as `python -m evaluators wildbench import` takes them: "
+IMPORT_HELP = ("WildBench's published eval-result files (the files the command line's WildBench import takes): "
                "score files (eval_results/v2.0625/score.v2/eval=JUDGE/MODEL.json) and pairwise files "
                "(pairwise.v2/eval=JUDGE/ref=REFERENCE/MODEL.json); a JSON array or JSON lines.")
 
