@@ -192,7 +192,7 @@ def test_pairwise_risk_and_attack_pages_read_as_a_person_reads(dash, page, tmp_p
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(pair))
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stFileChip\"]').length >= 1")
     settle(page)
-    box = page.get_by_role("textbox", name="Reference model (pairwise files, the ref= folder)")
+    box = page.get_by_role("textbox", name="Reference (pairwise files: the ref= folder)")
     box.fill("claude-3-haiku-20240307")
     box.press("Enter")
     settle(page)

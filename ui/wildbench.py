@@ -268,7 +268,7 @@ def import_panel(store, length_penalty: int, expanded: bool) -> bool:
         c1, c2 = st.columns(2)
         judge = c1.text_input("Judge model (the eval= folder the files came from)", key="wb.judge",
                               placeholder="e.g. gpt-4o-2024-05-13", help="recorded with each run as its judge")
-        reference = c2.text_input("Reference model (pairwise files, the ref= folder)", key="wb.ref",
+        reference = c2.text_input("Reference (pairwise files: the ref= folder)", key="wb.ref",
                                   placeholder="e.g. claude-3-haiku-20240307",
                                   help="Needed only when a pairwise file is not named after the tested model "
                                        "(MODEL.json), as WildBench names them.")
