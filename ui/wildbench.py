@@ -243,14 +243,17 @@ def import_uploads(store, uploads: list, judge: str, reference: str, length_pena
             return msg
 
         scratch = Store(f"sqlite:///{root}/check.db")
-        for path, name in names.items():  # one at a time, so an error the engine does not place names its file
-            try:
-                import_files(scratch, [path], length_penalty)
-            except ImportFormatError as e:
-                return None, told(e)
-            except Exception as e:  # noqa: BLE001 — a record the engine could not convert: said, nothing stored
-                return None, f"{name}: not a WildBench eval-result file the import can read ({type(e).__name__}: {told(e)})"
-        scratch.engine.dispose()
+        try:
+            for path, name in names.items():  # one at a time: an error the engine does not place names its file
+                try:
+                    import_files(scratch, [path], length_penalty)
+                except ImportFormatError as e:
+                    return None, told(e)
+                except Exception as e:  # noqa: BLE001 — a record the engine could not convert: said, nothing stored
+                    return None, (f"{name}: not a WildBench eval-result file the import can read "
+                                  f"({type(e).__name__}: {told(e)})")
+        finally:
+            scratch.engine.dispose()  # before its folder goes
         runs, _ = import_files(store, list(names), length_penalty)
     for r in runs:
         r.path = names[r.path]
