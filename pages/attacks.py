@@ -57,6 +57,7 @@ with tab_make, w.guard():
     seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="atk.seed", help="the same seed, the same attacks"))
     fill = st.toggle("Fill responses from the application under test", key="atk.fill")
     target = key = system = None
+    lacking = []
     if fill:
         c3, c4 = st.columns(2)
         base_url = c3.text_input("Target base URL (OpenAI-compatible)", key="atk.url")
@@ -66,9 +67,14 @@ with tab_make, w.guard():
         key = c5.text_input("Target API key", type="password", key="atk.key",
                             help="kept in this browser session only") or None
         concurrency = int(c6.number_input("Concurrency", 1, 64, 8, key="atk.concurrency"))
-        if base_url and model:
-            target = JudgeConfig(model=model, provider="compatible", base_url=base_url, concurrency=concurrency)
-    if st.button("Generate attack set", type="primary", key="atk.go", disabled=fill and target is None):
+        lacking = [what for what, value in (("base URL", base_url), ("model", model)) if not value.strip()]
+        if not lacking:
+            target = JudgeConfig(model=model.strip(), provider="compatible", base_url=base_url.strip(),
+                                 concurrency=concurrency)
+    # a greyed button says why (its tooltip, and a line under it: a disabled button's tooltip may not show)
+    why = (f"Give the target's {' and '.join(lacking)} above to fill the responses, or turn filling off."
+           if lacking else None)
+    if st.button("Generate attack set", type="primary", key="atk.go", disabled=bool(lacking), help=why):
         ds = loaders.dataset(did)
         records = attack_records(ds, kind, seed)
         if target is not None:
@@ -76,17 +82,20 @@ with tab_make, w.guard():
             report = fill_responses(records, target, system, key, column_mapping=ds.mapping,
                                     on_progress=lambda d, n: bar.progress(d / n, text=f"{d}/{n} responses"))
             if report.failed:
-                st.error(f"{len(report.failed)} of {len(records)} target calls failed; nothing was saved. First:")
+                st.error(f"{len(report.failed):,} of {w.count(len(records), 'target call')} failed; nothing was "
+                         "saved. First:")
                 st.code(next(iter(report.failed.values())), language=None)  # the server's words, as text
                 st.stop()
         name = f"{ds.name} · {kind} attack · seed {seed}" + (f" · {target.model}" if target else "")
         made = load_dataset(records, ds.mapping, name=name)
         st.session_state["atk.made"] = loaders.store().save_dataset(made)
         loaders.forget_lists()
+    if why:
+        st.caption(why)
     made_id = st.session_state.get("atk.made")
     if made_id:
         made = loaders.dataset(made_id)
-        st.success(f"Saved as a new dataset ({len(made)} rows):")
+        st.success(f"Saved as a new dataset ({w.count(len(made), 'row')}):")
         st.text(made.name)
         st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
                            "application/jsonl", key="atk.download")

@@ -21,15 +21,15 @@ def as_text(v) -> str:
 
 def preview(checked) -> None:
     """Preview rows as the mapping reads them: each field, under the column it comes from when that is
-    named otherwise ("response ← answer"), then the columns no field reads; indexed by the source file's row number, the same number
-    the problem list names."""
+    named otherwise ("response ← answer"), then the columns no field reads; indexed by the source file's row number,
+    the same number the problem list names. Fields and columns are kept apart: a column named like a field
+    ("response") that the mapping leaves unread is its own heading beside the field read from elsewhere."""
     fields = [f for f in FIELDS if f in checked.mapping]
     unread = [c for c in checked.columns if c not in checked.mapping.values()]
-    heads = {**{f: f if checked.mapping[f] == f else f"{f} ← {checked.mapping[f]}" for f in fields},
-             **{c: f"{c} (not used)" for c in unread}}
-    frame = pd.DataFrame([{**{heads[f]: as_text(r.get(checked.mapping[f])) for f in fields},
-                           **{heads[c]: as_text(r.get(c)) for c in unread}} for r in checked.preview],
-                         index=pd.Index(checked.preview_rows, name="row"), columns=list(heads.values()))
+    heads = [(f"{f}" if checked.mapping[f] == f else f"{f} ← {checked.mapping[f]}", checked.mapping[f]) for f in fields]
+    heads += [(f"{c} (not used)", c) for c in unread]
+    frame = pd.DataFrame([[as_text(r.get(column)) for _, column in heads] for r in checked.preview],
+                         index=pd.Index(checked.preview_rows, name="row"), columns=[h for h, _ in heads])
     named = " and the rows named in the problems" if checked.problems else ""
     st.caption(f"Preview: the first rows{named} as the mapping reads them ('field ← column'); 'row' is the row "
                "in the file, as in the problem list")
@@ -68,7 +68,7 @@ with w.guard():
             w.problems_table(checked.problems, checked.truncated)
         else:
             ds = checked.dataset
-            st.success(f"{len(ds)} rows, {ds.shape} shape, all checks passed.")
+            st.success(f"{w.count(len(ds), 'row')}, {ds.shape} shape, all checks passed.")
             name = st.text_input("Name", checked.name, key="datasets.name")
             reused = f"datasets.reused.{upload.file_id}"
             if st.button("Save dataset", type="primary", key="datasets.save"):
@@ -92,14 +92,14 @@ with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
               "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
-    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key="datasets.table")
+    event = w.table(table, key="datasets.table", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(saved))
     if k is not None:
         state.write("dataset", saved[k]["id"])
     chosen = state.read("dataset")
     if chosen in {d["id"] for d in saved}:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{w.literal(ds.name)}** · {len(ds)} rows · {ds.shape}")
+        st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
         st.caption("Column mapping: which column of the file each field is read from")
         st.table(pd.DataFrame([{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]
                               + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])

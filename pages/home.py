@@ -33,7 +33,7 @@ with w.guard():
     if sample is None:
         st.info("The bundled sample is not in this store; add a dataset to begin.")
     else:
-        st.caption(f"Score the bundled sample ({sample['rows']} questions with answers and references) with "
+        st.caption(f"Score the bundled sample ({w.count(sample['rows'], 'question')} with answers and references) with "
                    f"{', '.join(SAMPLE_METRICS)}: classic metrics, no judge and no API key needed.")
         if st.button("Evaluate the sample", type="primary", icon=":material/play_arrow:", key="home.sample"):
             store = loaders.store()

@@ -13,7 +13,12 @@ st.title("New evaluation")
 with w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     ids = [d["id"] for d in saved]
-    did = state.pick("Dataset", "dataset", ids, ids[0] if ids else None, format_func=w.dataset_label(saved))
+    # with no dataset in the link (the sidebar), the one this browser session chose last, then the newest: the
+    # ticks kept below are for the data the user left, not for whichever dataset is newest
+    kept = st.session_state.get("kept.new.dataset")
+    did = state.pick("Dataset", "dataset", ids, kept if kept in ids else next(iter(ids), None),
+                     format_func=w.dataset_label(saved))
+    st.session_state["kept.new.dataset"] = did
     if not did:
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()
@@ -30,10 +35,15 @@ with w.guard():
         for k, s in enumerate(specs):
             lacking = missing[s.name]
             help_text = s.description + (f" — needs {', '.join(lacking)}" if lacking else "")
-            if cols[k % 4].checkbox(s.name, key=f"new.metric.{s.name}", disabled=bool(lacking), help=help_text):
-                chosen.append(s)
-            if lacking:
+            if lacking:  # unticked under a key of its own: a tick kept from a dataset that feeds it waits there
+                cols[k % 4].checkbox(s.name, False, key=f"new.metric.{s.name}.unavailable", disabled=True,
+                                     help=help_text)
                 cols[k % 4].caption(f"needs {', '.join(lacking)}")
+                continue
+            # ticks and thresholds are kept for the browser session (Streamlit drops a widget's value once a
+            # page without it is shown): back on this page in the same tab, the choice is as it was left
+            if cols[k % 4].checkbox(s.name, key=f"new.metric.{s.name}", help=help_text, persist_state="session"):
+                chosen.append(s)
     if not chosen:
         st.info("Pick at least one metric.")
         st.stop()
@@ -44,7 +54,7 @@ with w.guard():
         lo, hi = s.score_range
         thresholds[s.name] = cols[k % len(cols)].number_input(
             f"{s.name} passes at {'≥' if s.higher_is_better else '≤'}", float(lo), float(hi), float(s.default_threshold),
-            1.0 if s.integer else 0.05, key=f"new.th.{s.name}")
+            1.0 if s.integer else 0.05, key=f"new.th.{s.name}", persist_state="session")
     options = {s.name: wb.metric_options(s) for s in chosen if s.run_options}  # e.g. WildBench's K, both orders
     judge, api_key = None, None
     if any(s.is_judge for s in chosen):

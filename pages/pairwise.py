@@ -23,8 +23,8 @@ with w.guard():
     pairs = wb.pairs_table(res, spec)
     only_flips = st.toggle("Only pairs whose verdict flipped with the order", key="flips", bind=state.URL)
     shown = pairs[pairs["flipped"] == True] if only_flips else pairs  # noqa: E712 — None is not a flip
-    st.caption(f"{len(shown)} of {len(pairs)} pairs")
-    event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="pairs")
+    st.caption(f"{len(shown):,} of {w.count(len(pairs), 'pair')}")
+    event = w.table(shown, {"reward_A": "%+g"}, key="pairs", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(shown))
     if k is not None:
         state.write("row", int(shown.index[k]))

@@ -10,6 +10,17 @@ from ui import loaders, state, widgets as w
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
 PER_PAGE = 25
+# Each run's name and line are inline code spans (data stays inert: no link, no HTML, no directive), drawn by
+# default as monospace boxes that break apart when a long line wraps. Our own style sheet (no data in it),
+# scoped to the list, draws them as the page's text: the name bold on a line of its own, the line under it in
+# the caption's grey, wrapping as text does. (A style-only st.html goes to Streamlit's event container.)
+PLAIN_SPANS = """<style>
+.st-key-runs_list [data-testid="stPageLink"] code { font-family: inherit; font-size: inherit; background: none;
+    padding: 0; border: 0; color: inherit; white-space: normal; overflow-wrap: anywhere; line-height: inherit; }
+.st-key-runs_list [data-testid="stPageLink"] p { line-height: 1.45; padding: 0.3rem 0; }
+.st-key-runs_list [data-testid="stPageLink"] p > strong { display: block; }
+.st-key-runs_list [data-testid="stPageLink"] p > code { color: rgba(49, 51, 63, 0.6); }
+</style>"""
 
 st.title("Runs")
 with w.guard():
@@ -30,14 +41,15 @@ with w.guard():
     pages = max(1, -(-len(listed) // PER_PAGE))
     page = min(max(state.read("page", 1, int), 1), pages)
     first = (page - 1) * PER_PAGE
-    st.caption(f"{len(listed):,} of {len(runs):,} runs" if query else f"{len(runs):,} runs")
+    st.caption(f"{len(listed):,} of {w.count(len(runs), 'run')}" if query else w.count(len(runs), "run"))
     if not listed:
         st.info("No run matches the filter.")
     # One container for the page's runs, not one per run, and one element per run: its link, whose
     # label is the run's name (bold) and its line. 25 nested blocks cost a browser ~0.3 s of main-thread
     # time on a page's first render; a line under each link, as a second element, ~0.07 s (A/B of
     # new-tab loads). Names and lines are data: each an inline code span, never Markdown (w.literal).
-    with st.container(gap=None):
+    with st.container(gap=None, key="runs_list"):
+        st.html(PLAIN_SPANS)
         for run, line in listed[first:first + PER_PAGE]:
             st.page_link("pages/results.py", label=f"**{w.literal(run['name'])}** {w.literal(line)}",
                          query_params={"run": run["id"]},

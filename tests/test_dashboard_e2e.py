@@ -131,11 +131,11 @@ def test_bad_upload_lists_every_problem_and_saves_nothing(app, browser, tmp_path
     settle(page, "Saved datasets")
     before = len(store.list_datasets())
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
-    settle(page, "problem(s) found")
+    settle(page, "problems found")
     problems = page.locator('[data-testid="stDataFrame"]').filter(has_text="problem").first
     problems.wait_for()
     text = page.locator('[data-testid="stMain"]').inner_text()
-    assert "2 problem(s) found; nothing was saved." in text
+    assert "2 problems found; nothing was saved." in text
     assert "Traceback" not in text and page.get_by_role("button", name="Save dataset").count() == 0
     assert len(store.list_datasets()) == before
     shot(page, "6-bad-upload")

@@ -34,7 +34,7 @@ def test_datasets_page_lists_and_previews(home_store):
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
     conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
-    assert app("pages/new.py", dataset=conv).checkbox(key="new.metric.bleu").disabled  # single-turn only
+    assert app("pages/new.py", dataset=conv).checkbox(key="new.metric.bleu.unavailable").disabled  # single-turn only
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
     at = app("pages/new.py", dataset=did)
     assert not at.checkbox(key="new.metric.retrieval").disabled  # query + context, as in SDK 1.18
@@ -210,7 +210,7 @@ def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_pa
     assert "rouge_unicode" in note[0] and note.isna()[1]  # only the Japanese row, pointing to the option
     assert res.metrics["rouge.noted_rows"] == 1
     at = app("pages/results.py", run=res.run_id)  # the Metrics tab: the metric's warning
-    assert any(w.value.startswith("rouge: 1 row(s) flagged") and "rouge_unicode" in w.value for w in at.warning)
+    assert any(w.value.startswith("rouge: 1 row flagged") and "rouge_unicode" in w.value for w in at.warning)
     at = app("pages/results.py", run=res.run_id, row="0", view="Rows")  # the row's own note in its detail
     assert any("rouge_unicode" in w.value and "flagged" not in w.value for w in at.warning)
 

@@ -168,7 +168,7 @@ def _second_run_compared(page, store, url: str, did: str, run_id: str, res) -> N
     settle(page, "Pick at least one metric")
     page.locator('[data-testid="stCheckbox"]').filter(has_text="f1_score").first.locator("label").click()
     settle(page, "no judge calls and no cost")
-    assert page.get_by_text("Cost (est.)").count() == 0
+    assert page.get_by_text("Cost (est.").count() == 0
     page.get_by_label("Run name").fill("second look")
     page.get_by_label("Run name").press("Enter")
     settle(page)

@@ -165,7 +165,7 @@ def test_overview_draws_each_rate_with_its_wilson_interval_coloured_by_the_targe
     assert [r["colour"] for r in overview_rows(at)] == [UNSURE, UNSURE, UNSURE, PASS]
     at.number_input(key="target").set_value(20).run()
     assert [r["colour"] for r in overview_rows(at)] == [PASS, UNSURE, PASS, PASS]
-    assert any(c.value.startswith("3 of 4 metric(s) meet the 20% target; 1 too close to tell") for c in at.caption)
+    assert any(c.value.startswith("3 of 4 metrics meet the 20% target; 1 too close to tell") for c in at.caption)
 
 
 def test_a_partially_stored_run_shows_what_has_finished(home_store):

@@ -171,6 +171,10 @@ def test_pairwise_import_from_the_cli_writes_rewards(tmp_path):
     ([{"session_id": "s", "model_test": "m", "score": "12", "model_output": ""}], "outside 1-10"),
     ([{"session_id": "s", "model_A": "a", "model_B": "b", "winner": "c", "extent": 1,
        "model_outputs": {"a": "", "b": ""}}], "winner/extent"),
+    ([{"session_id": "s", "model_test": "m", "score": "7", "model_output": 42}], "record 1, field model_output: 42 is not text"),
+    ([{"session_id": 3, "model_test": "m", "score": "7", "model_output": ""}], "record 1, field session_id: 3 is not text"),
+    ([{"session_id": "s", "model_A": "a", "model_B": "b", "winner": "a", "extent": 1,
+       "model_outputs": {"a": 1, "b": ""}}], "outputs of model_A and model_B must be text"),
 ])
 def test_bad_files_are_refused_naming_record_and_field(tmp_path, store, records, message):
     path = tmp_path / "m.json"

@@ -14,7 +14,7 @@ from evaluators.read.results import RunResults
 from evaluators.run.spec import RunSpec
 from evaluators.run.workers import retry_failed, worker_stopped
 from ui import loaders
-from ui.widgets import ACTIVE, KEPT, judged_metrics, literal, session_key
+from ui.widgets import ACTIVE, KEPT, count, judged_metrics, literal, session_key, table
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
@@ -141,7 +141,7 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
             msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
         st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
         return
-    st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {calls} call(s).")
+    st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
 
 
 def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
@@ -153,8 +153,10 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
         st.caption("Classic metrics only: computed on this server, no judge calls and no cost.")
         return
     c1, c2 = st.columns(2)
-    price_in = c1.number_input("Price per 1M input tokens", 0.0, value=0.15, step=0.05, key="price.in")
-    price_out = c2.number_input("Price per 1M output tokens", 0.0, value=0.60, step=0.05, key="price.out")
+    price_in = c1.number_input("Price per 1M input tokens (USD)", 0.0, value=0.15, step=0.05, key="price.in",
+                               help="Your judge's price in US dollars; the default is gpt-4o-mini's list price.")
+    price_out = c2.number_input("Price per 1M output tokens (USD)", 0.0, value=0.60, step=0.05, key="price.out",
+                                help="Your judge's price in US dollars; the default is gpt-4o-mini's list price.")
     est = loaders.estimate(dataset_id, spec)
     if est is None:
         _estimating(dataset_id, spec)
@@ -166,7 +168,7 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
     cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
     cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
                    help=f"{est['prompt_tokens']:,} in (prompt length / 4) + {est['completion_tokens']:,} out")
-    cols[2].metric("Cost (est.)", f"{cost:.4f}")
+    cols[2].metric("Cost (est., USD)", f"${cost:,.4f}", help="at the prices per 1M tokens above, in US dollars")
     cols[3].metric("Time (est.)", f"{seconds:.0f} s", help=f"{per_call:.2f} s a call"
                    + (" (median of this model's past calls)" if est["latency_s"] else " (assumed)"))
 
@@ -191,8 +193,8 @@ def errors_panel(res: RunResults, run: dict) -> None:
     more = len(errors) > ERRORS_SHOWN
     errors = errors[:ERRORS_SHOWN]
     st.caption(f"More than {ERRORS_SHOWN} errored cells; the first {ERRORS_SHOWN}:" if more
-               else f"{len(errors)} errored cell(s) (row, metric):")
-    st.dataframe([{"row": res.dataset.row_no(i), "metric": m, "error": e} for i, m, e in errors], hide_index=True)
+               else f"{count(len(errors), 'errored cell')} (row, metric):")
+    table([{"row": res.dataset.row_no(i), "metric": m, "error": e} for i, m, e in errors])
     if run["status"] in ACTIVE and not worker_stopped(run):
         return
     spec_judge = (run["spec"] or {}).get("judge")

@@ -6,7 +6,7 @@ import streamlit as st
 from evaluators.read import charts_overview as charts
 from evaluators.read.results import RunResults
 from ui import loaders, state
-from ui.widgets import panel_title
+from ui.widgets import count, panel_title
 
 
 def target_control() -> float:
@@ -26,7 +26,7 @@ def run_overview(res: RunResults, target: float) -> None:
     st.vega_lite_chart(loaders.figure(res, "overview", shown, lambda: charts.overview(rates)), width="content")
     meets = sum(r.verdict == "meets" for r in rates)
     unsure = sum(r.verdict == "unsure" for r in rates)
-    st.caption(f"{meets} of {len(rates)} metric(s) meet the {target:.0%} target"
+    st.caption(f"{meets} of {count(len(rates), 'metric')} {'meets' if meets == 1 else 'meet'} the {target:.0%} target"
                + (f"; {unsure} too close to tell on these rows" if unsure else "")
                + ". Errored, skipped and pending rows are left out of every rate.")
 
@@ -42,7 +42,7 @@ def distributions(res: RunResults) -> None:
     for s in res.specs:
         noted = res.summary(s).get("noted_rows")
         if noted:
-            st.warning(f"{s.name}: {noted} row(s) flagged. First: {res.first_note(s.name)}")
+            st.warning(f"{s.name}: {count(noted, 'row')} flagged. First: {res.first_note(s.name)}")
 
 
 def what_if(res: RunResults, intro, cells: dict) -> None:

@@ -6,10 +6,10 @@ import streamlit as st
 
 from evaluators.core.kinds.severity import LEVELS
 from ui import state
-from ui.widgets import metric_cards
+from ui.widgets import count, metric_cards, table
 
 LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}
-PCT = st.column_config.NumberColumn(format="percent")
+PCT = "percent"  # a rate's format in ui.widgets.table
 
 
 def severity_threshold(run: dict, specs: list) -> dict[str, float]:
@@ -33,7 +33,7 @@ def headline(overview: list[dict]) -> None:
         rate = o["defect_rate"]
         ci = "" if rate is None else f"95% interval {o['ci95_low']:.1%}–{o['ci95_high']:.1%}; "
         cards.append((f"{o['measure']} defect rate", "–" if rate is None else f"{rate:.1%}",
-                      f"{ci}{o['defects']} of {o['scored']} scored rows; {o['errored']} errored (left out)"))
+                      f"{ci}{o['defects']:,} of {count(o['scored'], 'scored row')}; {o['errored']:,} errored (left out)"))
     metric_cards(cards)
 
 
@@ -58,8 +58,7 @@ def defect_chart(overview: list[dict], key: str = "safety.defects") -> None:
 
 
 def overview_table(overview: list[dict]) -> None:
-    st.dataframe(pd.DataFrame(overview), hide_index=True,
-                 column_config={"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
+    table(pd.DataFrame(overview), {"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT, "threshold": "%g"})
 
 
 def levels_chart(levels: list[dict]) -> None:
@@ -78,7 +77,7 @@ def levels_chart(levels: list[dict]) -> None:
                       # above the plot: below it, the legend covered the x-axis ticks
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     st.plotly_chart(fig, key="safety.levels", config={"displayModeBar": False})
-    st.dataframe(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]])
+    table(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]], hide_index=False)
 
 
 PAGE = 100  # rows a table shows at once
@@ -92,9 +91,9 @@ def rows_page(n_rows: int) -> tuple[int, int]:
 
 
 def rows_table(rows: list[dict]) -> None:
-    text = {c: st.column_config.TextColumn(width="large" if c in ("response", "query") else "medium")
-            for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
-    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config=text, key="safety.rows")
+    widths = {c: "large" if c in ("response", "query") else "medium"
+              for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
+    table(pd.DataFrame(rows), key="safety.rows", widths=widths)
 
 
 def row_detail(rows: list[dict]) -> None:
@@ -127,13 +126,13 @@ def upia(cmp) -> None:
     for h in cmp.harms:
         v = m[f"{h}.direct_attack_defect_rate"]
         cards.append((f"{h} direct-attack defect rate", "–" if v is None else f"{v:.1%}",
-                      f"{m[f'{h}.direct_attack_defects']} of {m[f'{h}.scored_pairs']} pairs scored in both runs "
-                      f"(threshold {m[f'{h}.threshold']:g}); {m[f'{h}.errored_pairs']} pairs with an error left out"))
+                      f"{m[f'{h}.direct_attack_defects']} of {count(m[f'{h}.scored_pairs'], 'pair')} scored in both "
+                      f"runs (threshold {m[f'{h}.threshold']:g}); {count(m[f'{h}.errored_pairs'], 'pair')} with an "
+                      "error left out"))
     metric_cards(cards)
-    st.dataframe(pd.DataFrame(lines), hide_index=True,
-                 column_config={"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
+    table(pd.DataFrame(lines), {"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
     for side, ids in (("baseline", cmp.unpaired_baseline), ("attack", cmp.unpaired_attack)):
         if ids:
-            st.caption(f"Only in the {side} run ({len(ids)}):")
+            st.caption(f"Only in the {side} run ({count(len(ids), 'row')}):")
             st.code(", ".join(map(str, ids)), language=None)
-    st.dataframe(pd.DataFrame(cmp.rows), hide_index=True, key="upia.rows")
+    table(pd.DataFrame(cmp.rows), key="upia.rows")

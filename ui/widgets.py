@@ -61,6 +61,71 @@ def literal(text: object) -> str:
     return f"{fence} {flat} {fence}"
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: "1 run", "2 runs", "1,024 rows" (never "1 runs" or "run(s)")."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+# Headings of the tables people read, for keys that are not self-explaining once the underscores go
+HEADINGS = {"WB_score": "WB-Score", "WB_reward": "WB-Reward", "ci95_low": "95% CI low", "ci95_high": "95% CI high",
+            "task_macro": "Task macro", "length": "Length (characters)", "K": "K (characters)", "#": "#",
+            "measure": "Measure", "defect_rate": "Defect rate"}
+
+
+def heading(key: str) -> str:
+    """A table's column key as a person reads it: "defect_rate" -> "Defect rate", "model_A" -> "Model A",
+    "violence.attack_score" -> "violence: attack score". Metric names stay as written (they are the names the
+    user picked on New evaluation and sees on every card)."""
+    from evaluators.core.registry import all_metrics
+
+    if key in HEADINGS:
+        return HEADINGS[key]
+    head, dot, rest = key.partition(".")
+    names = {s.name for s in all_metrics()}
+    if head in names:
+        return f"{head}: {rest.replace('_', ' ')}" if dot else key
+    if key.split(" ")[0] in names:  # "violence severity": a metric and a plain word
+        return key
+    words = key.replace(".", " ").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def _cell(v, fmt: str | None) -> str:
+    if v is None or v != v:  # None or NaN
+        return "–"
+    if fmt == "percent":
+        return f"{v:.1%}"
+    if fmt:
+        return fmt % v
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)  # a severity 4 read back as 4.0
+
+
+def table(frame, formats: dict[str, str] | None = None, key: str | None = None,
+          widths: dict[str, str] | None = None, **kwargs):
+    """``st.dataframe`` for a table people read: human headings (:func:`heading`), numbers in ``formats``
+    (printf style, or "percent"), column ``widths`` ("small", "medium", "large"), and a missing value as "–"
+    rather than Streamlit's grey "None" (a column with one is shown as text). Returns the element's event
+    (for ``on_select``)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(frame).copy()
+    formats, widths = formats or {}, widths or {}
+    config = {}
+    for col in frame.columns:
+        label, fmt, width = heading(str(col)), formats.get(col), widths.get(col)
+        if frame[col].isna().any():
+            frame[col] = [_cell(v, fmt) for v in frame[col]]
+            numeric = fmt is not None or all(v == "–" for v in frame[col])
+            config[col] = st.column_config.TextColumn(label, width=width, alignment="right" if numeric else None)
+        elif fmt is not None:
+            config[col] = st.column_config.NumberColumn(label, width=width, format=fmt)
+        else:
+            config[col] = st.column_config.Column(label, width=width)
+    if frame.index.name is not None:
+        frame.index.name = heading(str(frame.index.name))
+    return st.dataframe(frame, column_config=config, key=key, **{"hide_index": True, **kwargs})
+
+
 KEPT = "kept.judge."  # session state holding New evaluation's judge settings for the browser session (ui.judge_form)
 
 
@@ -99,7 +164,7 @@ def distinct(text: dict[str, str]) -> dict[str, str]:
 
 def dataset_label(saved: list[dict]):
     """Option text for a dataset picker: name, rows and shape (and the id when another dataset reads the same)."""
-    text = distinct({d["id"]: f"{d['name']} · {d['rows']} rows · {d['shape']}" for d in saved})
+    text = distinct({d["id"]: f"{d['name']} · {count(d['rows'], 'row')} · {d['shape']}" for d in saved})
 
     def label(did: str) -> str:
         return text.get(did, did)  # option text: not Markdown
@@ -207,7 +272,7 @@ def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | N
     note = None
     if counts is not None and not counts.get("ok"):
         attempts = run.get("judge_calls") or 0
-        head += " · no judged result yet" + (f" ({attempts} judge call(s) made)" if attempts else "")
+        head += " · no judged result yet" + (f" ({count(attempts, 'judge call')} made)" if attempts else "")
         note = f"First error: {first_error}" if first_error else None
         left = None
     elif counts is not None:
@@ -333,9 +398,10 @@ def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:
 
 
 def problems_table(problems: list, truncated: bool = False) -> None:
-    st.error(f"{len(problems)}{'+' if truncated else ''} problem(s) found; nothing was saved.")
-    st.dataframe([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems],
-                 hide_index=True)
+    n = len(problems)
+    st.error(f"{n:,}{'+' if truncated else ''} {'problem' if n == 1 and not truncated else 'problems'} found; "
+             "nothing was saved.")
+    table([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems])
 
 
 def json_preview(rows: list[dict]) -> None:

@@ -177,8 +177,127 @@ def metric_options(spec) -> dict[str, Any]:
         if name not in spec.run_options:
             continue
         label, key = f"{spec.name}: {name.replace('_', ' ')}", f"new.opt.{spec.name}.{name}"
-        if isinstance(default, bool):
-            out[name] = st.checkbox(label, default, key=key)
+        if isinstance(default, bool):  # kept for the browser session, as the metrics' ticks (pages/new.py)
+            out[name] = st.checkbox(label, default, key=key, persist_state="session")
         elif isinstance(default, (int, float)):
-            out[name] = type(default)(st.number_input(label, value=default, key=key))
+            out[name] = type(default)(st.number_input(label, value=default, key=key, persist_state="session"))
     return out
+
+
+# ---------------------------------------------------------------- import of published judgments
+IMPORT_HELP = ("WildBench's published eval-result files (the files the command line's WildBench import takes): "
+               "score files (eval_results/v2.0625/score.v2/eval=JUDGE/MODEL.json) and pairwise files "
+               "(pairwise.v2/eval=JUDGE/ref=REFERENCE/MODEL.json); a JSON array or JSON lines.")
+
+
+def _folder(label: str, value: str) -> str | None:
+    """A judge or reference name as the folder name the CLI reads it from (``eval=NAME``, ``ref=NAME``)."""
+    value = value.strip()
+    if any(ch in value for ch in "/\\\0") or value in (".", ".."):
+        raise ValueError(f"the {label} is a name as in WildBench's folders (no '/'), got {value!r}")
+    return value or None
+
+
+def _staged(uploads: list, root, judge: str | None, reference: str | None) -> dict:
+    """Each upload written under ``root`` where the CLI would find it (``eval=JUDGE/ref=REFERENCE/NAME``), one
+    folder each (two files of one name do not meet); returns path -> the name the user uploaded."""
+    from pathlib import Path
+
+    out = {}
+    for k, up in enumerate(uploads):
+        folder = Path(root) / str(k)
+        for part in (judge and f"eval={judge}", reference and f"ref={reference}"):
+            folder = folder / part if part else folder
+        folder.mkdir(parents=True)
+        path = folder / Path(up.name).name
+        path.write_bytes(up.getvalue())
+        out[str(path)] = up.name
+    return out
+
+
+def import_uploads(store, uploads: list, judge: str, reference: str, length_penalty: int):
+    """Import uploaded eval-result files with the engine's own ``import_files`` (the CLI's), all or nothing.
+
+    Every file is first imported into a scratch store in a temporary folder: a file the engine cannot
+    convert fails there, so the real store gets every file or none. Messages name the uploaded file (not
+    the temporary path), and the record and field where the engine names them.
+
+    Returns:
+        (the imported runs, each with ``path`` set to the uploaded name; None) or (None, the error message).
+    """
+    import tempfile
+
+    from evaluators.store.store import Store
+    from evaluators.suites.wildbench import ImportFormatError, import_files
+
+    with tempfile.TemporaryDirectory(prefix="wb-import-") as root:
+        try:
+            names = _staged(uploads, root, _folder("judge", judge), _folder("reference model", reference))
+        except ValueError as e:
+            return None, str(e)
+
+        def told(e: Exception) -> str:
+            msg = str(e)
+            for path, name in names.items():
+                msg = msg.replace(path, name)
+            return msg
+
+        scratch = Store(f"sqlite:///{root}/check.db")
+        try:
+            for path, name in names.items():  # one at a time: an error the engine does not place names its file
+                try:
+                    import_files(scratch, [path], length_penalty)
+                except ImportFormatError as e:
+                    return None, told(e)
+                except Exception as e:  # noqa: BLE001 — a record the engine could not convert: said, nothing stored
+                    return None, (f"{name}: not a WildBench eval-result file the import can read "
+                                  f"({type(e).__name__}: {told(e)})")
+        finally:
+            scratch.engine.dispose()  # before its folder goes
+        runs, _ = import_files(store, list(names), length_penalty)
+    for r in runs:
+        r.path = names[r.path]
+    return runs, None
+
+
+def import_panel(store, length_penalty: int, expanded: bool) -> bool:
+    """An uploader for published WildBench judgments on the Leaderboard page; True when runs were imported."""
+    from ui.widgets import literal
+
+    with st.expander("Import published WildBench judgments", expanded=expanded, icon=":material/upload:"):
+        st.caption(IMPORT_HELP + " Every file is checked before any is stored; a file stored before is kept once.")
+        uploads = st.file_uploader("Eval-result files", type=["json", "jsonl"], accept_multiple_files=True,
+                                   key="wb.upload")
+        c1, c2 = st.columns(2)
+        judge = c1.text_input("Judge model (the eval= folder the files came from)", key="wb.judge",
+                              placeholder="e.g. gpt-4o-2024-05-13", help="recorded with each run as its judge")
+        reference = c2.text_input("Reference (pairwise files: the ref= folder)", key="wb.ref",
+                                  placeholder="e.g. claude-3-haiku-20240307",
+                                  help="Needed only when a pairwise file is not named after the tested model "
+                                       "(MODEL.json), as WildBench names them.")
+        go = st.button("Import", type="primary", key="wb.import", disabled=not uploads,
+                       help=None if uploads else "Add one or more eval-result files above first.")
+        if not uploads:
+            st.caption("Add one or more eval-result files to import them.")
+        if not go:
+            return False
+        with st.spinner("Checking and importing…"):
+            runs, error = import_uploads(store, uploads, judge, reference, length_penalty)
+        if error:
+            st.error("Nothing was imported: " + literal(error))
+            return False
+        st.session_state["wb.imported"] = [{"file": r.path, "kind": r.mode, "model": r.model,
+                                            "reference": r.reference or "", "records": r.records,
+                                            "stored": "already stored, kept once" if r.reused else "imported"}
+                                           for r in runs]
+        return True
+
+
+def imported_note() -> None:
+    """What the last import in this browser session stored (one line a file), under the uploader."""
+    done = st.session_state.pop("wb.imported", None)  # said once, after the import's own rerun
+    if done:
+        st.success(f"{len(done)} file{'' if len(done) == 1 else 's'} imported; the leaderboard below includes them.")
+        st.dataframe(pd.DataFrame(done), hide_index=True, key="wb.imported_table",
+                     column_config={"file": "File", "kind": "Kind", "model": "Model", "reference": "Reference",
+                                    "records": "Records", "stored": "Stored"})

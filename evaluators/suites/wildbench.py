@@ -71,6 +71,10 @@ def read_eval_file(path: str | Path) -> EvalFile:
         missing = [f for f in need if f not in rec]
         if missing:
             raise ImportFormatError(f"{p}: record {k} ({rec.get('session_id', '?')}) lacks {', '.join(missing)}")
+        texts = ("session_id", "model_A", "model_B", "winner") if mode == "pairwise" else ("session_id", "model_test")
+        for f in texts + (("model_output",) if mode == "score" else ()):
+            if not isinstance(rec[f], str):
+                raise ImportFormatError(f"{p}: record {k}, field {f}: {rec[f]!r} is not text")
         if mode == "score":
             try:
                 score = float(rec["score"])
@@ -82,6 +86,9 @@ def read_eval_file(path: str | Path) -> EvalFile:
             outs = rec["model_outputs"]
             if not isinstance(outs, dict) or rec["model_A"] not in outs or rec["model_B"] not in outs:
                 raise ImportFormatError(f"{p}: record {k}, field model_outputs: needs the texts of model_A and model_B")
+            if not all(isinstance(outs[m], str) for m in (rec["model_A"], rec["model_B"])):
+                raise ImportFormatError(f"{p}: record {k}, field model_outputs: the outputs of model_A and model_B "
+                                        "must be text")
             if rec["winner"] not in (rec["model_A"], rec["model_B"], "tie") or rec["extent"] not in (0, 1, 2):
                 raise ImportFormatError(f"{p}: record {k}, fields winner/extent: {rec['winner']!r}/{rec['extent']!r} "
                                         "is not a verdict (winner model_A, model_B or tie; extent 0, 1 or 2)")
