@@ -62,7 +62,8 @@ with w.guard():
         judge, api_key = judge_form.judge_settings()
         if judge is None:
             st.stop()
-    spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options)
+    repeat, jury = judge_form.several(judge) if judge is not None else (1, [])
+    spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options, repeat=repeat, jury=jury)
     spec.validate()
     st.subheader("Before you start")
     judge_form.estimate_panel(did, spec)
@@ -70,7 +71,7 @@ with w.guard():
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()
         run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
-                             options=options)
+                             options=options, repeat=repeat, jury=jury)
         store.update_run(run_id, created_by=auth.current_user())
         spawn_worker(store, run_id, api_key)
         loaders.forget_lists()

@@ -145,3 +145,26 @@ def test_a_jury_of_three_judges(tmp_path, monkeypatch):
     pairs = {(x, y): k for x, y, k in got["pairs"]}
     assert pairs[("ann", "bea")] == pytest.approx(sklearn_metrics.cohen_kappa_score(
         [t[0] >= 3 for t in triples], [t[1] >= 3 for t in triples]))
+
+
+def test_new_evaluation_asks_each_row_k_times(home_store, fresh_caches):
+    from tests.apptest import app
+    from tests.conftest import wait_for_run
+
+    with JudgeServer(responder=Fickle()) as server:
+        at = app("pages/new.py")
+        did = next(d["id"] for d in home_store.list_datasets() if d["name"].startswith("rag_single_turn"))
+        at = app("pages/new.py", at=at, dataset=did)
+        next(c for c in at.checkbox if c.label == "coherence").check()
+        at.run()
+        next(t for t in at.text_input if t.label == "Base URL").input(server.url)
+        next(t for t in at.text_input if t.label == "Model (Azure: deployment)").input("fickle")
+        at.run()
+        next(n for n in at.number_input if n.label == "Judge each row K times").set_value(2)
+        at.run()
+        assert any("the figures are 2 times one judgment's" in c.value for c in at.caption)
+        next(b for b in at.button if b.label == "Start evaluation").click()
+        at.run()
+        rid = home_store.run_rows()[0]["id"]
+        assert wait_for_run(home_store, rid)["status"] == "completed"
+        assert home_store.get_run(rid)["spec"]["repeat"] == 2 and len(server.calls) == 62

@@ -10,6 +10,7 @@ import streamlit as st
 
 from evaluators import EvalError
 from evaluators.judge.config import JudgeConfig, judge_url, named_judges
+from evaluators.run.spec import MAX_REPEAT
 from evaluators.read.results import RunResults
 from evaluators.run.spec import RunSpec
 from evaluators.run.workers import retry_failed, worker_stopped
@@ -122,6 +123,21 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
     return cfg, typed
 
 
+def several(judge: JudgeConfig) -> tuple[int, list[JudgeConfig]]:
+    """How many judgments per task (``--repeat``) and which further configured judges form a jury with the
+    chosen one; kept for the browser session like the rest of the form."""
+    c1, c2 = st.columns([1, 3])
+    repeat = int(c1.number_input("Judge each row K times", 1, MAX_REPEAT, 1, key="new.repeat", persist_state="session",
+                                 help="Each judgment its own call and cache entry; the row's value is their mean "
+                                      "(scores), median (severities) or majority (labels), and the Results page "
+                                      "says how often they disagree"))
+    others = [n for n in named_judges() if n != judge.judge_name]
+    jury = c2.multiselect("Jury: also ask these judges", others, key="new.jury", persist_state="session",
+                          help="Judges configured on this server (judges.toml). Every task is asked of each; the "
+                               "row's value is their median (labels: majority)") if others else []
+    return repeat, [judge.with_(judge_name=n, base_url=None, azure_endpoint=None).for_storage() for n in jury]
+
+
 def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
     """One call to the judge on request: its answer, or the exact error (a key is never shown)."""
     from evaluators.judge.client import check_judge
@@ -161,6 +177,12 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
     if est is None:
         _estimating(dataset_id, spec)
         return
+    times = spec.repeat * max(1, len(spec.jurors()))  # every judgment of a task, from every judge of a jury
+    if times > 1:
+        est = {**est, **{k: est[k] * times for k in ("judge_calls", "prompt_tokens", "completion_tokens")}}
+        st.caption(f"{spec.repeat} judgment{'s' if spec.repeat > 1 else ''} per task from each of "
+                   f"{max(1, len(spec.jurors()))} judge{'s' if len(spec.jurors()) > 1 else ''}: "
+                   f"the figures are {times} times one judgment's")
     per_call = est["latency_s"] or st.session_state.get("price.latency", 2.0)
     cost = est["prompt_tokens"] / 1e6 * price_in + est["completion_tokens"] / 1e6 * price_out
     seconds = est["judge_calls"] * per_call / max(1, judge.concurrency)
