@@ -204,3 +204,31 @@ def test_paired_difference_on_binary_and_scores():
     assert s.diff == pytest.approx((y - x).mean())
     assert s.p_value < 0.01 and s.low > 0
     assert s.rows_needed == inf.rows_for_power_paired((y - x).mean(), (y - x).std(ddof=1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=400))
+def test_mcnemar_exact_equals_scipy_on_generated_counts(b, c):
+    ref = 1.0 if b + c == 0 else scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
+    assert inf.mcnemar_exact(b, c) == pytest.approx(ref, rel=1e-9, abs=1e-300)
+
+
+fleiss_tables = st.integers(min_value=2, max_value=6).flatmap(
+    lambda m: st.lists(st.lists(st.integers(min_value=0, max_value=m), min_size=3, max_size=3)
+                       .filter(lambda r: sum(r) <= m).map(lambda r, m=m: r + [m - sum(r)]), min_size=2, max_size=30))
+
+
+@settings(max_examples=200, deadline=None)
+@given(fleiss_tables)
+def test_fleiss_kappa_equals_its_other_form(counts):
+    """Fleiss (1971) written the other way round: 1 - (N m^2 - sum n_ij^2) / (N m (m - 1) sum p_j (1 - p_j))."""
+    c = np.array(counts, dtype=float)
+    n_rows, m = len(c), c[0].sum()
+    p = c.sum(axis=0) / (n_rows * m)
+    spread = float((p * (1 - p)).sum())
+    ours = ag.fleiss_kappa(counts)
+    if spread == 0:
+        assert ours is None
+        return
+    ref = 1 - (n_rows * m * m - float((c * c).sum())) / (n_rows * m * (m - 1) * spread)
+    assert ours == pytest.approx(ref, abs=1e-9)
