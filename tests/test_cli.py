@@ -317,3 +317,23 @@ def test_start_up_holds_garbage_collection_only_until_the_calls_start(tmp_path, 
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_a_finished_cli_run_has_its_results_page_columns_built_in_the_background(tmp_path, judge_server):
+    import os
+
+    home = tmp_path / "evalhome"
+    p = cli("run", SINGLE, "--metrics", "coherence,f1_score", "--out", tmp_path / "o", "--judge-base-url",
+            judge_server.url, "--quiet", env=env_for_subprocess(EVAL_HOME=str(home)))
+    assert p.returncode == 0, p.stderr
+    rid = p.stdout.split("run ")[1].split(":")[0]
+    views = home / "views"
+    wait_until(lambda: any(views.glob(f"{rid}-*.npz")), 60, "the run's columns written beside the store")
+    from evaluators.read.view import open_view
+    from evaluators.store.store import Store
+
+    store = Store(f"sqlite:///{home / 'evals.db'}")
+    before = {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")}
+    view = open_view(store, rid)  # the first open reads them: nothing is built again
+    assert {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")} == before
+    assert len(view) == 31 and os.environ.get("OPENAI_API_KEY") is None

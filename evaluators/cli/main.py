@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--retry-errors", action="store_true",
                    help="forget the run's errored results, once this worker holds the run, and judge them again")
     w.add_argument("--db")
+    v = sub.add_parser("views", help="build a finished run's Results-page columns and search text beside the store "
+                                     "(a CLI run starts it in the background)")
+    v.add_argument("run_id")
+    v.add_argument("--db")
     cli_safety.add_commands(sub)
     cli_wildbench.add_commands(sub)
     cli_review.add_commands(sub)
@@ -383,6 +387,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns,
                                               a.repeat > 1 or len(a.judge or []) > 1)
     print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
+    if status == "completed":
+        _views_in_background(store, rid)
     print_summary(res)
     if status == "cancelled":
         return EXIT_CANCELLED
@@ -429,14 +435,40 @@ def cmd_worker(a) -> int:
         store.clear_errors(a.run_id)
     status = Runner(store, a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows, take_over=a.retry_errors).run()
     if status == "completed":  # the Results page's columns built now, so that its first open only reads them
-        from evaluators.read.view import prepare_view
-
-        try:
-            prepare_view(store, a.run_id)
-        except Exception as e:  # noqa: BLE001 — the run is done and stored; the page builds them on open instead
-            print(f"the run's views were not prepared ({type(e).__name__}: {e}); they are built on first open",
-                  file=sys.stderr)
+        _prepare_views(store, a.run_id)
     return {"cancelled": EXIT_CANCELLED, "failed": EXIT_FAILED}.get(status, EXIT_OK)
+
+
+def _prepare_views(store, run_id: str) -> None:
+    from evaluators.read.view import prepare_view
+
+    try:
+        prepare_view(store, run_id)
+    except Exception as e:  # noqa: BLE001 — the run is done and stored; the page builds them on open instead
+        print(f"the run's views were not prepared ({type(e).__name__}: {e}); they are built on first open",
+              file=sys.stderr)
+
+
+def cmd_views(a) -> int:
+    from evaluators.store.store import Store
+
+    _prepare_views(Store(a.db), a.run_id)
+    return EXIT_OK
+
+
+def _views_in_background(store, run_id: str) -> None:
+    """After a CLI run: the Results page's columns and search text built by a detached process (with no
+    key in its environment), so the first open in a dashboard reads them, and this command ends now."""
+    import subprocess
+
+    from evaluators.read.columns import views_dir
+    from evaluators.run.workers import worker_env
+
+    if views_dir(store) is None:
+        return
+    subprocess.Popen([sys.executable, "-m", "evaluators", "views", run_id], env=worker_env(None, None, store.url),
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -444,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         a = build_parser().parse_args(argv)
         if a.command != "run":
             resume_gc()
-        commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker,
+        commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "views": cmd_views,
                     **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
