@@ -128,3 +128,18 @@ def test_results_page_says_how_often_a_repeated_judge_flips(home_store):
     at = app("pages/results.py", run=rid)
     # rows 2 (2,3,4) and 5 (3,2,2) straddle 3: 2 of 8 flip
     assert "judged 3 times per row; the verdict flips on 25.0% of rows" in shown_text(at)
+
+
+def test_a_human_column_off_the_scale_is_named_and_the_results_page_goes_on(home_store):
+    from evaluators import load_dataset
+
+    ds = load_dataset([{"query": f"q{i}", "response": f"r{i}", "human_coherence": 9 if i == 2 else 3}
+                       for i in range(4)])
+    did = home_store.save_dataset(ds)
+    rid = home_store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 3}}, "h", "labelled")
+    home_store.write_results(rid, [Result(i, "coherence", 0, "ok", 4.0, {"coherence": 4.0}) for i in range(4)])
+    home_store.update_run(rid, status="completed", tasks_total=4, tasks_done=4)
+    at = app("pages/results.py", run=rid)
+    text = shown_text(at)
+    assert "row 3, column 'human_coherence': 9 is not on coherence's scale (1, 2, 3, 4, 5)" in text
+    assert "coherence pass rate" in text  # the rest of the page is there

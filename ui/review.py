@@ -6,6 +6,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
+from evaluators.core.errors import EvalError
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 from evaluators.core.scales import choice_name, human_pass, reviewable
@@ -71,7 +72,11 @@ def results_summary(run: dict, res: RunResults) -> None:
             kappa = "" if got["fleiss_kappa"] is None else f"; Fleiss κ across judgments {got['fleiss_kappa']:.2f}"
             _split_line(name, f"judged {got['repeat']} times per row; the verdict flips on", got, kappa,
                         f"[review the flipping rows]({review_link(run['id'])}&view=Queues)")
-    found = loaders.agreement(run, res)
+    try:
+        found = loaders.agreement(run, res)
+    except EvalError as e:  # a dataset's human_<metric> column off the scale: said here, the page goes on
+        st.warning("People's verdicts could not be read: " + literal(e))
+        return
     lines = [(name, a) for name, a in found.items() if a.verdicts]
     if not lines:
         if any(reviewable(s) for s in res.specs):

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.core.errors import UsageError
 from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
 from evaluators.review.queues import SAMPLED, assign, choose_rows
@@ -21,7 +22,7 @@ DATASET_REVIEWER = "dataset"
 
 def dataset_reviews(store: Store, run_id: str, results: Any, metric: str) -> list[dict[str, Any]]:
     """Verdicts a dataset brought in a ``human_<metric>`` column, as reviews by ``dataset``; a blank cell
-    is no verdict. Raises ValueError naming the row and column of a value off the metric's scale."""
+    is no verdict. Raises UsageError naming the row and column of a value off the metric's scale."""
     column = HUMAN_PREFIX + metric
     ds = results.dataset
     if column not in ds.columns:
@@ -34,7 +35,7 @@ def dataset_reviews(store: Store, run_id: str, results: Any, metric: str) -> lis
         try:
             value = parse_value(spec, raw)
         except ValueError as e:
-            raise ValueError(f"{ds.source or ds.name}: row {ds.row_no(i)}, column {column!r}: {e}") from None
+            raise UsageError(f"{ds.source or ds.name}: row {ds.row_no(i)}, column {column!r}: {e}") from None
         out.append(dict(row_idx=i, metric=metric, reviewer=DATASET_REVIEWER, value=value, agreed=False,
                         note=None, judge_value=None, judged_at=None, queue_id=None, created_at=None))
     return out
