@@ -1,36 +1,51 @@
 """The Results page's Share & export tab: the view's link and the run's downloads."""
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import streamlit as st
 
 from evaluators.read.exports import write_export
 from evaluators.read.results import RunResults
-from ui import state
+from ui import downloads, state
 
-
-def _download(res: RunResults, run: dict, fmt: str):
-    """What a download button hands Streamlit: a function it calls on the click (never on a rerun) that
-    writes the export to a temporary file a chunk of rows at a time and returns the file's bytes.
-
-    Streamlit 1.67 reads whatever ``data`` gives (a string, bytes or a file opened for reading) into
-    one bytes object and serves that from memory (``download_data_util.convert_data_to_bytes_and_infer_mime``,
-    ``MemoryMediaFileStorage``): the bytes of the file are held once, not the run's rows as dicts nor
-    the text beside its encoding."""
-    def make() -> bytes:
-        with tempfile.TemporaryDirectory(prefix="evaldash-export-") as folder:
-            return write_export(res, fmt, Path(folder) / f"export.{fmt}", run).read_bytes()
-    return make
+# format -> (button, content type)
+FORMATS = {"csv": ("Rows as CSV", "text/csv"), "jsonl": ("Rows as JSONL", "application/jsonl"),
+           "html": ("HTML report", "text/html")}
 
 
 def exports(res: RunResults, run: dict) -> None:
+    """The run's downloads. A button writes the export on the server, a chunk of rows at a time, to a file
+    (ui.downloads); then a link under it downloads that file once, streamed from disk. Streamlit's own
+    download button would hold the whole file in the server's memory (1.4 GB for a 100,000-row CSV)."""
     name = "".join(ch if ch.isalnum() else "_" for ch in run["name"])[:60] or run["id"]
-    c1, c2, c3 = st.columns(3)
-    c1.download_button("Rows as CSV", _download(res, run, "csv"), f"{name}.csv", "text/csv", key="dl.csv")
-    c2.download_button("Rows as JSONL", _download(res, run, "jsonl"), f"{name}.jsonl", "application/jsonl", key="dl.jsonl")
-    c3.download_button("HTML report", _download(res, run, "html"), f"{name}.html", "text/html", key="dl.html")
+    view = [run["id"], sorted(res.thresholds.items())]  # what a file holds: one made at other thresholds is not offered
+    for col, fmt in zip(st.columns(3), FORMATS):
+        with col:
+            _export(res, run, fmt, f"{name}.{fmt}", view)
+    st.caption(f"A file is written when you ask for it; its link then works once, for {downloads.TTL_S // 60} "
+               "minutes, from this page.")
+
+
+def _export(res: RunResults, run: dict, fmt: str, filename: str, view: list) -> None:
+    label, media_type = FORMATS[fmt]
+    key = f"export.{fmt}"
+    held = st.session_state.get(key)
+    if st.button(label, key=f"dl.{fmt}"):
+        if held:
+            downloads.discard(held["token"])
+        what = "the HTML report" if fmt == "html" else f"{len(res.dataset):,} rows as {fmt.upper()}"
+        try:
+            with st.spinner(f"Writing {what}…"):
+                token = downloads.prepare(lambda path: write_export(res, fmt, path, run), filename, media_type)
+        except OSError as e:  # a full or read-only disk: said, not a traceback
+            st.error(f"The export could not be written: {e.strerror or type(e).__name__}")
+            return
+        held = st.session_state[key] = {"token": token, "view": view}
+    if held and held["view"] == view and (export := downloads.ready(held["token"])):
+        downloads.link(held["token"], filename, f"Download {filename} ({_size(export.size)})")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
 # The copy button of st.code shows only while the pointer is over the code; this one is always shown.

@@ -1,0 +1,83 @@
+"""ui.downloads without a browser: a token is single-use, unguessable and short-lived; a file not fetched in
+time is deleted; a file whose writing failed is neither kept nor offered; a sign-in configured but unusable
+serves nothing. The browser tests (tests/test_exports_download.py) serve the same registry through the route."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from starlette.requests import Request
+
+from tests.procs import wait_until
+from ui import downloads
+from ui.auth import PASSWORD_ENV
+from ui.downloads import Export, Issued
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "evalhome"))
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    return tmp_path / "evalhome"
+
+
+def _written(text: str):
+    def write(path):
+        path.write_bytes(text.encode())
+        return path
+    return write
+
+
+def test_a_token_serves_once_and_only_its_session_sees_it_ready(home):
+    issued = Issued()
+    token = issued.issue(_written("a,b\r\n1,2\r\n"), "run.csv", "text/csv", "session-1")
+    assert issued.peek(token, "session-2") is None and issued.peek(token, "session-1").size == 10
+    export = issued.take(token)
+    assert export.path.read_bytes() == b"a,b\r\n1,2\r\n" and export.path.parent == home / "exports"
+    assert export.path.name != "run.csv" and export.path.suffix == ".csv"  # a random name on disk, never the given one
+    assert issued.take(token) is None  # a second request gets nothing
+
+
+def test_tokens_carry_256_random_bits(home):
+    issued = Issued()
+    tokens = {issued.issue(_written("x"), "r.csv", "text/csv", "s") for _ in range(200)}
+    assert len(tokens) == 200
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", t) for t in tokens)  # token_urlsafe(32): 43 characters of 6 bits
+    for t in tokens:
+        issued.drop(t)
+    assert list((home / "exports").iterdir()) == []
+
+
+def test_a_file_not_fetched_in_time_is_deleted_and_its_token_dropped(home):
+    issued = Issued()
+    path = home / "exports" / "waiting.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("a\r\n")
+    token = issued.add(Export(path, "run.csv", "text/csv", "s", 3, time.monotonic() + 0.2))
+    wait_until(lambda: not path.exists(), timeout=30, what="the file deleted at its time limit")
+    assert issued.take(token) is None
+
+
+def test_a_file_whose_writing_fails_is_neither_kept_nor_offered(home):
+    issued = Issued()
+
+    def half_then_fail(path):
+        path.write_text("inputs.query\r\nfirst row\r\n")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        issued.issue(half_then_fail, "run.csv", "text/csv", "s")
+    assert list((home / "exports").iterdir()) == []
+    assert issued.drop_session("s") is None and issued._exports == {}
+
+
+def test_an_unusable_sign_in_serves_nothing_even_for_a_valid_token(home, monkeypatch):
+    token = downloads.issued().issue(_written("secret row\r\n"), "run.csv", "text/csv", "s")
+    monkeypatch.setenv(PASSWORD_ENV, "not a digest")
+    request = Request({"type": "http", "method": "GET", "path": f"/exports/{token}", "headers": [],
+                       "query_string": b"", "path_params": {"token": token}})
+    response = downloads.serve(request)
+    assert response.status_code == 403 and b"secret row" not in response.body
+    assert "content-disposition" not in response.headers
+    downloads.issued().drop(token)

@@ -1,0 +1,238 @@
+"""Downloads served from disk: a run's export is written to a file a chunk of rows at a time, then streamed
+to the browser from that file by a route of the dashboard's own server, never held whole in memory.
+
+Why a route of our own: Streamlit 1.67's ``st.download_button`` reads whatever its data gives into one bytes
+object kept in the server's memory (``MemoryMediaFileStorage``, served with ``Response(content)``), and the
+100,000-row bench run's CSV is 1.4 GB. ``st.App`` is Streamlit's documented way to add routes to its Starlette
+server, and ``streamlit run app.py`` runs the ``st.App`` that app.py makes when the server imports it, with
+:func:`routes` beside Streamlit's own.
+
+Who gets a file, and for how long:
+
+- Only a session that app.py's sign-in gate let through asks for an export (ui.exports_widgets). The file is
+  written under ``$EVAL_HOME/exports`` with a random name (``write_export`` writes a temporary name and renames
+  it once complete, so nothing half-written is served) and registered under a token of 256 random bits, bound
+  to that one file and to the browser session that asked. The URL holds the token only: no run id, no path.
+- The route serves a token once: it is taken out of the registry as it is served, so a second request gets
+  nothing; only while the session that asked is still connected; never while sign-in is configured but
+  unusable (ui.auth). The file is unlinked as soon as it is opened, so it is gone whether the transfer ends
+  or breaks.
+- A token not used within :data:`TTL_S` is dropped and its file deleted (a timer); files a stopped server left
+  behind are deleted by age when the next export is written. A session seen signed out loses its tokens.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+import streamlit as st
+from streamlit import config as st_config
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ui import auth
+
+ROUTE = "exports"  # served at /<server.baseUrlPath>/exports/<token>
+TTL_S = 600  # a link works this long after the file is written
+TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32): 256 random bits
+PIECE = 1 << 20  # bytes read from the file and sent per step
+GONE = "This download link is not valid: it was used, it expired, or its page was closed. Export again from the run's page."
+
+
+def folder() -> Path:
+    """Where exports wait for their download: ``$EVAL_HOME/exports`` (default ``~/.evaldash/exports``), on the
+    store's disk rather than a /tmp that may be memory."""
+    path = Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "exports"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class Export:
+    """A written export waiting for its one download."""
+
+    path: Path  # under folder(), a random name
+    filename: str  # what the browser saves it as
+    media_type: str
+    session: str  # the Streamlit session that asked for it
+    size: int  # bytes
+    expires: float  # time.monotonic()
+
+
+class Issued:
+    """The tokens handed out and not yet used, each to one file. Thread-safe: the page's script thread adds,
+    the route's threads take, timers drop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._exports: dict[str, Export] = {}
+
+    def issue(self, write: Callable[[Path], Any], filename: str, media_type: str, session: str) -> str:
+        """Write a file and register it for ``session`` to download once; returns its token.
+
+        Args:
+            write: ``write(path)`` creates ``path`` whole or not at all (``evaluators.read.exports.write_export``).
+            filename: the name the browser saves it as (never part of a path on the server).
+            media_type: its content type.
+            session: the Streamlit session that asked.
+        """
+        where = folder()
+        _sweep(where)
+        path = where / (secrets.token_hex(16) + re.sub(r"[^.a-z0-9]", "", Path(filename).suffix))  # never a name given
+        try:
+            write(path)
+            return self.add(Export(path, filename, media_type, session, path.stat().st_size, time.monotonic() + TTL_S))
+        except BaseException:  # nothing of a file that failed is kept, nor registered
+            path.unlink(missing_ok=True)
+            raise
+
+    def add(self, export: Export) -> str:
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._exports[token] = export
+        timer = threading.Timer(max(0.0, export.expires - time.monotonic()), self.drop, [token])
+        timer.daemon = True
+        timer.start()
+        return token
+
+    def take(self, token: str) -> Export | None:
+        """The token's export, which no later call gets; None when unknown, used or expired."""
+        with self._lock:
+            export = self._exports.pop(token, None)
+        if export is not None and export.expires < time.monotonic():  # its timer has not run yet
+            export.path.unlink(missing_ok=True)
+            return None
+        return export
+
+    def peek(self, token: str, session: str) -> Export | None:
+        """The token's export while it can still be downloaded by ``session``."""
+        with self._lock:
+            export = self._exports.get(token)
+        ok = export is not None and export.session == session and export.expires >= time.monotonic()
+        return export if ok else None
+
+    def drop(self, token: str) -> None:
+        with self._lock:
+            export = self._exports.pop(token, None)
+        if export is not None:
+            export.path.unlink(missing_ok=True)
+
+    def drop_session(self, session: str) -> None:
+        with self._lock:
+            tokens = [t for t, e in self._exports.items() if e.session == session]
+        for t in tokens:
+            self.drop(t)
+
+
+@st.cache_resource(show_spinner=False)
+def issued() -> Issued:
+    """The server's one registry. Held by Streamlit's resource cache rather than this module, so that a module
+    reloaded by the file watcher (``--server.fileWatcherType auto``) still finds the tokens the route serves."""
+    return Issued()
+
+
+def _session() -> str:
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        raise RuntimeError("an export is prepared by a page's script run")
+    return ctx.session_id
+
+
+def _sweep(where: Path) -> None:
+    """Delete what a stopped server left: any file older than a link lives (a file being written is fresh)."""
+    old = time.time() - TTL_S - 60
+    for p in where.iterdir():
+        try:
+            if p.is_file() and p.stat().st_mtime < old:
+                p.unlink()
+        except OSError:
+            pass  # another server's sweep got there first
+
+
+def prepare(write: Callable[[Path], Any], filename: str, media_type: str) -> str:
+    """Write a file for this session to download once (:meth:`Issued.issue`); returns its token."""
+    return issued().issue(write, filename, media_type, _session())
+
+
+def ready(token: str) -> Export | None:
+    """The export a token of this session names, while its link still works."""
+    return issued().peek(token, _session())
+
+
+def discard(token: str) -> None:
+    """Drop a token of this session (and its file), e.g. when the same export is asked for again."""
+    if issued().peek(token, _session()) is not None:
+        issued().drop(token)
+
+
+def forget_session() -> None:
+    """Called by app.py's gate on a session that is not signed in: its links stop working at once."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        issued().drop_session(ctx.session_id)
+
+
+LINK_STYLE = ("display:inline-block;padding:0.25rem 0.75rem;border-radius:0.5rem;border:1px solid #3b5bdb;"
+              "color:#3b5bdb;text-decoration:none;font-weight:600")
+
+
+def link(token: str, filename: str, label: str) -> None:
+    """The download's link, relative to the page (so under ``server.baseUrlPath`` too): a click saves the file.
+    Our own markup; the file name and label are escaped although made of the run's name by ui.exports_widgets."""
+    st.html(f'<a href="{ROUTE}/{token}" download="{html.escape(filename)}" style="{LINK_STYLE}">'
+            f"{html.escape(label)}</a>")
+
+
+# ------------------------------------------------------------------ the route
+
+def _chunks(f: IO[bytes]) -> Iterator[bytes]:
+    with f:
+        while piece := f.read(PIECE):
+            yield piece
+
+
+def serve(request: Any) -> Any:
+    """GET <base>/exports/<token>: the export, once, from disk; otherwise a one-line text and no data. A plain
+    function: Starlette runs it in a worker thread (it reads the sign-in settings and opens a file)."""
+    from starlette.responses import PlainTextResponse, StreamingResponse
+    from streamlit.runtime import Runtime
+
+    if request.method != "GET":  # a HEAD would spend the token
+        return PlainTextResponse("GET only.", status_code=405)
+    conf = auth.settings()
+    if conf.problem:
+        return PlainTextResponse("Sign-in is configured but cannot be used: nothing is served.", status_code=403)
+    token = request.path_params["token"]
+    export = issued().take(token) if TOKEN.fullmatch(token) else None
+    if export is None:
+        return PlainTextResponse(GONE, status_code=404)
+    try:
+        if not Runtime.instance().is_active_session(export.session):  # its page was closed or signed out
+            return PlainTextResponse(GONE, status_code=404)
+        f = open(export.path, "rb")
+    except OSError:  # deleted under us (a sweep of another server on the same store)
+        return PlainTextResponse(GONE, status_code=404)
+    finally:
+        export.path.unlink(missing_ok=True)  # the open file is still read to its end
+    name = quote(export.filename)  # RFC 6266: a name beyond ASCII goes as filename*, as Starlette's FileResponse does
+    disposition = f'attachment; filename="{name}"' if name == export.filename else f"attachment; filename*=utf-8''{name}"
+    headers = {"Content-Disposition": disposition, "Content-Length": str(export.size),
+               "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+               "Content-Security-Policy": "sandbox"}  # an HTML report opened in place runs nothing of ours
+    return StreamingResponse(_chunks(f), media_type=export.media_type, headers=headers)
+
+
+def routes() -> list:
+    """The routes app.py's ``st.App`` adds to Streamlit's: exports, under ``server.baseUrlPath`` like its own."""
+    from starlette.routing import Route
+
+    base = str(st_config.get_option("server.baseUrlPath") or "").strip("/")
+    return [Route("/" + "/".join(p for p in (base, ROUTE) if p) + "/{token}", serve, methods=["GET"])]
