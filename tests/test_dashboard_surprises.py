@@ -211,7 +211,7 @@ def test_the_rows_table_shows_each_metric_in_one_narrow_column_then_the_text(hom
 
 # ---------------------------------------------------------------- 7. the README names the controls as the UI does
 # Quoted names in the README's dashboard sections that are not on screen: sections of documents it points to.
-SECTION_REFERENCES = {"Reading a run", "Where each target stands"}
+SECTION_REFERENCES = {"Reading a run", "Reviewing a run", "Where each target stands"}
 
 
 def readme_names() -> set[str]:
