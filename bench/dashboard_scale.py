@@ -41,6 +41,7 @@ SKIPPED when ../shared is absent.
 from __future__ import annotations
 
 import argparse
+import os
 import ast
 import datetime as dt
 import json
@@ -51,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,17 +362,16 @@ def _expected(home: Path, run_id: str) -> dict:
     return expect
 
 
-def _serve(home: Path):
-    """A real ``streamlit run app.py`` on loopback over the bench's store; (process, URL) once it answers."""
-    import urllib.request
-
+def serve(app: Path, home: Path) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app.py`` from ``app`` (this checkout, or another through export_scale's --app) on a free
+    loopback port over the bench's store; (process, URL) once it answers."""
     from tests.browser import free_port
 
     port = free_port()
-    env = {**__import__("os").environ, "EVAL_HOME": str(home)}
+    env = {**os.environ, "EVAL_HOME": str(home), "PYTHONPATH": str(app)}
     env.pop("EVAL_DATABASE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT, env=env,
+                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=app, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -379,10 +380,14 @@ def _serve(home: Path):
             if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
                 return proc, url
         except OSError:
-            if time.time() > deadline:
+            if time.time() > deadline or proc.poll() is not None:
                 proc.terminate()
                 raise SystemExit("the dashboard did not start")
             time.sleep(0.2)
+
+
+def _serve(home: Path):
+    return serve(ROOT, home)
 
 
 def _report(got: dict, runs: int) -> None:

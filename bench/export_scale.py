@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,29 +74,6 @@ def wait_idle(pid: int, quiet_s: int = 10, limit_s: int = 3600) -> None:
         now = cpu_ticks(pid)
         quiet = quiet + 1 if now - last < 0.05 * tick else 0
         last = now
-
-
-def serve(app: Path, home: Path) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app.py`` from ``app`` on a free loopback port over the bench's store."""
-    from tests.browser import free_port
-
-    port = free_port()
-    env = {**os.environ, "EVAL_HOME": str(home), "PYTHONPATH": str(app)}
-    env.pop("EVAL_DATABASE_URL", None)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=app, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                return proc, url
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                proc.terminate()
-                raise SystemExit("the dashboard did not start")
-            time.sleep(0.2)
 
 
 def _open_share_tab(page, url: str, run_id: str) -> None:
@@ -187,7 +163,7 @@ def main() -> None:
 
     prepare_view(Store(f"sqlite:///{home / 'evals.db'}"), run_id)  # the columns a finished run has (not measured)
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}; app served from {args.app}")
-    proc, url = serve(Path(args.app), home)
+    proc, url = scale.serve(Path(args.app), home)
     try:
         with tempfile.TemporaryDirectory(prefix="evaldash-exports-") as out:
             got = measure(url, proc.pid, run_id, args.formats, Path(out), home)
