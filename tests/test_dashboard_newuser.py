@@ -141,7 +141,7 @@ def _broken(score_files, k: int, **change) -> tuple[str, bytes]:
 
 @pytest.mark.parametrize("change, said", [
     ({"score": "eleven"}, "broken.json: record 3, field score: 'eleven' is not a number"),
-    ({"model_output": 7}, "broken.json: not a WildBench eval-result file the import can read (TypeError"),
+    ({"model_output": 7}, "broken.json: record 3, field model_output: 7 is not text"),
     ({"winner": "x"}, None),  # the first record decides the kind: a score file with a stray field is fine
 ])
 def test_a_bad_file_names_file_record_and_field_and_nothing_is_stored(home_store, score_files, change, said):
