@@ -1,6 +1,6 @@
 """The whole CLI run of the classic metrics vs the same metrics computed the SDK's way.
 
-    python bench/classic.py [--quick | --pairs 10000] [--unit both|paragraph|answer] [--keep DIR [--reuse-sdk]]
+    python bench/classic.py [--quick | --pairs 10000] [--unit both|paragraph|answer|short] [--keep DIR [--reuse-sdk]]
 
 Prints, per data set, the speed-up in wall time and in CPU time, the values that differ and the
 load average, with PASS (>= 10x in wall time and 0 values differing) or FAIL; exit code 1 on any
@@ -16,7 +16,10 @@ they are absent): three models' answers to the same ~1,000 sessions. Each pair i
 paragraph k of one model's answer (response) vs paragraph k of a *different* model's
 answer to the same session (ground truth); paragraphs are blank-line separated, at
 least 8 words (a RAG-answer-sized text). ``--unit answer`` pairs the whole answers instead
-(past the ~5,900 ordered pairs, a pair comes back with other perturbations). Both sides are lightly perturbed with a fixed
+(past the ~5,900 ordered pairs, a pair comes back with other perturbations); ``--unit short``
+pairs whole answers of at most :data:`SHORT_WORDS` words, both sides (short answers, as most QA
+data sets have: ~57 words on average; the WildBench answers hold 180 such ordered pairs, so past
+those a pair comes back with other perturbations). Both sides are lightly perturbed with a fixed
 seed (1-4 word drops, swaps or repeats, whitespace kept) so that no text repeats
 across pairs and no cache helps (the bench prints how many distinct texts there are).
 
@@ -95,11 +98,19 @@ def paragraphs(answer: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", answer) if len(p.split()) >= 8]
 
 
+SHORT_WORDS = 100  # a "short answer": a whole WildBench answer of at most this many words
+
+
+def short(answer: str) -> list[str]:
+    """The whole answer when it is short (at most :data:`SHORT_WORDS` words), else nothing."""
+    return [answer] if len(answer.split()) <= SHORT_WORDS else []
+
+
 def make_pairs(n: int, seed: int = 8, unit: str = "paragraph") -> list[dict]:
     """``n`` (response, ground truth) pairs: paragraph k of one model's answer vs paragraph k of
     another model's answer to the same WildBench session (``unit="answer"``: the whole
-    answers), both lightly perturbed."""
-    split = paragraphs if unit == "paragraph" else (lambda a: [a])
+    answers; ``unit="short"``: the whole answers when both are short), both lightly perturbed."""
+    split = {"paragraph": paragraphs, "short": short}.get(unit, lambda a: [a])
     sessions = {sid: {m: split(a) for m, a in models.items()} for sid, models in load_answers().items()}
     base = [(sid, a, b, k) for sid, models in sorted(sessions.items()) for a in sorted(models) for b in sorted(models)
             if a != b for k in range(min(len(models[a]), len(models[b])))]
@@ -107,7 +118,7 @@ def make_pairs(n: int, seed: int = 8, unit: str = "paragraph") -> list[dict]:
     rng.shuffle(base)
     if len(base) < n and unit == "paragraph":
         sys.exit(f"only {len(base)} {unit} pairs in the WildBench answers; ask for fewer")
-    # whole answers: ~5,900 ordered pairs; past that a pair comes back with other perturbations
+    # whole answers: ~5,900 ordered pairs (short ones: 180); past that a pair comes back with other perturbations
     rows = []
     for i in range(n):
         sid, a, b, k = base[i % len(base)]
@@ -212,7 +223,8 @@ def measure(unit: str, n: int, work: Path, reuse: bool) -> tuple[float, float, i
     texts = [t for r in pairs for t in (r["response"], r["ground_truth"])]
     non_ascii = sum(not (r["response"].isascii() and r["ground_truth"].isascii()) for r in pairs)
     words = sum(len(t.split()) for t in texts) / len(texts)
-    what = "paragraph k of two models' answers" if unit == "paragraph" else "two models' whole answers"
+    what = {"paragraph": "paragraph k of two models' answers", "answer": "two models' whole answers",
+            "short": f"two models' whole answers of at most {SHORT_WORDS} words"}[unit]
     print(f"\n== {unit}: {len(pairs)} pairs from WildBench answers ({what} to one session, perturbed); "
           f"{len(set(texts))} distinct texts of {len(texts)}; {words:.0f} words per text on average; "
           f"{non_ascii} pairs with a non-ASCII character")
@@ -256,8 +268,9 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=10_000, help="pairs per data set (default 10,000)")
     ap.add_argument("--quick", action="store_true", help="1,000 pairs per data set (a check that it works; "
                     "our fixed start-up weighs more on fewer rows, so the ratios are lower)")
-    ap.add_argument("--unit", choices=["paragraph", "answer", "both"], default="both",
-                    help="pair paragraph k of two answers, the two whole answers, or run both (default)")
+    ap.add_argument("--unit", choices=["paragraph", "answer", "short", "both"], default="both",
+                    help="pair paragraph k of two answers, the two whole answers, two short whole answers "
+                    f"(at most {SHORT_WORDS} words each), or run paragraphs and whole answers (default)")
     ap.add_argument("--keep", help="folder to keep the pairs, rows.jsonl and the SDK way's values in")
     ap.add_argument("--reuse-sdk", action="store_true",
                     help="with --keep: re-read the SDK way's values and times from an earlier run on the same pairs")

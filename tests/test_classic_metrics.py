@@ -299,3 +299,20 @@ def test_classic_cli_run_imports_no_scipy_pandas_plotly_or_openai(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-2:] == ["[]", "True"]
     assert (tmp_path / "out" / "rows.jsonl").exists()
+
+
+def test_nltk_imports_without_numpy_and_numpy_imports_afterwards():
+    """The classic worker's start: NLTK's optional NumPy import is skipped (as SciPy's); NumPy still imports
+    afterwards and NLTK's tokenizer and WordNet reader work as usual."""
+    code = (
+        "import sys\n"
+        "from evaluators.metrics._nltk import import_nltk\n"
+        "nltk = import_nltk()\n"
+        "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
+        "import numpy, scipy.stats\n"
+        "from nltk.tokenize.destructive import NLTKWordTokenizer\n"
+        "print(numpy.arange(3).sum(), NLTKWordTokenizer().tokenize(\"Don't stop.\"))\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["[]", "3 ['Do', \"n't\", 'stop', '.']"]

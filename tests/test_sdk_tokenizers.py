@@ -236,3 +236,19 @@ def test_meteor_equals_nltk_exactly_on_real_paragraph_pairs():
                 for i in range(1, len(toks))]
     assert sum(v > 0.1 for v in expected) > 30  # the pairs share words: the alignment is exercised
     assert got == expected
+
+
+# Apostrophes where the rules run from the apostrophe (_text._APOSTROPHE_FIRST) could differ from NLTK's
+# character-first rules: after a space, an apostrophe or a sentence break, doubled, at a text's start, cased.
+APOSTROPHES = ["x'll'll y", "nn't go", "I can't", "Can'T stop. N'T n't 'n't", "it's 'quoted' 'tis", "'s start",
+               "O'Neil's d' x", "''x'' y'' 'd", "a 'b' c's", "rock 'n' roll", "DON'T DOn'T", "ya'll 're 've 'LL",
+               "He said 'hello' and she'd gone.", "isn't it? 'Yes'.", "I'M sure 'M 'S we'D", "it' s' x'",
+               "'Tis. 'twas 're", "tell'em 'em"]
+
+
+@pytest.mark.parametrize("text", APOSTROPHES)
+def test_apostrophe_rules_equal_nltk(text):
+    from nltk.tokenize import NLTKWordTokenizer
+
+    sentences = sent_tokenize(text)
+    assert treebank_tokenize_sentences(sentences) == [t for s in sentences for t in NLTKWordTokenizer().tokenize(s)]

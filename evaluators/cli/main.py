@@ -302,6 +302,8 @@ def _early_classic_worker(a, metrics: list[str]):
 def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
     early = _early_classic_worker(a, metrics)
+    if early is not None:  # the aggregates at the end run on numpy (core.kinds.columns): imported while the
+        importlib.import_module("numpy")  # worker computes, not after it (the worker's NLTK goes without it)
     try:
         return _cmd_run(a, metrics, early)
     finally:
