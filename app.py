@@ -45,5 +45,10 @@ def route() -> None:
 
 if get_script_run_ctx(suppress_warning=True) is None:  # imported by `streamlit run` to find its server
     app = st.App(__file__, routes=downloads.routes())
+    from pathlib import Path
+
+    from ui import warm
+
+    warm.warm(Path(__file__).resolve().parent, [file for file, *_ in PAGES])  # the pages' imports, ahead of them
 else:
     route()

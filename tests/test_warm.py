@@ -1,0 +1,27 @@
+"""The pages' imports are loaded when the server starts, not on the first visitor's request."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT, app_pages, env_for_subprocess
+
+
+def test_the_pages_modules_are_imported_at_server_start():
+    files = [f for f, _ in app_pages()]
+    code = ("import sys, streamlit.runtime.scriptrunner as s; from pathlib import Path; "
+            "from ui import warm; "
+            f"names = warm.page_imports(Path({str(ROOT)!r}), {files!r}); "
+            "assert 'ui.review_page' in names and 'pandas' in names and 'evaluators.read.compare' in names, names; "
+            "before = [n for n in ('ui.review_page', 'ui.rows', 'pandas', 'evaluators.read.compare') if n in sys.modules]; "
+            f"warm.warm(Path({str(ROOT)!r}), {files!r}).join(); "
+            "after = [n for n in ('ui.review_page', 'ui.rows', 'pandas', 'evaluators.read.compare') if n in sys.modules]; "
+            "print(before, after)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    before, after = out.stdout.strip().split("] [")
+    assert before == "[" and after == "'ui.review_page', 'ui.rows', 'pandas', 'evaluators.read.compare']"
+    # and app.py starts the warming when streamlit imports it to find its server (outside any page)
+    source = (ROOT / "app.py").read_text()
+    assert "warm.warm(" in source.split("get_script_run_ctx(suppress_warning=True) is None")[1].split("else:")[0]
