@@ -24,7 +24,9 @@ def deltas_table(deltas: list[dict]) -> None:
 with w.guard():
     runs = loaders.completed_runs(st.query_params.get("base"))
     if len(runs) < 2:
-        st.info("Two completed runs are needed to compare.")
+        st.info("Two completed runs are needed to compare: run the same dataset again with another model's "
+                "answers, another judge or other settings.")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     ids, label = [r["id"] for r in runs], w.run_label(runs)
     base_id = state.pick("Baseline", "base", ids, ids[-1], format_func=label)

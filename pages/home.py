@@ -42,6 +42,7 @@ with w.guard():
             store.update_run(run_id, created_by=auth.current_user())
             spawn_worker(store, run_id)
             loaders.forget_lists()
+            st.session_state["kept.new.dataset"] = sample["id"]  # New evaluation opens on the data just used
             st.switch_page("pages/results.py", query_params={"run": run_id})
     runs = loaders.runs()
     if runs:

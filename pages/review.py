@@ -1,6 +1,7 @@
 """Review a run: one row at a time with the keyboard, people's verdicts beside the judge's, and how far they agree."""
 import streamlit as st
 
+from evaluators.core.registry import all_metrics, get_metric
 from evaluators.core.scales import reviewable
 from ui import loaders, review_page, state, widgets as w
 
@@ -8,9 +9,14 @@ w.entry()  # first: a run that skipped app.py's router goes through it (ui.widge
 
 st.title("Review")
 with w.guard():
-    runs = [r for r in loaders.runs(st.query_params.get("run")) if r["status"] == "completed"]
+    known = {s.name for s in all_metrics()}
+    # only runs with a judged metric: a classic metric (F1, BLEU...) is a formula, with no verdict to answer
+    runs = [r for r in loaders.runs(st.query_params.get("run")) if r["status"] == "completed"
+            and any(reviewable(get_metric(m)) for m in (r["spec"] or {}).get("metrics", []) if m in known)]
     if not runs:
-        st.info("No completed run to review yet.")
+        st.info("No completed run with a judged metric (coherence, groundedness, violence...) to review yet: the "
+                "sample's classic metrics (F1, BLEU, ROUGE) are formulas over the text, with no verdict for a "
+                "person to answer. A judged run needs a judge model (any OpenAI-compatible server, e.g. Ollama).")
         st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     run_id = w.run_picker(runs)
@@ -18,7 +24,9 @@ with w.guard():
     res = loaders.results(run, w.threshold_bar(run, shown=False))
     if not any(reviewable(s) for s in res.specs):
         st.info("This run has no judged metric: classic metrics (F1, BLEU, ROUGE...) are formulas over the text, "
-                "with no verdict for a person to answer. Pick a run with a judged metric.")
+                "with no verdict for a person to answer. Pick a run with a judged metric (coherence, groundedness, "
+                "violence...), or start one: it needs a judge model (any OpenAI-compatible server, e.g. Ollama).")
+        st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
     tab_review, tab_agreement, tab_queues = st.tabs(["Review", "Agreement", "Queues"], key="view", bind=state.URL)
     if tab_review.open is not False:

@@ -143,3 +143,29 @@ def test_a_human_column_off_the_scale_is_named_and_the_results_page_goes_on(home
     text = shown_text(at)
     assert "row 3, column 'human_coherence': 9 is not on coherence's scale (1, 2, 3, 4, 5)" in text
     assert "coherence pass rate" in text  # the rest of the page is there
+
+
+def test_with_only_classic_runs_review_and_compare_lead_to_a_new_evaluation(home_store):
+    from evaluators import load_dataset
+
+    did = home_store.save_dataset(load_dataset([{"response": "a b", "ground_truth": "a c"}]))
+    rid = home_store.create_run(did, {"metrics": ["f1_score"], "thresholds": {}}, "h", "classic only")
+    home_store.update_run(rid, status="completed")
+    for page in ("pages/review.py", "pages/compare.py"):
+        at = app(page)
+        assert [p.proto.label for p in at.get("page_link")] == ["Start a new evaluation"], page
+    assert "No completed run with a judged metric" in shown_text(app("pages/review.py"))
+
+
+def test_new_evaluation_opens_on_the_sample_just_evaluated(home_store):
+    from tests.conftest import wait_for_run
+
+    at = app()
+    next(b for b in at.button if b.label == "Evaluate the sample").click()
+    at.run()
+    wait_for_run(home_store, home_store.run_rows()[0]["id"])
+    at.switch_page("pages/new.py")
+    at.query_params.clear()
+    at.run()
+    sample = next(d for d in home_store.list_datasets() if d["name"].startswith("rag_single_turn"))
+    assert at.query_params["dataset"] == sample["id"]  # not the newest dataset (the conversations)
