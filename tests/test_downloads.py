@@ -4,6 +4,7 @@ serves nothing. The browser tests (tests/test_exports_download.py) serve the sam
 from __future__ import annotations
 
 import re
+import secrets
 import time
 
 import pytest
@@ -12,7 +13,7 @@ from starlette.requests import Request
 from tests.procs import wait_until
 from ui import downloads
 from ui.auth import PASSWORD_ENV
-from ui.downloads import Export, Issued
+from ui.downloads import Export, Issued, browser_key
 
 
 @pytest.fixture
@@ -39,6 +40,20 @@ def test_a_token_serves_once_and_only_its_session_sees_it_ready(home):
     assert issued.take(token) is None  # a second request gets nothing
 
 
+def test_a_link_bound_to_a_browser_serves_only_that_browser_and_a_refusal_does_not_spend_it(home):
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
+
+    mine, theirs = secrets.token_bytes(32), secrets.token_bytes(32)
+    first, later = generate_xsrf_token_string(mine, 1), generate_xsrf_token_string(mine, 1)
+    assert first != later  # Streamlit masks the same secret differently on each page it serves
+    issued = Issued()
+    token = issued.issue(_written("x"), "r.csv", "text/csv", "s", browser_key(first))
+    for other in (None, "", "garbage", generate_xsrf_token_string(theirs, 1)):
+        assert issued.take(token, browser_key(other)) is None
+    assert issued.take(token, browser_key(later)).path.read_text() == "x"  # the same browser, another page's mask
+    assert issued.take(token, browser_key(later)) is None
+
+
 def test_tokens_carry_256_random_bits(home):
     issued = Issued()
     tokens = {issued.issue(_written("x"), "r.csv", "text/csv", "s") for _ in range(200)}
@@ -54,7 +69,7 @@ def test_a_file_not_fetched_in_time_is_deleted_and_its_token_dropped(home):
     path = home / "exports" / "waiting.csv"
     path.parent.mkdir(parents=True)
     path.write_text("a\r\n")
-    token = issued.add(Export(path, "run.csv", "text/csv", "s", 3, time.monotonic() + 0.2))
+    token = issued.add(Export(path, "run.csv", "text/csv", "s", None, 3, time.monotonic() + 0.2))
     wait_until(lambda: not path.exists(), timeout=30, what="the file deleted at its time limit")
     assert issued.take(token) is None
 

@@ -116,7 +116,14 @@ def test_a_guessed_or_forged_link_gets_nothing_and_leaves_the_real_one_working(a
         body = r.body()
         assert b"SQLite format 3" not in body and b"Question 1" not in body and rid.encode() not in body, forged
         assert "content-disposition" not in r.headers
-    assert "Question 1" in _download(page, "csv", tmp_path / "export.csv")  # the guesses did not spend it
+    elsewhere = browser.new_context()  # the real link, leaked to another browser while its page is still open
+    _nothing(elsewhere.request.get(f"{url}/exports/{token}"))
+    other = elsewhere.new_page()
+    other.goto(f"{url}/runs")  # even one that holds a cookie of this dashboard's own
+    settle(other, "Runs")
+    assert "_streamlit_xsrf" in {c["name"] for c in elsewhere.cookies()}
+    _nothing(other.request.get(f"{url}/exports/{token}"))
+    assert "Question 1" in _download(page, "csv", tmp_path / "export.csv")  # the refusals did not spend it
     assert list((home / "exports").iterdir()) == []
 
 

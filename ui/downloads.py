@@ -14,7 +14,10 @@ Who gets a file, and for how long:
   it once complete, so nothing half-written is served) and registered under a token of 256 random bits, bound
   to that one file and to the browser session that asked. The URL holds the token only: no run id, no path.
 - The route serves a token once: it is taken out of the registry as it is served, so a second request gets
-  nothing; only while the session that asked is still connected; never while sign-in is configured but
+  nothing; only while the session that asked is still connected; only to the browser that asked (the
+  request must carry the same XSRF secret as the session's own connection: Streamlit's ``_streamlit_xsrf``
+  cookie, whose token part is fixed per browser while its mask changes per page), so a link copied into
+  another browser gets nothing, and a refused request does not spend the link; never while sign-in is configured but
   unusable (ui.auth). The file is unlinked as soon as it is opened, so it is gone whether the transfer ends
   or breaks.
 - A token not used within :data:`TTL_S` is dropped and its file deleted (a timer); files a stopped server left
@@ -22,6 +25,8 @@ Who gets a file, and for how long:
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import os
 import re
@@ -40,6 +45,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui import auth
 
+XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's (server.enableXsrfProtection, on by default)
 ROUTE = "exports"  # served at /<server.baseUrlPath>/exports/<token>
 TTL_S = 600  # a link works this long after the file is written
 TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32): 256 random bits
@@ -63,6 +69,7 @@ class Export:
     filename: str  # what the browser saves it as
     media_type: str
     session: str  # the Streamlit session that asked for it
+    browser: str | None  # a digest of that browser's XSRF secret (None: the server runs without XSRF protection)
     size: int  # bytes
     expires: float  # time.monotonic()
 
@@ -75,7 +82,8 @@ class Issued:
         self._lock = threading.Lock()
         self._exports: dict[str, Export] = {}
 
-    def issue(self, write: Callable[[Path], Any], filename: str, media_type: str, session: str) -> str:
+    def issue(self, write: Callable[[Path], Any], filename: str, media_type: str, session: str,
+              browser: str | None = None) -> str:
         """Write a file and register it for ``session`` to download once; returns its token.
 
         Args:
@@ -83,13 +91,15 @@ class Issued:
             filename: the name the browser saves it as (never part of a path on the server).
             media_type: its content type.
             session: the Streamlit session that asked.
+            browser: :func:`browser_key` of the browser that asked (None: not bound to one).
         """
         where = folder()
         _sweep(where)
         path = where / (secrets.token_hex(16) + re.sub(r"[^.a-z0-9]", "", Path(filename).suffix))  # never a name given
         try:
             write(path)
-            return self.add(Export(path, filename, media_type, session, path.stat().st_size, time.monotonic() + TTL_S))
+            return self.add(Export(path, filename, media_type, session, browser, path.stat().st_size,
+                                   time.monotonic() + TTL_S))
         except BaseException:  # nothing of a file that failed is kept, nor registered
             path.unlink(missing_ok=True)
             raise
@@ -103,9 +113,14 @@ class Issued:
         timer.start()
         return token
 
-    def take(self, token: str) -> Export | None:
-        """The token's export, which no later call gets; None when unknown, used or expired."""
+    def take(self, token: str, browser: str | None = None) -> Export | None:
+        """The token's export, which no later call gets; None when unknown, used or expired, or when the export
+        is bound to a browser other than ``browser`` (the token then stays for its own browser)."""
         with self._lock:
+            export = self._exports.get(token)
+            if export is not None and export.browser is not None and not (
+                    browser is not None and hmac.compare_digest(export.browser, browser)):
+                return None
             export = self._exports.pop(token, None)
         if export is not None and export.expires < time.monotonic():  # its timer has not run yet
             export.path.unlink(missing_ok=True)
@@ -157,9 +172,26 @@ def _sweep(where: Path) -> None:
             pass  # another server's sweep got there first
 
 
+def browser_key(xsrf_cookie: str | None) -> str | None:
+    """A digest of the secret part of Streamlit's XSRF cookie (the same on every page of one browser while the
+    mask around it changes), or None when there is none or it does not decode."""
+    from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
+
+    secret, _ = decode_xsrf_token_string(xsrf_cookie or "")
+    return hashlib.sha256(b"evaldash-export|" + secret).hexdigest() if secret else None
+
+
+def _this_browser() -> str | None:
+    """:func:`browser_key` of the browser whose page is running. With XSRF protection on (Streamlit's default), a
+    connection without the cookie gets a key no request can match: its links serve nothing (closed, not open)."""
+    if not st_config.get_option("server.enableXsrfProtection"):
+        return None
+    return browser_key(st.context.cookies.get(XSRF_COOKIE)) or "unmatchable:" + secrets.token_hex(16)
+
+
 def prepare(write: Callable[[Path], Any], filename: str, media_type: str) -> str:
-    """Write a file for this session to download once (:meth:`Issued.issue`); returns its token."""
-    return issued().issue(write, filename, media_type, _session())
+    """Write a file for this session, in this browser, to download once (:meth:`Issued.issue`); returns its token."""
+    return issued().issue(write, filename, media_type, _session(), _this_browser())
 
 
 def ready(token: str) -> Export | None:
@@ -211,7 +243,8 @@ def serve(request: Any) -> Any:
     if conf.problem:
         return PlainTextResponse("Sign-in is configured but cannot be used: nothing is served.", status_code=403)
     token = request.path_params["token"]
-    export = issued().take(token) if TOKEN.fullmatch(token) else None
+    browser = browser_key(request.cookies.get(XSRF_COOKIE)) if st_config.get_option("server.enableXsrfProtection") else None
+    export = issued().take(token, browser) if TOKEN.fullmatch(token) else None
     if export is None:
         return PlainTextResponse(GONE, status_code=404)
     try:
