@@ -298,9 +298,12 @@ def _in_app(tm: _Timer, last, run_id: str, expect: dict, reps: int) -> None:
 
 
 def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locator_waits: bool = False,
-            fresh_first: bool = False) -> dict:
-    """Each figure ``reps`` times (a list of seconds), but the cold first render (once); ``fresh_first``: first
-    of all, the big run's Results page as the server's very first request (module imports and all)."""
+            restart=None) -> dict:
+    """Each figure ``reps`` times (a list of seconds), but the cold first render (once). ``restart`` (for
+    --fresh-first): a function that stops the server and starts a new one on the same port, returning its
+    pid; first of all, the big run's Results page is then opened as a fresh server's very first request,
+    once by a browser that has never seen the dashboard (it downloads Streamlit's frontend) and once, after
+    ``restart``, by that same browser as a returning user's (its cache holds the frontend)."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser import ARGS, CHROMIUM
@@ -309,15 +312,10 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locato
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
-        if fresh_first:  # the big run's Results page as the freshly started server's very first request
-            first = ctx.new_page()
-            t = time.perf_counter()
-            tm.goto(first, f"/results?run={run_id}")
-            # polled every 20 ms: the browser's first tab gave no animation frame to poll on here
-            first.wait_for_function(SETTLED, arg=["coherence pass rate", False, expect["charts"]], polling=20,
-                                    timeout=120_000)
-            tm.out["first_open_fresh_server"] = time.perf_counter() - t
-            first.close()
+        if restart:
+            tm.out["first_open_fresh_browser"] = _first_request(tm, ctx, run_id, expect)
+            pid = restart()  # the same port, so the browser's cache of the frontend still applies
+            tm.out["first_open_fresh_server"] = _first_request(tm, ctx, run_id, expect)
         page = tm.new_tab(ctx, "/runs", expect["runs_text"])  # the app's first start (store, samples) is not a page's time
         _results_loads(tm, ctx, page, run_id, expect, reps)
         _rows_tab(tm, page, expect, reps)
@@ -331,6 +329,19 @@ def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locato
         _in_app(tm, last, run_id, expect, reps)
         browser.close()
     return tm.out
+
+
+def _first_request(tm: _Timer, ctx, run_id: str, expect: dict) -> float:
+    """The big run's Results page as the server's very first request (module imports and all)."""
+    first = ctx.new_page()
+    t = time.perf_counter()
+    tm.goto(first, f"/results?run={run_id}")
+    # polled every 20 ms: the browser's first tab gave no animation frame to poll on here
+    first.wait_for_function(SETTLED, arg=["coherence pass rate", False, expect["charts"]], polling=20,
+                            timeout=120_000)
+    took = time.perf_counter() - t
+    first.close()
+    return took
 
 
 def _store(args) -> tuple[Path, str]:
@@ -375,12 +386,12 @@ def _expected(home: Path, run_id: str) -> dict:
     return expect
 
 
-def serve(app: Path, home: Path) -> tuple[subprocess.Popen, str]:
+def serve(app: Path, home: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
     """``streamlit run app.py`` from ``app`` (this checkout, or another through export_scale's --app) on a free
     loopback port over the bench's store; (process, URL) once it answers."""
     from tests.browser import free_port
 
-    port = free_port()
+    port = port or free_port()
     env = {**os.environ, "EVAL_HOME": str(home), "PYTHONPATH": str(app)}
     env.pop("EVAL_DATABASE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -399,13 +410,15 @@ def serve(app: Path, home: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def _serve(home: Path):
-    return serve(ROOT, home)
+def _serve(home: Path, port: int | None = None):
+    return serve(ROOT, home, port)
 
 
 def _report(got: dict, runs: int) -> None:
-    rows = [("Results page as a fresh server's first request (--fresh-first)", "first_open_fresh_server",
-             "first_render", "s"),
+    rows = [("Results page as a fresh server's first request, returning browser (--fresh-first)",
+             "first_open_fresh_server", "first_render", "s"),
+            ("the same from a browser that never saw the dashboard (downloads the frontend)",
+             "first_open_fresh_browser", None, "s"),
             ("Results page of a 5-row run (reference: this machine)", "reference_render", None, "s"),
             ("Results page first render, cold (server's first open)", "first_render_cold", "first_render", "s"),
             ("Results page first render, warm (new page)", "first_render", "first_render", "s"),
@@ -444,20 +457,30 @@ def main() -> None:
                     help="wait as this bench did before 2026-11-23 (Playwright's locator waits, which poll at "
                          "growing intervals up to 500 ms), to compare; figures are then late by up to 0.5 s")
     ap.add_argument("--fresh-first", action="store_true",
-                    help="first of all, open the big run's Results page as the new server's very first request "
-                         "(then the cold figure is the run's second open)")
+                    help="first of all, open the big run's Results page as a fresh server's very first request, "
+                         "from a new browser, then (the server restarted on the same port) from that browser "
+                         "again, as a returning user's; the cold figure is then the run's second open")
     args = ap.parse_args()
     if not WILDBENCH.is_dir():
         print(f"SKIPPED: WildBench answers not found at {WILDBENCH} (../shared is absent); nothing measured.")
         return
     home, run_id = _store(args)
     expect = _expected(home, run_id)
-    proc, url = _serve(home)
+    procs = [_serve(home)[0]]
+    url = f"http://127.0.0.1:{procs[0].args[procs[0].args.index('--server.port') + 1]}"
+
+    def restart() -> int:  # a fresh server on the same port (the browser's cache is per origin)
+        procs[-1].terminate()
+        procs[-1].wait(10)
+        procs.append(_serve(home, int(url.rsplit(":", 1)[1]))[0])
+        return procs[-1].pid
+
     try:
-        got = measure(url, run_id, proc.pid, expect, args.reps, args.locator_waits, args.fresh_first)
+        got = measure(url, run_id, procs[0].pid, expect, args.reps, args.locator_waits,
+                      restart if args.fresh_first else None)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        procs[-1].terminate()
+        procs[-1].wait(10)
     _report(got, args.runs)
 
 if __name__ == "__main__":
