@@ -105,6 +105,25 @@ def test_results_page_marks_reviewed_rows_and_says_the_corrected_rate(run):
     assert any(f"review?run={rid}&row={row}" in m.value for m in at.markdown)
 
 
+def test_the_results_page_follows_verdicts_given_since_it_was_last_drawn(run):
+    store, rid = run
+    assert "No one has reviewed this run yet" in shown_text(app("pages/results.py", run=rid))
+    qid = make_queue(store, rid, open_view(store, rid), "q", "random", ["coherence"], 6, seed=2)
+    for i in store.get_queue(qid)["rows"]:
+        store.save_review(rid, i, "coherence", "fay", 1.0, queue_id=qid)
+    before = _corrected(shown_text(app("pages/results.py", run=rid)))
+    store.save_review(rid, store.get_queue(qid)["rows"][0], "coherence", "fay", 5.0, queue_id=qid)  # one changed
+    after = _corrected(shown_text(app("pages/results.py", run=rid)))
+    # by hand: one of the six reviewed rows turned from fail to pass moves the mean of (human - judge) by 1/6
+    assert after - before == pytest.approx(100 / 6, abs=0.1)
+
+
+def _corrected(text: str) -> float:
+    import re
+
+    return float(re.search(r"([0-9.]+)% \\\[[0-9., ]+\\\] corrected by 6 reviews", text).group(1))
+
+
 def test_a_row_from_a_link_outside_any_queue_is_reviewed_alone(run):
     store, rid = run
     at = app("pages/review.py", run=rid, row="4")

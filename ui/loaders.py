@@ -288,8 +288,7 @@ def reviewed_rows(run_id: str) -> dict[int, int]:
 
 def _reviews_state(run_id: str) -> tuple:
     """Names the reviews of a run as they are now: how many, and the latest."""
-    rows = store().reviews(run_id)
-    return len(rows), max((r["created_at"] for r in rows), default=None)
+    return store().review_state(run_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32, ttl=600)

@@ -16,10 +16,6 @@ REVIEW_FIELDS = ("row_idx", "metric", "reviewer", "value", "agreed", "note", "ju
                  "queue_id", "created_at")
 
 
-def _review_dict(r: ReviewRow) -> dict[str, Any]:
-    return {k: getattr(r, k) for k in REVIEW_FIELDS}
-
-
 def _queue_dict(q: QueueRow) -> dict[str, Any]:
     return {c.name: getattr(q, c.name) for c in QueueRow.__table__.columns}
 
@@ -60,7 +56,9 @@ class ReviewsMixin:
     def reviews(self, run_id: str, metric: str | None = None, rows: Iterable[int] | None = None,
                 reviewer: str | None = None) -> list[dict[str, Any]]:
         """A run's verdicts (optionally of one metric, some rows, one reviewer), by row, metric, reviewer."""
-        q = select(ReviewRow).where(ReviewRow.run_id == run_id)
+        # plain rows, not ORM objects: the Results page asks on every open, and building objects (and, the
+        # first time in a process, the mapper's loading code) cost more than the query
+        q = select(*(ReviewRow.__table__.c[k] for k in REVIEW_FIELDS)).where(ReviewRow.run_id == run_id)
         if metric is not None:
             q = q.where(ReviewRow.metric == metric)
         if reviewer is not None:
@@ -70,11 +68,18 @@ class ReviewsMixin:
             out: list[dict[str, Any]] = []
             with self.session() as s:
                 for k in range(0, len(wanted), 500):
-                    out += [_review_dict(r) for r in s.scalars(q.where(ReviewRow.row_idx.in_(wanted[k:k + 500])))]
+                    out += [dict(r) for r in s.execute(q.where(ReviewRow.row_idx.in_(wanted[k:k + 500]))).mappings()]
             return sorted(out, key=lambda r: (r["row_idx"], r["metric"], r["reviewer"]))
         with self.session() as s:
-            return [_review_dict(r) for r in s.scalars(
-                q.order_by(ReviewRow.row_idx, ReviewRow.metric, ReviewRow.reviewer))]
+            return [dict(r) for r in s.execute(
+                q.order_by(ReviewRow.row_idx, ReviewRow.metric, ReviewRow.reviewer)).mappings()]
+
+    def review_state(self, run_id: str) -> tuple[int, dt.datetime | None]:
+        """How many verdicts a run has and when the latest was given: what changes whenever a verdict does."""
+        with self.session() as s:
+            n, latest = s.execute(select(func.count(), func.max(ReviewRow.created_at))
+                                  .where(ReviewRow.run_id == run_id)).one()
+        return int(n), latest
 
     def reviewed_rows(self, run_id: str) -> dict[int, int]:
         """Row index -> how many verdicts it has (any metric, any reviewer)."""
