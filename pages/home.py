@@ -16,15 +16,15 @@ st.markdown("Score what your LLM application answered, with an LLM judge or with
             "share the report.")
 with w.guard():
     c1, c2, c3 = st.columns(3)
-    with c1.container(border=True):
+    with c1.container(border=True, height="stretch"):  # the three cards as tall as the tallest
         st.markdown("**1 · Dataset**")
         st.caption("Upload JSONL, JSON, CSV or Parquet: queries, responses, context, ground truth or conversations.")
         st.page_link("pages/datasets.py", label="Add a dataset", icon=":material/dataset:")
-    with c2.container(border=True):
+    with c2.container(border=True, height="stretch"):  # the three cards as tall as the tallest
         st.markdown("**2 · Evaluation**")
         st.caption("Pick metrics and thresholds, point at a judge model if a metric needs one, see the cost, start.")
         st.page_link("pages/new.py", label="Start an evaluation", icon=":material/play_arrow:")
-    with c3.container(border=True):
+    with c3.container(border=True, height="stretch"):  # the three cards as tall as the tallest
         st.markdown("**3 · Results**")
         st.caption("Pass rates with intervals, score distributions, every row with the judge's reasoning.")
         st.page_link("pages/runs.py", label="Read the results", icon=":material/list:")
