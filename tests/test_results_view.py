@@ -47,3 +47,44 @@ def test_query_pages_and_counts(res):
     assert list(page.index) == [1, 2]  # coherence 5, 4, 3, ...: the 2nd and 3rd
     total, page = res.query(metric="coherence", verdict="fail")  # default threshold 3: 2 and 1 fail
     assert total == 2 and list(page.index) == [3, 5]
+
+
+def test_two_builders_of_one_datasets_search_text_at_once_both_succeed(tmp_path, monkeypatch):
+    """Two servers (or two runs of one dataset) building the same search files at the same moment: each
+    writes its own temporary files, so neither loses its file to the other's rename."""
+    import threading
+
+    import numpy as np
+
+    from evaluators import Store
+    from evaluators.read.columns import SearchText
+
+    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    ds = load_dataset([{"query": f"Question {i}", "response": f"Answer {i} about PYTHON"} for i in range(50)])
+    did = store.save_dataset(ds)
+    both_saved = threading.Barrier(2, timeout=30)
+    real_save = np.save
+
+    def save_then_wait(*a, **k):  # each builder has written its offsets before either moves them in place
+        real_save(*a, **k)
+        both_saved.wait()
+
+    monkeypatch.setattr(np, "save", save_then_wait)
+    texts = [SearchText(store, did, store.get_dataset(did), tmp_path / "views") for _ in range(2)]
+    failed = []
+    threads = [threading.Thread(target=lambda t=t: _build(t, failed)) for t in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failed == []
+    for t in texts:  # both answer a search, by hand: every row's answer names Python
+        assert list(np.nonzero(t.contains("python"))[0]) == list(range(50))
+    assert sorted(p.name for p in (tmp_path / "views").iterdir()) == [f"ds-{did}.offsets.npy", f"ds-{did}.search"]
+
+
+def _build(text, failed: list) -> None:
+    try:
+        text.ensure()
+    except Exception as e:  # noqa: BLE001 — the test reports it
+        failed.append(repr(e))

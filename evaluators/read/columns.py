@@ -227,11 +227,12 @@ class SearchText:
             opath = self.folder / f"ds-{self.dataset_id}.offsets.npy"
             if not (path.exists() and opath.exists()):
                 self.folder.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+                mine = f".tmp{os.getpid()}.{threading.get_ident()}"  # two builders never share a file
+                tmp, otmp = path.with_suffix(mine), opath.with_name(f"{opath.stem}{mine}.npy")
                 with open(tmp, "wb") as f:
                     offsets = self._write(f)
-                np.save(opath.with_suffix(".tmp.npy"), offsets)
-                os.replace(opath.with_suffix(".tmp.npy"), opath)
+                np.save(otmp, offsets)
+                os.replace(otmp, opath)
                 os.replace(tmp, path)  # whole or absent: a reader never sees half a file
             offsets = np.load(opath)
             with open(path, "rb") as f:
