@@ -6,4 +6,6 @@ bash scripts/setup.sh --dev
 # The engine's layers and the size limits (ARCHITECTURE.md) first: a few seconds, and a broken one fails CI.
 .venv/bin/lint-imports --no-cache
 .venv/bin/python scripts/check_sizes.py
-exec .venv/bin/python -m pytest -q "$@"
+# Two workers, one per core, each taking whole test files (module fixtures such as a dashboard server start
+# once), which keeps CI inside its 20-minute limit (figures in the closing notes). `bash scripts/test.sh -n 0` runs serially.
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
