@@ -262,7 +262,10 @@ def test_row_detail_reasoning_first_raw_reply_collapsed_and_no_reason_for_classi
     assert not any(e.label.startswith("f1_score") for e in at.expander)
     f1 = order.index("**f1\\_score: 0.4213** :red[**fail**]")
     assert order[f1 + 1].startswith("**violence")  # straight to the next metric
-    assert "**protected\\_material label: false** :green[**pass**]" in order  # a label reads as one
+    assert "**protected\\_material: false** :green[**pass**]" in order  # a label reads as one
+    # each metric's heading in the detail names it as the rows table's column does ("violence", not "violence score")
+    heads = [x.split(":")[0].strip("*").replace("\\_", "_") for x in order if x.startswith("**") and ":" in x]
+    assert set(heads) == {"coherence", "f1_score", "violence", "protected_material"} <= set(at.dataframe[0].value.columns)
 
 
 def test_conversation_turns_carry_their_scores_and_the_worst_turn_is_marked(home_store):

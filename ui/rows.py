@@ -8,7 +8,7 @@ import re
 
 import streamlit as st
 
-from evaluators.read.charts_overview import number, output_label
+from evaluators.read.charts_overview import number
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 from ui import loaders, review as review_ui, state
@@ -274,7 +274,7 @@ def metric_details(res: RunResults, i: int, only: list[str] | None = None, peopl
         mark = "" if verdict is None else (" :green[**pass**]" if verdict else " :red[**fail**]")
         value = "pending" if cell is None else (shown(cell.outputs.get(s.primary)) if cell.status == "ok" and
                                                  cell.value is not None else cell.status)
-        st.markdown(f"**{_md(output_label(s))}: {value}**{mark}")  # ours: a metric name, a number, a word
+        st.markdown(f"**{_md(s.name)}: {value}**{mark}")  # named as the table heads its column  # ours: a metric name, a number, a word
         if verdicts.get(s.name):
             review_ui.people_line(s, res.thresholds[s.name], verdicts[s.name])
         if cell is None:
