@@ -163,6 +163,8 @@ class Kind:
                     # the judge's reply as the SDK records it: the chat message, as JSON text
                     "sample_output": (json.dumps([{"role": "assistant", "content": last.raw}])
                                       if last.raw is not None else None)}
+        if spec.properties is not None:
+            return None if outputs is None else spec.properties(spec, outputs, threshold)
         if len(spec.outputs) < 2 or outputs is None:
             return None
         props: dict[str, Any] = {}
