@@ -90,7 +90,60 @@ RUNS: list[dict] = [
     for mode in ("exact_match", "in_order_match", "any_order_match")
 ]
 
-JUDGE_METRICS: set[str] = set()
+
+TOOLS = [{"name": n, "description": d, "parameters": {"type": "object", "properties": {k: {"type": "string"} for k in ps}}}
+         for n, d, ps in (("search_flights", "Find flights between two airports on a date.", ("origin", "dest", "date")),
+                          ("book_flight", "Book a flight by its id.", ("flight_id",)),
+                          ("send_email", "Email the user.", ("to", "body")),
+                          ("lookup_order", "Look an order up by id.", ("order_id",)))]
+
+
+def _agent_row(case: int, calls: list[tuple[str, dict, object]], final: str | None, gt: str, tools=TOOLS) -> dict:
+    """A row whose query, tool-call arguments, final answer and ground truth carry the marker ``[case N]``."""
+    mark = f"[case {case}]"
+    query = [{"role": "system", "content": "You are a travel assistant. Never book without the user's consent."},
+             {"role": "user", "content": [{"type": "text", "text": f"Find me a flight from Oslo to Rome on 3 May. {mark}"}]}]
+    response = []
+    for k, (name, args, result) in enumerate(calls, 1):
+        cid = f"call_{case}_{k}"
+        response += [_assistant(_call(cid, name, **args, note=mark)), _tool(cid, result)]
+    if final is not None:
+        response.append(_assistant(text=f"{final} {mark}"))
+    return {"query": query, "response": response, "tool_definitions": tools, "ground_truth": f"{gt} {mark}"}
+
+
+AGENT = [
+    _agent_row(0, [("search_flights", {"origin": "OSL", "dest": "FCO", "date": "2026-05-03"},
+                    {"flights": [{"id": "SK4711", "price": 129}]})],
+               "SK4711 leaves at 09:10 for 129 EUR. Shall I book it?", "SK4711 at 09:10, 129 EUR."),
+    _agent_row(1, [("search_flights", {"origin": "OSL", "dest": "FCO", "date": "2026-05-03"}, {"flights": []}),
+                   ("search_flights", {"origin": "OSL", "dest": "CIA", "date": "2026-05-03"},
+                    {"flights": [{"id": "FR100", "price": 39}]}),
+                   ("book_flight", {"flight_id": "FR100"}, "Error: payment declined")],
+               "I could not book FR100: the payment was declined.", "FR100 to Ciampino, 39 EUR."),
+    _agent_row(2, [], "There are several flights; check an airline website.", "SK4711 at 09:10, 129 EUR."),
+    _agent_row(3, [("lookup_weather", {"city": "Rome"}, {"temp": 21})], "It is 21 degrees in Rome.",
+               "SK4711 at 09:10, 129 EUR."),                         # a tool with no definition
+    _agent_row(4, [("search_flights", {"origin": "OSL", "dest": "FCO", "date": "2026-05-03"},
+                    {"flights": [{"id": "SK4711", "price": 129}]})], None, "SK4711."),  # ends at a tool result
+    {"query": "Say hello to the team. [case 5]", "response": "Hello, team! [case 5]", "tool_definitions": TOOLS,
+     "ground_truth": "Hello team. [case 5]"},                         # text only
+]
+_INTERMEDIATE = _agent_row(6, [], None, "SK4711.")
+_INTERMEDIATE["response"] = [_assistant({"type": "function_call", "name": "search_flights", "arguments": {}, "tool_call_id": "x",
+                                         "call_id": "x"})]
+AGENT.append(_INTERMEDIATE)                                           # stops at a pending call: not judged
+
+# metric -> (SDK class, its scale): 1-5 or 0/1
+JUDGED = {"intent_resolution": ("IntentResolutionEvaluator", (1, 5)),
+          "task_adherence": ("TaskAdherenceEvaluator", (0, 1)),
+          "task_completion": ("azure.ai.evaluation._evaluators._task_completion._TaskCompletionEvaluator", (0, 1)),
+          "response_completeness": ("ResponseCompletenessEvaluator", (1, 5)),
+          "tool_call_accuracy": ("ToolCallAccuracyEvaluator", (1, 5)),
+          "tool_call_success": ("_ToolCallSuccessEvaluator", (0, 1)),
+          "tool_output_utilization": ("_ToolOutputUtilizationEvaluator", (0, 1))}
+JUDGE_METRICS = set(JUDGED)
+RUNS += [{"name": m, "metric": m, "sdk_class": cls, "rows": AGENT} for m, (cls, _) in JUDGED.items()]
 
 
 def write_files(runs: list[dict], tmp: Path) -> None:
@@ -113,5 +166,10 @@ def verdict(metric: str, case: int | None, low: int, high: int) -> int:
     return low + h % (high - low + 1)
 
 
-def judge_reply(metric: str, prompt: str) -> str:  # filled in with the judge metrics
-    return json.dumps({"score": verdict(metric, case_of(prompt), 1, 5), "explanation": "bench"})
+def judge_reply(metric: str, prompt: str) -> str:
+    """The loopback judge's reply in the SDK's agent output format: score, reason, status and properties."""
+    case = case_of(prompt)
+    low, high = JUDGED[metric][1]
+    v = verdict(metric, case, low, high)
+    return json.dumps({"reason": f"bench verdict {v} for case {case}", "score": v, "status": "completed",
+                       "properties": {"bench_case": case}})

@@ -18,7 +18,8 @@ import json
 from typing import Any
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
-SDK_PARTS = {"text", "tool_call", "tool_result"}
+SDK_PARTS = {"text", "tool_call", "tool_result", "function_call", "function_call_output", "openapi_call",
+             "openapi_call_output", "mcp_approval_request", "mcp_approval_response"}
 # a tool result counts as failed when it is an object with one of these keys set, or text starting with one
 ERROR_KEYS = ("error", "errors", "exception")
 ERROR_PREFIXES = ("error", "exception", "traceback", "failed", "failure")
@@ -223,3 +224,48 @@ def check_messages(v: Any, where: str) -> list[str]:
         if m.get("role") == "tool" and not m.get("tool_call_id"):
             out.append(f"{at}a tool message needs the tool_call_id it answers")
     return out
+
+
+def transcript(value: Any, system: bool = True) -> str:
+    """Messages (either form, or text) as a judge reads them: one line a step, tool calls with their
+    arguments and results; ``system`` False leaves system and developer messages out."""
+    value = parse_json_text(value)
+    if isinstance(value, str) or value is None:
+        return value or ""
+    lines = []
+    for s in trace([], value):
+        if s["role"] in ("system", "developer") and not system:
+            continue
+        if s["role"] == "tool":
+            lines.append(f"Tool result ({s.get('tool_call_id')}): {s['text']}")
+            continue
+        if s["text"]:
+            lines.append(f"{s['role'].capitalize()}: {s['text']}")
+        for c in s["calls"]:
+            lines.append(f"{s['role'].capitalize()} calls tool {c['name']} (id {c['id']}) with arguments: "
+                         f"{c['arguments']}")
+    return "\n".join(lines)
+
+
+def tool_names(definitions: Any) -> dict[str, dict]:
+    """Tool definitions (the SDK's ``{"name", ...}`` or OpenAI's ``{"type": "function", "function": {...}}``;
+    one object or a list) by name."""
+    defs = parse_json_text(definitions)
+    defs = [defs] if isinstance(defs, dict) else defs if isinstance(defs, list) else []
+    out = {}
+    for d in defs:
+        fn = d.get("function", d) if isinstance(d, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            out[fn["name"]] = fn
+    return out
+
+
+def is_intermediate(response: Any) -> bool:
+    """Whether a response stops at a call still waiting (its last part a ``function_call`` or an MCP approval
+    request), as the SDK's ``_is_intermediate_response`` decides: such a response is not judged."""
+    if isinstance(response, list) and response and isinstance(response[-1], dict) \
+            and response[-1].get("role") == "assistant":
+        content = response[-1].get("content")
+        if isinstance(content, list) and content and isinstance(content[-1], dict):
+            return content[-1].get("type") in ("function_call", "mcp_approval_request")
+    return False
