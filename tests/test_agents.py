@@ -111,3 +111,18 @@ def test_bad_agent_rows_are_named_by_row_and_field(row, field, words):
         load_dataset([good, {**good, **row}], name="agent.jsonl")
     p = e.value.problems[0]
     assert (p.row, p.field) == (2, field) and words in p.message
+
+
+def test_the_bundled_sample_runs_without_a_key_and_its_tool_rates_count_by_hand(store):
+    """data/agent_trips.jsonl: 14 calls; get_booking's trip-05 and change_booking's first try in trip-03 fail."""
+    from evaluators.read.agents import tool_rates
+    from tests.conftest import ROOT
+
+    sample = ROOT / "data" / "agent_trips.jsonl"
+    rates = {r["tool"]: (r["calls"], r["answered"], r["succeeded"]) for r in tool_rates(load_dataset(sample))}
+    assert rates == {"search_flights": (5, 5, 5), "get_booking": (3, 3, 2), "change_booking": (2, 2, 1),
+                     "search_policies": (2, 2, 2), "cancel_booking": (1, 1, 1), "send_email": (1, 1, 1)}
+    res = evaluate(str(sample), ["document_retrieval", "task_navigation_efficiency"], store=store)
+    m = res.metrics
+    assert m["task_navigation_efficiency.task_navigation_efficiency"] == 0.5  # trips 1, 2, 5, 7 match exactly
+    assert m["document_retrieval.scored_rows"] == 2 and m["document_retrieval.skipped_rows"] == 6

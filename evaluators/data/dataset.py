@@ -265,9 +265,16 @@ def prompt_parts(messages: list) -> tuple[str, str]:
         if k != at and isinstance(m, dict):
             role = str(m.get("role") or "?").capitalize()
             name = f" ({m['name']})" if isinstance(m.get("name"), str) and m["name"] else ""
-            lines.append(f"{role}{name}: {_as_text(m.get('content')) or ''}")
+            lines.append(f"{role}{name}: {_content_text(m.get('content'))}")
     query = messages[at].get("content") if at >= 0 and isinstance(messages[at], dict) else None
-    return _as_text(query) or "", "\n".join(lines)
+    return _content_text(query), "\n".join(lines)
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: its content, or the text of its parts (an agent's message in the SDK's form)."""
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return _as_text(content) or ""
 
 
 def first_answer(answers: list) -> str | None:
