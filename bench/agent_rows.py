@@ -140,6 +140,9 @@ JUDGED = {"intent_resolution": ("IntentResolutionEvaluator", (1, 5)),
           "task_completion": ("azure.ai.evaluation._evaluators._task_completion._TaskCompletionEvaluator", (0, 1)),
           "response_completeness": ("ResponseCompletenessEvaluator", (1, 5)),
           "tool_call_accuracy": ("ToolCallAccuracyEvaluator", (1, 5)),
+          "tool_selection": ("azure.ai.evaluation._evaluators._tool_selection._ToolSelectionEvaluator", (0, 1)),
+          "tool_input_accuracy": ("azure.ai.evaluation._evaluators._tool_input_accuracy._ToolInputAccuracyEvaluator",
+                                  (0, 1)),
           "tool_call_success": ("_ToolCallSuccessEvaluator", (0, 1)),
           "tool_output_utilization": ("_ToolOutputUtilizationEvaluator", (0, 1))}
 JUDGE_METRICS = set(JUDGED)
@@ -171,5 +174,9 @@ def judge_reply(metric: str, prompt: str) -> str:
     case = case_of(prompt)
     low, high = JUDGED[metric][1]
     v = verdict(metric, case, low, high)
+    # counts the SDK turns into tool_selection_accuracy and parameter_extraction_accuracy (case 2: none)
+    n = case or 0
+    props = {"bench_case": case, "correct_tool_selections": n % 3, "wrong_tool_selections": n % 2,
+             "total_parameters_passed": 3 * (n % 3), "correct_parameters_passed": n % 3 + n % 2}
     return json.dumps({"reason": f"bench verdict {v} for case {case}", "score": v, "status": "completed",
-                       "properties": {"bench_case": case}})
+                       "properties": props})

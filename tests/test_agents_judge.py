@@ -82,3 +82,20 @@ def test_an_openai_chat_log_is_judged_as_its_sdk_twin(store):
     assert a["outputs.tool_call_accuracy.gpt_tool_call_accuracy"] == 5.0
     assert len(prompts) == 1  # the twin's prompt is the same text: answered from the run's judge cache
     assert "Error: service unavailable" in prompts[0] and "calls tool book" in prompts[0]
+
+
+def test_tool_selection_and_input_accuracy_add_the_sdks_percentages(store):
+    counts = {"correct_tool_selections": 2, "wrong_tool_selections": 1,
+              "total_parameters_passed": 3, "correct_parameters_passed": 3}
+
+    def counting(prompt: str, request: dict) -> str:
+        return json.dumps({"reason": "r", "score": 0, "status": "completed", "properties": counts})
+
+    row = {"query": "Book #0", "response": sdk_trip("search", "book"), "tool_definitions": TOOLS}
+    with JudgeServer(counting) as server:
+        sel = run([row], "tool_selection", store, server)[0]
+        inp = run([row], "tool_input_accuracy", store, server)[0]
+    props = sel["outputs.tool_selection.tool_selection_properties"]
+    assert props["tool_selection_accuracy"] == 66.67  # 2 of 3 selections, rounded to 2 places
+    assert props["correct_tool_selections"] == 2 and sel["outputs.tool_selection.tool_selection_result"] == "fail"
+    assert inp["outputs.tool_input_accuracy.tool_input_accuracy_properties"]["parameter_extraction_accuracy"] == 100.0

@@ -11,5 +11,6 @@ def load_builtins() -> None:
     from evaluators.metrics import protected_material, indirect_attack  # noqa: F401,I001
     from evaluators.metrics import wildbench_score, wildbench_pairwise  # noqa: F401,I001  WildBench
     from evaluators.metrics import intent_resolution, task_adherence, task_completion, response_completeness  # noqa: F401,I001
-    from evaluators.metrics import tool_call_accuracy, tool_call_success, tool_output_utilization  # noqa: F401,I001
+    from evaluators.metrics import tool_call_accuracy, tool_selection, tool_input_accuracy  # noqa: F401,I001
+    from evaluators.metrics import tool_call_success, tool_output_utilization  # noqa: F401,I001
     from evaluators.metrics import document_retrieval, task_navigation_efficiency  # noqa: F401,I001  agents

@@ -82,14 +82,31 @@ def parse(spec: MetricSpec, text: str) -> Verdict:
 
 
 def properties(spec: MetricSpec, outputs: dict, threshold: float) -> dict[str, Any]:
-    """The reply's own properties (the usage keys follow them)."""
-    return dict(outputs.get(PROPS) or {})
+    """The reply's own properties (the usage keys follow them), with a metric's figure computed from them."""
+    props = dict(outputs.get(PROPS) or {})
+    extra = _EXTRA.get(spec.name)
+    if props and extra:
+        props.update(extra(props))
+    return props
+
+
+# metric -> what it adds to non-empty reply properties (the SDK's post-processing)
+_EXTRA: dict[str, Callable[[dict], dict]] = {}
+
+
+def percent(part: Any, whole: Any, empty: float = 100.0) -> float:
+    """``part`` of ``whole`` as a percentage rounded to 2 places; ``empty`` when ``whole`` is 0."""
+    return round(part / whole * 100, 2) if whole else empty
 
 
 def agent_metric(name: str, description: str, fields: tuple[str, ...], template: str, binary: bool = False,
                  outputs: tuple[str, ...] = (), skip: Callable[[dict], str | None] | None = None,
-                 defs: Callable[[dict], dict] | None = None, inputs_first: bool = False) -> MetricSpec:
-    """Register a judged agent metric: 1-5 passing at 3, or (``binary``) 0/1 passing at 1."""
+                 defs: Callable[[dict], dict] | None = None, inputs_first: bool = False,
+                 extra: Callable[[dict], dict] | None = None) -> MetricSpec:
+    """Register a judged agent metric: 1-5 passing at 3, or (``binary``) 0/1 passing at 1; ``extra`` adds
+    figures computed from the reply's properties."""
+    if extra:
+        _EXTRA[name] = extra
     return register(MetricSpec(
         name=name, family="agents", kind="score", fields=fields, conversation_fields=(), prefix=name,
         outputs=(name, *outputs), score_range=(0.0, 1.0) if binary else (1.0, 5.0), higher_is_better=True,

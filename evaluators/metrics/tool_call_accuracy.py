@@ -13,34 +13,43 @@ NO_DEFINITIONS = "Tool definitions input is required but not provided"
 MISSING_DEFINITIONS = "Tool definitions for all tool calls must be provided."
 
 
-def _calls(raw: dict):
-    calls = tool_calls(raw["response"]) or raw["tool_calls"]
+def calls_of(raw: dict, column: bool = True):
+    """The calls judged: the response's, else (``column``) the ``tool_calls`` column's, else a text response."""
+    calls = tool_calls(raw["response"]) or (raw["tool_calls"] if column else None)
     if not calls and isinstance(raw["response"], str) and raw["response"]:
         return raw["response"]
     return calls or None
 
 
-def _skip(raw: dict) -> str | None:
-    calls, defs = _calls(raw), tool_names(raw["tool_definitions"])
-    if calls is None:
-        return NO_CALLS
-    if not defs:
-        return NO_DEFINITIONS
-    if isinstance(calls, list):
-        called = {c.get("name", (c.get("function") or {}).get("name")) for c in calls if isinstance(c, dict)}
-        if called - set(defs):
+def _called(calls) -> set:
+    return {c.get("name", (c.get("function") or {}).get("name")) for c in calls if isinstance(c, dict)}
+
+
+def tool_skip(no_definitions: str, column: bool = True):
+    """Why a row is not judged, as the SDK's tool-call evaluators say it (calls first, then definitions)."""
+
+    def skip(raw: dict) -> str | None:
+        calls, defs = calls_of(raw, column), tool_names(raw["tool_definitions"])
+        if calls is None:
+            return NO_CALLS
+        if not defs:
+            return no_definitions
+        if isinstance(calls, list) and _called(calls) - set(defs):
             return MISSING_DEFINITIONS
-    return None
+        return None
+
+    return skip
 
 
-def _needed(raw: dict) -> dict:
-    calls, defs = _calls(raw), tool_names(raw["tool_definitions"])
+def needed(raw: dict, column: bool = True) -> dict:
+    """The definitions of the tools called (all of them when the calls are text)."""
+    calls, defs = calls_of(raw, column), tool_names(raw["tool_definitions"])
     if not isinstance(calls, list):
         return defs
-    called = {c.get("name", (c.get("function") or {}).get("name")) for c in calls if isinstance(c, dict)}
-    return {n: d for n, d in defs.items() if n in called}
+    return {n: d for n, d in defs.items() if n in _called(calls)}
 
 
 SPEC = agent_metric("tool_call_accuracy", "Whether the agent's tool calls were relevant, complete and correctly "
                     "parameterised.", ("query", "tool_definitions", "tool_calls"), "tool_call_accuracy.md",
-                    outputs=("gpt_tool_call_accuracy",), skip=_skip, defs=_needed, inputs_first=True)
+                    outputs=("gpt_tool_call_accuracy",), skip=tool_skip(NO_DEFINITIONS), defs=needed,
+                    inputs_first=True)
