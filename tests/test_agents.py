@@ -126,3 +126,11 @@ def test_the_bundled_sample_runs_without_a_key_and_its_tool_rates_count_by_hand(
     m = res.metrics
     assert m["task_navigation_efficiency.task_navigation_efficiency"] == 0.5  # trips 1, 2, 5, 7 match exactly
     assert m["document_retrieval.scored_rows"] == 2 and m["document_retrieval.skipped_rows"] == 6
+
+
+def test_an_unknown_matching_mode_is_refused_before_the_run(store):
+    from evaluators.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="matching_mode: 'nope' is not one of exact_match, in_order_match"):
+        evaluate([{"response": sdk_trip("a"), "ground_truth": ["a"]}], ["task_navigation_efficiency"], store=store,
+                 options={"task_navigation_efficiency": {"matching_mode": "nope"}})

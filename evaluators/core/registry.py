@@ -99,6 +99,7 @@ class MetricSpec:
     levels: tuple[tuple[float, str], ...] = ()
     run_options: tuple[str, ...] = ()
     properties: Callable[["MetricSpec", dict, float], dict] | None = field(default=None, compare=False)
+    choices: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # run options that take one of a few values
 
     @property
     def is_judge(self) -> bool:
@@ -168,6 +169,9 @@ class MetricSpec:
                     value = type(default)(float(value)) if isinstance(default, int) else float(value)
             except (TypeError, ValueError):
                 raise UsageError(f"option {self.name}.{name}: {value!r} is not a {type(default).__name__}") from None
+            allowed = dict(self.choices).get(name)
+            if allowed is not None and value not in allowed:
+                raise UsageError(f"option {self.name}.{name}: {value!r} is not one of {', '.join(map(str, allowed))}")
             current[name] = value
         return replace(self, params=tuple(current.items()))
 

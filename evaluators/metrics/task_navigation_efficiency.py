@@ -103,4 +103,4 @@ SPEC = register(MetricSpec(
     description="Whether the agent called the expected tools in the expected order (computed; ground_truth: the "
                 "tool names).",
     compute=compute, row_tasks=row_tasks, properties=properties,
-    params=(("matching_mode", "exact_match"),), run_options=("matching_mode",)))
+    params=(("matching_mode", "exact_match"),), run_options=("matching_mode",), choices=(("matching_mode", MODES),)))
