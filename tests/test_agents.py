@@ -101,7 +101,7 @@ def test_availability_names_the_missing_agent_fields():
     ({"retrieval_ground_truth": qrels(("a", 1)), "retrieved_documents": [{"document_id": "a"}]},
      "retrieved_documents", "retrieved_documents[0] needs document_id and relevance_score"),
     ({"response": [{"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {}}]},
-                   {"role": "tool", "content": "x"}], "ground_truth": ["a"]},
+                   {"role": "tool", "content": "x"}], "ground_truth": ["a"]},  # a tool message may omit its call id
      "response", "tool_calls[0] needs function.name"),
 ])
 def test_bad_agent_rows_are_named_by_row_and_field(row, field, words):

@@ -99,3 +99,20 @@ def test_tool_selection_and_input_accuracy_add_the_sdks_percentages(store):
     assert props["tool_selection_accuracy"] == 66.67  # 2 of 3 selections, rounded to 2 places
     assert props["correct_tool_selections"] == 2 and sel["outputs.tool_selection.tool_selection_result"] == "fail"
     assert inp["outputs.tool_input_accuracy.tool_input_accuracy_properties"]["parameter_extraction_accuracy"] == 100.0
+
+
+def test_the_trace_marks_the_call_a_failing_verdict_names_in_its_properties(store):
+    from evaluators.read.agents import row_trace
+    from evaluators.read.results import open_results
+
+    def naming(prompt: str, request: dict) -> str:  # the reasoning names no call: only the properties do
+        return json.dumps({"reason": "one call was wrong", "score": 1, "status": "completed",
+                           "properties": {"faulty_calls": ["c2"]}})
+
+    row = {"query": "Book #0", "response": sdk_trip("search", "book"), "tool_definitions": TOOLS}
+    with JudgeServer(naming) as server:
+        cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, max_retries=1)
+        rid = evaluate([row], ["tool_call_accuracy"], judge=cfg, store=store).run_id
+    steps = row_trace(open_results(store, rid), 0)
+    calls = {c["id"]: c["faulted_by"] for s in steps for c in s["calls"]}
+    assert calls == {"c1": [], "c2": ["tool_call_accuracy"]}

@@ -15,6 +15,7 @@ data layer checks rows with them, the metrics read them, the dashboard shows the
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
@@ -39,9 +40,13 @@ def _sdk_parts(content: Any) -> bool:
         isinstance(p, dict) and p.get("type") in SDK_PARTS for p in content)
 
 
+_JSONISH = re.compile(r"\s*[\[{]")
+
+
 def parse_json_text(v: Any) -> Any:
-    """A list or object given as JSON text (a CSV cell, the SDK's string inputs) decoded; anything else as is."""
-    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+    """A list or object given as JSON text (a CSV cell, the SDK's string inputs) decoded; anything else as is
+    (text is looked at from its start only: a plain answer costs no copy)."""
+    if isinstance(v, str) and _JSONISH.match(v):
         try:
             return json.loads(v)
         except ValueError:
@@ -221,8 +226,6 @@ def check_messages(v: Any, where: str) -> list[str]:
                     out.append(f"{at}tool_calls[{j}] needs function.name (text)")
         elif content is not None and not isinstance(content, (str, int, float)):
             out.append(f"{at}content must be text or a list of parts, got {type(content).__name__}")
-        if m.get("role") == "tool" and not m.get("tool_call_id"):
-            out.append(f"{at}a tool message needs the tool_call_id it answers")
     return out
 
 
