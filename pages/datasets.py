@@ -41,7 +41,9 @@ def column_mapping(upload, first) -> dict[str, str | None]:
     (field -> column, or None for "(none)": that field is not read, even if detection found it)."""
     st.caption("Column mapping (detected automatically; change any field: the preview and the checks follow)")
     changes = {}
-    for col, field in zip(st.columns(len(FIELDS)), FIELDS):
+    per_row = 5  # ten fields (agents' included): two rows of five, each box wide enough to read its column
+    boxes = [c for _ in range(0, len(FIELDS), per_row) for c in st.columns(per_row)]
+    for col, field in zip(boxes, FIELDS):
         options = ["(none)"] + first.columns
         detected = first.mapping.get(field)
         chosen = col.selectbox(field, options, index=options.index(detected or "(none)"),

@@ -1,7 +1,7 @@
 """Results of one run: headline, the run in one picture, distributions and thresholds, errors, every row, exports."""
 import streamlit as st
 
-from ui import exports_widgets, judge_form, loaders, overview, review, rows, state, widgets as w
+from ui import exports_widgets, judge_form, loaders, overview, review, rows, state, trace, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -36,6 +36,7 @@ with w.guard():
             overview.run_overview(res, overview.target_control())
             st.markdown("#### Score distributions")
             overview.distributions(res)
+            trace.tool_rates(run, res)
     if tab_thresholds.open is not False:
         overview.what_if(res, intro, cells)
     # Only the open tab is drawn (the tabs are bound to the URL, so switching one re-runs the page):

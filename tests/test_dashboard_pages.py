@@ -18,14 +18,14 @@ def test_first_start_has_the_samples_and_no_runs(home_store):
     at = app("pages/runs.py")
     assert "No runs yet" in at.info[0].value
     names = {d["name"] for d in home_store.list_datasets()}
-    assert names == {"rag_single_turn.jsonl", "support_conversations.jsonl"}
+    assert names == {"rag_single_turn.jsonl", "support_conversations.jsonl", "agent_trips.jsonl"}
 
 
 def test_datasets_page_lists_and_previews(home_store):
     at = app("pages/datasets.py")
     table = at.dataframe[0].value
-    assert set(table["name"]) == {"rag_single_turn.jsonl", "support_conversations.jsonl"}
-    assert set(table["rows"]) == {31, 20}
+    assert set(table["name"]) == {"rag_single_turn.jsonl", "support_conversations.jsonl", "agent_trips.jsonl"}
+    assert set(table["rows"]) == {31, 20, 8}
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
     at = app("pages/datasets.py", dataset=did)
     assert any("20 rows · conversation" in m.value for m in at.markdown)

@@ -342,3 +342,16 @@ def repeats(run: dict, res: RunResults) -> dict:
     if int(spec.get("repeat") or 1) <= 1 and not spec.get("jury"):
         return {}
     return _repeats(run["id"], _version(run), tuple(sorted(res.thresholds.items())), res)
+
+
+# ---------------------------------------------------------------- agents: each tool's success rate across a run
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
+def _tool_rates(run_id: str, _ds) -> list[dict]:
+    from evaluators.read.agents import tool_rates as rates
+
+    return rates(_ds)
+
+
+def tool_rates(run_id: str, ds) -> list[dict]:
+    """Per tool across a run's rows (a run's dataset never changes: keyed by the run)."""
+    return _tool_rates(run_id, ds)

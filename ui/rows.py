@@ -11,7 +11,7 @@ import streamlit as st
 from evaluators.read.charts_overview import number
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
-from ui import loaders, review as review_ui, state
+from ui import loaders, review as review_ui, state, trace as trace_ui
 from ui.widgets import literal
 
 
@@ -252,6 +252,8 @@ def row_inputs(res: RunResults, i: int, scores: bool = True) -> None:
     """A row's inputs: query, context, response and ground truth, or the conversation's turns with their
     documents (and their scores unless ``scores`` is False)."""
     ds = res.dataset
+    if trace_ui.agent_trace(res, i, judged=scores):  # an agent's row: its steps and tool calls
+        return
     if ds.shape == "conversation":
         conversation(res, i, scores)
         return

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 # Families, in the order the seeds group them (and the dashboard shows them).
 FAMILIES = {
     "quality": "AI-assisted quality",
+    "agents": "Agents and retrieval",
     "safety": "Risk and safety",
     "classic": "Classic (reference-based)",
 }
@@ -23,6 +24,9 @@ FAMILIES = {
 KINDS = ("score", "severity", "label", "pairwise", "wb_score")
 # Canonical fields a dataset row can offer.
 FIELDS = ("query", "response", "context", "ground_truth", "messages", "checklist")
+# Agents and ranked retrieval (the SDK's inputs of the same names): the tools an agent could call (JSON schemas),
+# its tool calls (also found in a response's messages), graded relevance labels and the ranked documents.
+FIELDS += ("tool_definitions", "tool_calls", "retrieval_ground_truth", "retrieved_documents")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class MetricSpec:
             planning (one task per single-turn row, one per assistant turn); for metrics
             whose inputs are not the canonical fields (WildBench checklists, pairwise orders).
         levels: for severities, ``((upper_bound, name), ...)`` naming ranges of the scale.
+        properties: ``properties(spec, outputs, threshold) -> dict`` writing the row's ``K_properties`` in place
+            of the kind's (a computed metric whose SDK evaluator writes its own, e.g. document_retrieval).
     """
 
     name: str
@@ -92,6 +98,8 @@ class MetricSpec:
     row_tasks: Callable[[Any, int, "MetricSpec"], list] | None = field(default=None, compare=False)
     levels: tuple[tuple[float, str], ...] = ()
     run_options: tuple[str, ...] = ()
+    properties: Callable[["MetricSpec", dict, float], dict] | None = field(default=None, compare=False)
+    choices: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # run options that take one of a few values
 
     @property
     def is_judge(self) -> bool:
@@ -161,6 +169,9 @@ class MetricSpec:
                     value = type(default)(float(value)) if isinstance(default, int) else float(value)
             except (TypeError, ValueError):
                 raise UsageError(f"option {self.name}.{name}: {value!r} is not a {type(default).__name__}") from None
+            allowed = dict(self.choices).get(name)
+            if allowed is not None and value not in allowed:
+                raise UsageError(f"option {self.name}.{name}: {value!r} is not one of {', '.join(map(str, allowed))}")
             current[name] = value
         return replace(self, params=tuple(current.items()))
 

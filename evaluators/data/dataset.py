@@ -19,13 +19,16 @@ from typing import Any, Iterable
 
 from evaluators.core.errors import MAX_PROBLEMS, ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS, MetricSpec, get_metric, missing_fields
+from evaluators.data.agent_data import has_tool_calls
 from evaluators.data.sdk_compat import conversation_messages
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Column names other tools use, mapped to our canonical fields; the first hit wins.
 KNOWN_SCHEMAS: dict[str, dict[str, list[str]]] = {
-    "azure": {"query": ["query"], "response": ["response"], "context": ["context"],
-              "ground_truth": ["ground_truth"], "messages": ["messages", "conversation"]},
+    "azure": {"query": ["query"], "response": ["response", "actions"], "context": ["context"],
+              "ground_truth": ["ground_truth", "expected_actions"], "messages": ["messages", "conversation"],
+              "tool_definitions": ["tool_definitions"], "tool_calls": ["tool_calls"],
+              "retrieval_ground_truth": ["retrieval_ground_truth"], "retrieved_documents": ["retrieved_documents"]},
     "deepeval": {"query": ["input"], "response": ["actual_output"], "ground_truth": ["expected_output"],
                  "context": ["retrieval_context", "context"]},
     "inspect": {"query": ["input"], "response": ["output", "completion"], "ground_truth": ["target"]},
@@ -98,10 +101,23 @@ class Dataset:
             row["ground_truth"] = first_answer(row["ground_truth"])
         if isinstance(row["response"], dict):
             row["response"] = sample_text(row["response"])
+        elif isinstance(row["response"], list):  # an agent's messages: its last text, for text metrics
+            row["response"] = final_text(row["response"])
         return row
 
     def fields(self) -> set[str]:
-        """Canonical fields the data provides (for conversations, what any turn carries)."""
+        """Canonical fields the data provides (for conversations, what any turn carries); ``tool_calls`` also
+        when a response (or a conversation) holds a tool call."""
+        out = self._fields()
+        if "tool_calls" not in out:
+            fld = "messages" if self.shape == "conversation" else "response"
+            col = self.mapping.get(fld)
+            if col is not None and any(has_tool_calls(r.get(col) if fld == "response" else self._messages_of(r))
+                                       for r in self.records):
+                out.add("tool_calls")
+        return out
+
+    def _fields(self) -> set[str]:
         if self.shape == "conversation":
             out = {"messages", "query", "response"}
             for rec in self.records:
@@ -164,7 +180,9 @@ class Dataset:
         if self.shape == "single":
             # one walk of the records (a streamed file is parsed once, not once per metric and field);
             # problems are reported in the order metric, field, row, as before
-            needs = [(s, f, self.mapping[f]) for s in specs for f in s.fields]
+            # a metric that plans its own rows (row_tasks) says itself which rows it skips (document_retrieval
+            # takes an empty list of retrieved documents, as the SDK does); a derived field has no column
+            needs = [(s, f, self.mapping[f]) for s in specs if s.row_tasks is None for f in s.fields if f in self.mapping]
             cols = list(dict.fromkeys(col for _, _, col in needs))
             empty: dict[str, list[int]] = {col: [] for col in cols}
             for i, rec in enumerate(self.records):
@@ -247,9 +265,16 @@ def prompt_parts(messages: list) -> tuple[str, str]:
         if k != at and isinstance(m, dict):
             role = str(m.get("role") or "?").capitalize()
             name = f" ({m['name']})" if isinstance(m.get("name"), str) and m["name"] else ""
-            lines.append(f"{role}{name}: {_as_text(m.get('content')) or ''}")
+            lines.append(f"{role}{name}: {_content_text(m.get('content'))}")
     query = messages[at].get("content") if at >= 0 and isinstance(messages[at], dict) else None
-    return _as_text(query) or "", "\n".join(lines)
+    return _content_text(query), "\n".join(lines)
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: its content, or the text of its parts (an agent's message in the SDK's form)."""
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return _as_text(content) or ""
 
 
 def first_answer(answers: list) -> str | None:
@@ -268,6 +293,19 @@ def sample_text(sample: dict) -> str | None:
         return None
     texts = [_as_text(m.get("content")) for m in out if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
     return "\n\n".join(texts) if texts and all(t is not None for t in texts) else None
+
+
+def final_text(messages: list) -> str:
+    """An agent's answer: the text of its last assistant message that has text (either message form)."""
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            c = m.get("content")
+            parts = [p.get("text") for p in c if isinstance(p, dict) and isinstance(p.get("text"), str)] \
+                if isinstance(c, list) else [_as_text(c)]
+            text = "\n".join(p for p in parts if p)
+            if text:
+                return text
+    return ""
 
 
 def _as_text(v: Any) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any, Collection, Mapping, Sequence
 from evaluators.core.errors import ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS
 from evaluators.data.sdk_compat import check_conversation, is_sdk_conversation
+from evaluators.data import agent_data
 from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, _as_text, _has_value, sample_text
 from evaluators.data.reading import _kind, _too_big
 
@@ -26,6 +27,10 @@ def _fits(fld: str, v: Any) -> bool:
     if not _has_value(v):
         return True
     if fld in TEXT_FIELDS and _as_text(v) is not None:
+        return True
+    if fld in agent_data.AGENT_FIELDS:
+        return agent_data.fits(fld, v)
+    if fld in ("query", "response") and agent_data.is_agent_value(v):  # an agent's messages
         return True
     if fld == "query":
         return isinstance(v, list) and all(isinstance(m, dict) and "role" in m for m in v)
@@ -193,7 +198,8 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
         mapping[fld] = col
         schema = "custom"
     shape = "conversation" if "messages" in mapping else "single"
-    if shape == "single" and "response" not in mapping:
+    # ranked retrieval's rows need no response (document_retrieval reads the labels and the ranked documents)
+    if shape == "single" and "response" not in mapping and "retrieval_ground_truth" not in mapping:
         raise UsageError(
             f"{source}: no response column found among {', '.join(columns)}; "
             "map one (CLI: --map response=COLUMN)")
@@ -211,6 +217,12 @@ def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCo
         if type(v) is str and v and (fld in TEXT_FIELDS or fld == "context" and v[0] not in "[{"):
             continue  # the common case: text where text belongs
         problems = all_problems if fld not in lenient else _Noted(fld, bad)
+        if fld in agent_data.AGENT_FIELDS:
+            if _has_value(v):
+                v = agent_data.check_field(fld, v, problems, row, col)
+                if v is not rec.get(col):
+                    changed[col] = v
+            continue
         if fld in ("messages", "context", "checklist"):
             v = _text_or_json(v)
         elif fld in TEXT_FIELDS and _as_text(v) is None and v is not None and not isinstance(v, float):
@@ -247,6 +259,8 @@ def _check_structured(fld: str, v: Any, problems: ProblemCollector, row: int, co
     truth's acceptable answers (``ideal``), a response's Evals API sample object (with ``output_text`` or
     ``output``); anything else is a problem, even an empty list or object. Returns the value as stored
     (numbers in it as text, copied only if so)."""
+    if fld in ("query", "response") and agent_data.is_agent_value(v):
+        return agent_data.check_agent_messages(fld, v, problems, row, col)
     if fld == "query" and isinstance(v, list) and v:
         return _check_prompt(v, problems, row, col)
     if fld == "ground_truth" and isinstance(v, list) and v:
@@ -291,6 +305,11 @@ def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> A
     """Check a conversation; returns it with numeric ``content`` as text (copied only if so)."""
     if not isinstance(v, list):
         problems.add(row, col, f"messages must be a list of {{role, content}}, got {_kind(v)}")
+        return v
+    if agent_data.is_agent_value(v):  # a log with tool calls (either form)
+        agent_data.check_agent_messages("messages", v, problems, row, col)
+        if not any(isinstance(m, dict) and m.get("role") == "assistant" for m in v):
+            problems.add(row, col, "the conversation has no assistant message to evaluate")
         return v
     assistants, fixed = 0, list(v)
     for k, m in enumerate(v):

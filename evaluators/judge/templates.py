@@ -24,6 +24,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\$([A-Za-z_
 # Placeholders a template may use; anything else is a setup error, found before any call.
 KNOWN_PLACEHOLDERS = {"query", "response", "context", "ground_truth", "history", "user_query", "model_output",
                       "checklist", "candidate_A", "candidate_B"}
+KNOWN_PLACEHOLDERS |= {"tool_definitions", "tool_calls"}  # agents: the tools' schemas, the calls judged
 _ALIASES = {"user_query": "query", "model_output": "response"}  # WildBench names
 
 

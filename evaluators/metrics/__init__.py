@@ -10,3 +10,7 @@ def load_builtins() -> None:
     from evaluators.metrics import hate_unfairness, sexual, violence, self_harm  # noqa: F401,I001  safety
     from evaluators.metrics import protected_material, indirect_attack  # noqa: F401,I001
     from evaluators.metrics import wildbench_score, wildbench_pairwise  # noqa: F401,I001  WildBench
+    from evaluators.metrics import intent_resolution, task_adherence, task_completion, response_completeness  # noqa: F401,I001
+    from evaluators.metrics import tool_call_accuracy, tool_selection, tool_input_accuracy  # noqa: F401,I001
+    from evaluators.metrics import tool_call_success, tool_output_utilization  # noqa: F401,I001
+    from evaluators.metrics import document_retrieval, task_navigation_efficiency  # noqa: F401,I001  agents

@@ -154,7 +154,11 @@ class Kind:
             model = next((r.meta.get("model") for r in results if r.meta and r.meta.get("model")), None)
             last = results[-1]
             called = last.status != "skipped"  # a skipped turn made no call: nothing to show
-            return {"prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
+            if spec.properties and not called:  # a metric writing its own properties writes none for no call
+                return None
+            # a metric's own properties first (an agent metric's: the judge's reply's), then the call's
+            own = spec.properties(spec, last.outputs or {}, threshold) if spec.properties else {}
+            return {**own, "prompt_tokens": sum(pt) if pt else None, "completion_tokens": sum(ct) if ct else None,
                     "total_tokens": sum(pt) + sum(ct) if pt or ct else None,
                     # "" when the reply did not say (the SDK's own value then); None when no call was made
                     "finish_reason": (last.meta or {}).get("finish_reason") or "" if called else None,
@@ -163,6 +167,8 @@ class Kind:
                     # the judge's reply as the SDK records it: the chat message, as JSON text
                     "sample_output": (json.dumps([{"role": "assistant", "content": last.raw}])
                                       if last.raw is not None else None)}
+        if spec.properties is not None:
+            return None if outputs is None else spec.properties(spec, outputs, threshold)
         if len(spec.outputs) < 2 or outputs is None:
             return None
         props: dict[str, Any] = {}
