@@ -189,7 +189,8 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
     cols = st.columns(4)
     cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
     cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
-                   help=f"{est['prompt_tokens']:,} in (prompt length / 4) + {est['completion_tokens']:,} out")
+                   help=f"{est['prompt_tokens']:,} in (counted with {est.get('tokenizer') or 'characters / 4'}) + "
+                        f"{est['completion_tokens']:,} out")
     cols[2].metric("Cost (est., USD)", f"${cost:,.4f}", help="at the prices per 1M tokens above, in US dollars")
     cols[3].metric("Time (est.)", f"{seconds:.0f} s", help=f"{per_call:.2f} s a call"
                    + (" (median of this model's past calls)" if est["latency_s"] else " (assumed)"))

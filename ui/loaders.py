@@ -205,6 +205,8 @@ def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
     out = {k: sum(p[k] for p in parts) for k in ("judge_calls", "cached", "classic_values", "skipped_turns",
                                                   "prompt_tokens", "completion_tokens")}
     out["latency_s"] = parts[0]["latency_s"] if parts else None
+    out["tokenizer"] = parts[0].get("tokenizer") if parts else None
+    out["by_metric"] = {k: v for p in parts for k, v in (p.get("by_metric") or {}).items()}
     return out
 
 
