@@ -43,7 +43,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
                 options: Mapping[str, Mapping[str, Any]] | None = None,
-                on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = ()) -> str:
+                on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = (),
+                cost: Mapping[str, Any] | None = None) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -58,6 +59,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
             the judge's check from there, so it is under way while the rows are written).
         repeat: ask each judge task this many times (``RunSpec.repeat``).
         jury: further judges (configs, dicts or configured names) asked every judge task (``RunSpec.jury``).
+        cost: ``prices`` (model -> price dict), ``budget`` (USD), ``batch`` (bool), ``estimate``: kept in the
+            run's spec (see ``RunSpec``); on a resume they replace the run's (a raised budget goes on).
     Returns:
         The run id.
     Raises:
@@ -78,7 +81,9 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                    # a named judge is kept by name: its URL is read at run time, and one pointed elsewhere is refused
                    judge=cfg.for_storage() if cfg else None, templates=dict(templates or {}),
                    options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat),
-                   jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [])
+                   jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [],
+                   prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"),
+                   batch=bool((cost or {}).get("batch")), estimate=(cost or {}).get("estimate"))
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes

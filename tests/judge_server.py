@@ -238,8 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
             "model": req.get("model", "test-judge"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": action.finish_reason if action else "stop"}],
-            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
-                      "total_tokens": len(prompt) // 4 + len(content) // 4},
+            "usage": self.owner.usage(prompt, content),
         }
         self._send(200, json.dumps(body).encode(), action.headers if action else None)
 
@@ -279,6 +278,29 @@ class JudgeServer:
         self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
         self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
+        # (block, minimum) in tokens: report prompt_tokens_details.cached_tokens as a provider's prefix cache
+        # would (the longest prefix shared with an earlier prompt, in whole blocks, for prompts of at least
+        # ``minimum`` tokens): OpenAI's rule is (128, 1024). A token is 4 characters here, as prompt_tokens is.
+        self.prefix_cache: tuple[int, int] | None = None
+        self._prefixes: set[int] = set()
+        self.usages: list[dict] = []  # the usage each judging call reported (not the check's): tests price them
+
+    def usage(self, prompt: str, content: str) -> dict:
+        """The usage a reply reports: 4 characters a token, and the prefix cache's hits when it has one."""
+        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
+                 "total_tokens": len(prompt) // 4 + len(content) // 4}
+        if self.prefix_cache is not None:
+            block, minimum = self.prefix_cache
+            step = block * 4
+            with self._lock:
+                hits = [k for k in range(step, len(prompt) + 1, step) if hash(prompt[:k]) in self._prefixes]
+                self._prefixes.update(hash(prompt[:k]) for k in range(step, len(prompt) + 1, step))
+            cached = max(hits, default=0) // 4 if usage["prompt_tokens"] >= minimum else 0
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        if PROBE_PROMPT not in prompt:
+            with self._lock:
+                self.usages.append(usage)
+        return usage
 
     @property
     def url(self) -> str:
