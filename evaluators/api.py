@@ -83,7 +83,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                    options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat),
                    jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [],
                    prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"),
-                   batch=bool((cost or {}).get("batch")), estimate=(cost or {}).get("estimate"))
+                   batch=bool((cost or {}).get("batch")), estimate=(cost or {}).get("estimate"),
+                   batch_retry="direct" if (cost or {}).get("batch_direct_retry") else "batch")
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes

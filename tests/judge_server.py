@@ -148,6 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout): expected for hangs
 
     def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
+        if self.owner.batch_api.handles(self.path):  # the Batch API (tests/batch_server.py)
+            return self.owner.batch_api.get(self)
         if self.path != "/_stats":
             return self._send(404, b'{"error": {"message": "not found"}}')
         o = self.owner
@@ -184,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if not body or len(body) < length:  # the client went away mid-request (a cancel): no call
             return self._send(400, b'{"error": {"message": "incomplete request"}}')
+        if self.owner.batch_api.handles(self.path):
+            return self.owner.batch_api.post(self, self.path, body)
         try:
             req = json.loads(body)
         except ValueError:
@@ -283,6 +287,9 @@ class JudgeServer:
         # ``minimum`` tokens): OpenAI's rule is (128, 1024). A token is 4 characters here, as prompt_tokens is.
         self.prefix_cache: tuple[int, int] | None = None
         self._prefixes: set[int] = set()
+        from tests.batch_server import BatchAPI
+
+        self.batch_api = BatchAPI(self)  # /v1/files and /v1/batches
         self.usages: list[dict] = []  # the usage each judging call reported (not the check's): tests price them
 
     def usage(self, prompt: str, content: str) -> dict:

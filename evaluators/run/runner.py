@@ -27,6 +27,7 @@ from evaluators.store.schema import Result, utcnow
 from evaluators.store.store import Store
 from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import Template
+from evaluators.run.batching import BatchSection
 from evaluators.run.budget import BudgetSection
 from evaluators.run.classic_section import ClassicSection
 from evaluators.run.planning import Progress, _Task, iter_tasks, render_judge_tasks
@@ -41,7 +42,7 @@ FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often 
 WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
-class Runner(ClassicSection, BudgetSection):
+class Runner(ClassicSection, BudgetSection, BatchSection):
     """Executes one stored run.
 
     Args:
@@ -220,6 +221,7 @@ class Runner(ClassicSection, BudgetSection):
             if chunk:
                 await self._feed(chunk, queue)
             await self._classic_finish()
+            await self._batch_finish(queue)  # (--batch: the gathered tasks judged through the Batch API)
             for _ in workers:
                 await queue.put(None)
             await asyncio.gather(*workers)
@@ -250,6 +252,10 @@ class Runner(ClassicSection, BudgetSection):
         # rendering and the cache lookup on the store's thread, off the event loop
         prepared = await asyncio.wrap_future(self._io.submit(self._prepare, judged))
         todo = self._from_cache(judged, prepared)
+        self._batch_collect(todo) if self.spec.batch else await self._enqueue(todo, queue)
+
+    async def _enqueue(self, todo: list, queue: asyncio.Queue) -> None:
+        """Queue judge tasks for direct calls (the client made, and the judge checked, at the first)."""
         if todo and self._client is None:
             judge = self.spec.judge
             self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)

@@ -52,6 +52,7 @@ class RunSpec:
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     budget: float | None = None
     batch: bool = False
+    batch_retry: str = "batch"  # requests a batch left unanswered go in a new batch, or ("direct") as direct calls
     estimate: dict[str, Any] | None = None
 
     def jurors(self) -> list[JudgeConfig]:
@@ -72,7 +73,8 @@ class RunSpec:
                 **({"jury": [j.to_dict() for j in self.jury]} if self.jury else {}),
                 **({"prices": dict(self.prices)} if self.prices else {}),
                 **({"budget": self.budget} if self.budget is not None else {}),
-                **({"batch": True} if self.batch else {}), **({"estimate": self.estimate} if self.estimate else {})}
+                **({"batch": True} if self.batch else {}), **({"estimate": self.estimate} if self.estimate else {}),
+                **({"batch_retry": self.batch_retry} if self.batch and self.batch_retry != "batch" else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
@@ -82,7 +84,7 @@ class RunSpec:
                    template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1),
                    jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []],
                    prices=dict(d.get("prices") or {}), budget=d.get("budget"), batch=bool(d.get("batch")),
-                   estimate=d.get("estimate"))
+                   estimate=d.get("estimate"), batch_retry=d.get("batch_retry") or "batch")
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
