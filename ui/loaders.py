@@ -238,6 +238,31 @@ def _version(run: dict) -> tuple:
     return (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
 
 
+@st.cache_data(show_spinner=False, max_entries=32, ttl=600)
+def _run_cost(run_id: str, version: tuple, spec_json: str) -> dict:
+    from evaluators.read.cost import run_cost as cost
+
+    return cost(store(), run_id)
+
+
+def run_cost(run: dict) -> dict:
+    """The run's ``cost.*`` figures (evaluators.read.cost), read again when its progress or spec changes."""
+    import json
+
+    return _run_cost(run["id"], _version(run), json.dumps(run["spec"], sort_keys=True, default=str))
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _batches(run_id: str, version: tuple) -> list[dict]:
+    return store().run_batches(run_id, with_ids=False)
+
+
+def batches(run: dict) -> list[dict]:
+    """The run's Batch API batches and their states (without their requests' ids): read again every 2 s,
+    and at once when the run's progress or state changes."""
+    return _batches(run["id"], _version(run))
+
+
 @st.cache_data(show_spinner=False, max_entries=16, ttl=600)
 def _attack_comparison(base_id: str, attack_id: str, id_column: str, versions: tuple):
     from evaluators.suites.safety import compare_attack_rows
