@@ -284,8 +284,9 @@ class JudgeServer:
         self._server: ThreadingHTTPServer | None = None
         # (block, minimum) in tokens: report prompt_tokens_details.cached_tokens as a provider's prefix cache
         # would (the longest prefix shared with an earlier prompt, in whole blocks, for prompts of at least
-        # ``minimum`` tokens): OpenAI's rule is (128, 1024). A token is 4 characters here, as prompt_tokens is.
+        # ``minimum`` tokens): OpenAI's rule is (128, 1024). Blocks are cut at 4 characters a token.
         self.prefix_cache: tuple[int, int] | None = None
+        self.token_count: Callable[[str], int] = lambda text: len(text) // 4  # (a bench may set a tokenizer)
         self._prefixes: set[int] = set()
         from tests.batch_server import BatchAPI
 
@@ -293,16 +294,18 @@ class JudgeServer:
         self.usages: list[dict] = []  # the usage each judging call reported (not the check's): tests price them
 
     def usage(self, prompt: str, content: str) -> dict:
-        """The usage a reply reports: 4 characters a token, and the prefix cache's hits when it has one."""
-        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
-                 "total_tokens": len(prompt) // 4 + len(content) // 4}
+        """The usage a reply reports: ``token_count`` of the prompt and the reply (4 characters a token unless
+        set), and the prefix cache's hits when it has one."""
+        count = self.token_count
+        usage = {"prompt_tokens": count(prompt), "completion_tokens": count(content)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if self.prefix_cache is not None:
             block, minimum = self.prefix_cache
             step = block * 4
             with self._lock:
                 hits = [k for k in range(step, len(prompt) + 1, step) if hash(prompt[:k]) in self._prefixes]
                 self._prefixes.update(hash(prompt[:k]) for k in range(step, len(prompt) + 1, step))
-            cached = max(hits, default=0) // 4 if usage["prompt_tokens"] >= minimum else 0
+            cached = count(prompt[:max(hits, default=0)]) if usage["prompt_tokens"] >= minimum else 0
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         if PROBE_PROMPT not in prompt:
             with self._lock:
