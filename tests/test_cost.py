@@ -162,3 +162,27 @@ def test_budget_stops_within_one_calls_estimate_and_resumes_raised(store, judge_
     prompts = judge_server.prompts()
     assert len(prompts) == 31 and len(set(prompts)) == 31
     assert run_cost(store, rid)["cost.usd"] == pytest.approx(by_hand(judged_usages(judge_server)), abs=1e-6)
+
+
+def test_cli_budget_stops_with_its_reason_and_goes_on_when_raised(tmp_path, judge_server):
+    base = [sys.executable, "-m", "evaluators", "run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "out",
+            "--judge-base-url", judge_server.url, "--judge-model", "gpt-4o-mini", "--price", "2,0.5,8",
+            "--concurrency", "1"]
+
+    def cli(*extra):
+        return subprocess.run([*map(str, base), *extra], cwd=ROOT, capture_output=True, text=True,
+                              env=env_for_subprocess(), timeout=120)
+
+    p = cli("--budget", "0.004")
+    assert p.returncode == 4 and "stopped: budget: the next call would have taken the run past its budget" in p.stderr
+    assert 0 < len(judge_server.calls) < 31 and by_hand(judged_usages(judge_server)) <= 0.004
+    p = cli("--budget", "1")
+    assert p.returncode == 0, p.stderr
+    prompts = judge_server.prompts()
+    assert len(prompts) == 31 == len(set(prompts))
+    no_price = subprocess.run([sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", "coherence",
+                               "--out", str(tmp_path / "o2"), "--judge-base-url", judge_server.url,
+                               "--judge-model", "llama3.1", "--budget", "1"],
+                              cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess(), timeout=60)
+    assert no_price.returncode == 2 and "--budget needs the price of the judge model 'llama3.1'" in no_price.stderr
+    assert len(judge_server.probes) == 2  # the refused run sent no judge check

@@ -23,15 +23,23 @@ def add_run_options(r) -> None:
                    "requests again as direct calls (full price) instead of in a new batch")
 
 
-def settings(a, judge, jury: list) -> dict[str, Any]:
+def settings(a, judge, jury: list, judged: bool = True) -> dict[str, Any]:
     """``prepare_run``'s ``cost`` argument from the options: the prices of the judge (and jurors) snapshotted
-    from ``--price`` or the operator's prices.toml, the budget and batch mode."""
+    from ``--price`` or the operator's prices.toml, the budget and batch mode.
+
+    Raises:
+        UsageError: a bad ``--price`` or prices.toml, or a ``--budget`` with no price for the judge model.
+    """
+    from evaluators.core.errors import UsageError
     from evaluators.judge.prices import Price, configured_prices
 
     table = configured_prices()
     prices = {j.model: table[j.model].to_dict() for j in [judge, *jury] if j is not None and j.model in table}
     if a.price:
         prices[judge.model] = Price.parse(a.price).to_dict()
+    if a.budget is not None and judged and judge.model not in prices:
+        raise UsageError(f"--budget needs the price of the judge model '{judge.model}': give --price "
+                         "INPUT,CACHED,OUTPUT or list it in prices.toml")
     return {"prices": prices, "budget": a.budget, "batch": a.batch, "batch_direct_retry": a.batch_direct_retry}
 
 

@@ -337,6 +337,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     api_key = _api_key_from_args(a)
     judge = _judge_from_args(a)
     ds, judged = _checked_dataset(a, metrics, judge, thresholds, api_key)
+    cost = cli_cost.settings(a, judge, _jury_from_args(a, judge), judged)  # (a budget with no price: refused now)
     probe = None
     if judged and not a.batch:  # everything refusable was refused: the judge's check leaves now, from a thread, while the
         from evaluators.judge.client import EarlyProbe  # store's code is imported, the dataset stored and the run planned
@@ -351,7 +352,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
                       resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat,
-                      jury=_jury_from_args(a, judge), cost=cli_cost.settings(a, judge, _jury_from_args(a, judge)))
+                      jury=_jury_from_args(a, judge), cost=cost)
     cli_cost.estimate_before(store, rid, a.quiet)
     last = [0.0]
 
