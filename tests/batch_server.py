@@ -48,7 +48,18 @@ class BatchAPI:
         self._released.set()
 
     # ------------------------------------------------------------------ HTTP
+    def _refused(self, handler) -> bool:
+        """The server's ``require_key``, as its chat completions answer it (401)."""
+        want = self.owner.require_key
+        given = handler.headers.get("api-key") or (handler.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if want is None or given == want:
+            return False
+        handler._send(401, b'{"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}')
+        return True
+
     def post(self, handler, path: str, body: bytes):
+        if self._refused(handler):
+            return None
         p = path.split("?", 1)[0]
         if p.endswith("/files"):
             ctype = handler.headers.get("Content-Type", "")
@@ -75,6 +86,8 @@ class BatchAPI:
         return handler._send(404, b'{"error": {"message": "not found"}}')
 
     def get(self, handler):
+        if self._refused(handler):
+            return None
         p = handler.path.split("?", 1)[0]
         m = re.match(r"^/(?:v1|openai)/files/([^/]+)/content$", p)
         if m:

@@ -121,3 +121,11 @@ def test_azure_global_batch_paths(store, judge_server):
     assert b["endpoint"] == "/chat/completions" and len(judge_server.requests) == 0
     first = json.loads(api.files[b["input_file_id"]].splitlines()[0])
     assert first["url"] == "/chat/completions" and first["body"]["model"] == "my-deployment"
+
+
+def test_a_refused_batch_api_fails_the_run_in_one_line(store, judge_server):
+    judge_server.require_key = "right"
+    rid = prepare_run(store, SINGLE, ["coherence"], judge_at(judge_server), cost={"batch": True})
+    with pytest.raises(Exception, match=r"the judge's Batch API at .* \(model 'gpt-4o-mini'\): .*HTTP 401"):
+        Runner(store, rid, api_key="wrong").run()
+    assert store.get_run(rid)["status"] == "failed" and not judge_server.batch_api.created

@@ -246,10 +246,13 @@ def _run_cost(run_id: str, version: tuple, spec_json: str) -> dict:
 
 
 def run_cost(run: dict) -> dict:
-    """The run's ``cost.*`` figures (evaluators.read.cost), read again when its progress or spec changes."""
+    """The run's ``cost.*`` figures (evaluators.read.cost: a pass over its results), read again when its spec or
+    state changes and, while it runs, at each twentieth of its tasks (not at every progress report)."""
     import json
 
-    return _run_cost(run["id"], _version(run), json.dumps(run["spec"], sort_keys=True, default=str))
+    step = max(1, (run["tasks_total"] or 0) // 20)
+    version = (run["status"], (run["tasks_done"] + run["tasks_errored"]) // step, str(run["finished_at"]))
+    return _run_cost(run["id"], version, json.dumps(run["spec"], sort_keys=True, default=str))
 
 
 @st.cache_data(ttl=2, show_spinner=False)

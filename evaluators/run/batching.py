@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluators.judge.batch import DONE, BatchClient, Outcome, custom_id, read_results, split_requests
+from evaluators.judge.client import JudgeError, JudgeUnavailable
 from evaluators.store.schema import Result
 
 MAX_ROUNDS = 3  # batches a request may go through before it is an error with its last reason
@@ -66,26 +67,34 @@ class BatchSection:
         client = BatchClient(self.spec.judge, self.api_key)
         poll = float(os.environ.get(POLL_ENV) or 30)
         try:
-            reasons: dict[str, str] = {}
-            while tasks and not self._cancelled:
-                stored = await asyncio.to_thread(self.store.run_batches, self.run_id)
-                rounds = {c: sum(c in b["custom_ids"] for b in stored if b["status"] == "collected") for c in tasks}
-                open_ = [b for b in stored if b["status"] != "collected"]
-                waiting = {c for b in open_ for c in b["custom_ids"]}
-                spent = [c for c in tasks if c not in waiting and rounds[c] >= MAX_ROUNDS]
-                for c in spent:
-                    self._batch_give_up(c, reasons.get(c) or f"no answer after {MAX_ROUNDS} batches")
-                new = [c for c in tasks if c not in waiting and rounds[c] < MAX_ROUNDS]
-                if new and open_ == [] and any(rounds[c] for c in new) and self.spec.batch_retry == "direct":
-                    await self._batch_direct(new, queue)
-                    return
-                if new:
-                    open_ += await self._batch_submit(client, new, 1 + max(rounds[c] for c in new))
-                if not open_ and not new:
-                    break
-                await self._batch_poll(client, open_, reasons, poll)
+            await self._batch_rounds(client, tasks, queue, poll)
+        except JudgeError as e:  # the Batch API refused (a key, a URL, a model): one line, the run fails with it
+            raise JudgeUnavailable(f"the judge's Batch API at {client.base} (model '{client.config.model}'): {e}",
+                                   e.attempts) from None
         finally:
             await asyncio.to_thread(client.close)
+
+    async def _batch_rounds(self, client: BatchClient, tasks: dict, queue: asyncio.Queue, poll: float) -> None:
+        """Rounds of submitting what no open batch holds, polling, collecting; a request past its rounds fails."""
+        reasons: dict[str, str] = {}
+        while tasks and not self._cancelled:
+            stored = await asyncio.to_thread(self.store.run_batches, self.run_id)
+            collected = [set(b["custom_ids"]) for b in stored if b["status"] == "collected"]
+            rounds = {c: sum(c in ids for ids in collected) for c in tasks}
+            open_ = [b for b in stored if b["status"] != "collected"]
+            waiting = {c for b in open_ for c in b["custom_ids"]}
+            spent = [c for c in tasks if c not in waiting and rounds[c] >= MAX_ROUNDS]
+            for c in spent:
+                self._batch_give_up(c, reasons.get(c) or f"no answer after {MAX_ROUNDS} batches")
+            new = [c for c in tasks if c not in waiting and rounds[c] < MAX_ROUNDS]
+            if new and open_ == [] and any(rounds[c] for c in new) and self.spec.batch_retry == "direct":
+                await self._batch_direct(new, queue)
+                return
+            if new:
+                open_ += await self._batch_submit(client, new, 1 + max(rounds[c] for c in new))
+            if not open_ and not new:
+                break
+            await self._batch_poll(client, open_, reasons, poll)
 
     async def _batch_submit(self, client: BatchClient, cids: list[str], round_: int) -> list[dict]:
         """The requests in batches at the provider's limits, each recorded before and after it is made."""
