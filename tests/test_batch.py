@@ -129,3 +129,25 @@ def test_a_refused_batch_api_fails_the_run_in_one_line(store, judge_server):
     with pytest.raises(Exception, match=r"the judge's Batch API at .* \(model 'gpt-4o-mini'\): .*HTTP 401"):
         Runner(store, rid, api_key="wrong").run()
     assert store.get_run(rid)["status"] == "failed" and not judge_server.batch_api.created
+
+
+def test_repeated_judgments_go_in_the_batch_each_with_its_own_id(tmp_path, judge_server):
+    import random
+
+    rng = random.Random(7)  # the scripted judge answers each ask of a prompt anew: repeats can differ
+    judge_server.responder = lambda prompt, req: json.dumps({"reason": "r", "score": rng.randint(1, 5)})
+    batched = Store(f"sqlite:///{tmp_path / 'batch.db'}")
+    rid = prepare_run(batched, SINGLE, ["fluency"], judge_at(judge_server), repeat=3, cost={"batch": True})
+    assert Runner(batched, rid).run() == "completed"
+    assert len(judge_server.requests) == 0 and judge_server.batch_api.requests == 93
+    b = judge_server.batch_api.batches[judge_server.batch_api.created[0]]
+    ids = [json.loads(x)["custom_id"] for x in judge_server.batch_api.files[b["input_file_id"]].splitlines()]
+    assert {parse_custom_id(i)[3] for i in ids} == {0, 1, 2} and len(set(ids)) == 93
+    assert all(r.status == "ok" for r in batched.load_results(rid)) and len(batched.load_results(rid)) == 31
+    scores: dict[int, list[int]] = {}
+    for line in judge_server.batch_api.files[b["output_file_id"]].splitlines():
+        item = json.loads(line)
+        content = item["response"]["body"]["choices"][0]["message"]["content"]
+        scores.setdefault(parse_custom_id(item["custom_id"])[0], []).append(json.loads(content)["score"])
+    got = {r.row_idx: r.value for r in batched.load_results(rid)}
+    assert got == pytest.approx({row: sum(v) / 3 for row, v in scores.items()})  # the mean of its three judgments

@@ -21,12 +21,12 @@ def price_inputs(model: str) -> Price:
     c1, c2, c3, c4 = st.columns(4)
     help_ = ("Your judge's price in US dollars per 1M tokens" + ("" if price_for(model) else
              "; the default is gpt-4o-mini's list price") + ". Kept with the run, so its cost reads the same later.")
-    p_in = c1.number_input("Input, per 1M tokens (USD)", 0.0, value=known.input, step=0.05, key="price.in", help=help_)
-    p_cached = c2.number_input("Cached input, per 1M (USD)", 0.0, value=known.cached, step=0.05, key="price.cached",
+    p_in = c1.number_input("Price per 1M input tokens (USD)", 0.0, value=known.input, step=0.05, key="price.in", help=help_)
+    p_cached = c2.number_input("Price per 1M cached input tokens (USD)", 0.0, value=known.cached, step=0.05, key="price.cached",
                                help="Prompt tokens the provider reports it served from its prompt cache")
-    p_out = c3.number_input("Output, per 1M tokens (USD)", 0.0, value=known.output, step=0.05, key="price.out",
+    p_out = c3.number_input("Price per 1M output tokens (USD)", 0.0, value=known.output, step=0.05, key="price.out",
                             help=help_)
-    share = c4.number_input("Batch API share", 0.0, 1.0, value=known.batch, step=0.05, key="price.batch",
+    share = c4.number_input("Batch API share of these prices", 0.0, 1.0, value=known.batch, step=0.05, key="price.batch",
                             help="What the Batch API charges as a share of the above (0.5: half price)")
     return Price(input=p_in, cached_input=p_cached, output=p_out, batch=share)
 

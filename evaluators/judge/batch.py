@@ -98,7 +98,7 @@ def _outcome(item: dict) -> Outcome:
             return Outcome(reason=f"unreadable reply from the judge: {_describe(e)}")
         if not text:
             return Outcome(reason="the judge returned an empty reply")
-        return Outcome(JudgeReply(text, pt, ct, 0.0, 1, finish, cached))
+        return Outcome(JudgeReply(text, pt, ct, None, 1, finish, cached))  # (no latency: hours in a queue)
     msg = None
     for src in (error, (body or {}).get("error") if isinstance(body, dict) else None):
         if isinstance(src, dict):

@@ -85,7 +85,8 @@ class BatchSection:
             waiting = {c for b in open_ for c in b["custom_ids"]}
             spent = [c for c in tasks if c not in waiting and rounds[c] >= MAX_ROUNDS]
             for c in spent:
-                self._batch_give_up(c, reasons.get(c) or f"no answer after {MAX_ROUNDS} batches")
+                if c in tasks:  # (a repeated task's other judgments go with the first that fails for good)
+                    self._batch_give_up(c, reasons.get(c) or f"no answer after {MAX_ROUNDS} batches")
             new = [c for c in tasks if c not in waiting and rounds[c] < MAX_ROUNDS]
             if new and open_ == [] and any(rounds[c] for c in new) and self.spec.batch_retry == "direct":
                 await self._batch_direct(new, queue)
