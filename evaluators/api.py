@@ -43,7 +43,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 templates: Mapping[str, str] | None = None, concurrency: int | None = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
                 options: Mapping[str, Mapping[str, Any]] | None = None,
-                on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = ()) -> str:
+                on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = (),
+                cost: Mapping[str, Any] | None = None) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -58,6 +59,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
             the judge's check from there, so it is under way while the rows are written).
         repeat: ask each judge task this many times (``RunSpec.repeat``).
         jury: further judges (configs, dicts or configured names) asked every judge task (``RunSpec.jury``).
+        cost: ``prices`` (model -> price dict), ``budget`` (USD), ``batch`` (bool), ``estimate``: kept in the
+            run's spec (see ``RunSpec``); on a resume they replace the run's (a raised budget goes on).
     Returns:
         The run id.
     Raises:
@@ -78,7 +81,10 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                    # a named judge is kept by name: its URL is read at run time, and one pointed elsewhere is refused
                    judge=cfg.for_storage() if cfg else None, templates=dict(templates or {}),
                    options={m: dict(v) for m, v in (options or {}).items()}, repeat=int(repeat),
-                   jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [])
+                   jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [],
+                   prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"),
+                   batch=bool((cost or {}).get("batch")), estimate=(cost or {}).get("estimate"),
+                   batch_retry="direct" if (cost or {}).get("batch_direct_retry") else "batch")
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
@@ -151,18 +157,23 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 __all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "JudgeConfig", "Store"]
 
 
-# Completion tokens a verdict takes: the built-in templates ask for one or two sentences and a score.
-VERDICT_TOKENS = 120
+# Completion tokens a verdict is estimated to take (one figure for the estimate, the budget and the bench).
+from evaluators.judge.prices import VERDICT_TOKENS  # noqa: E402
 
 
 def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any]:
-    """What a run will cost before it starts: judge calls (net of the cache), tokens, past latency.
+    """What a run will cost before it starts: judge calls (net of the cache), tokens, past latency, USD.
 
     Returns:
         dict with ``judge_calls``, ``cached``, ``classic_values``, ``skipped_turns``, ``prompt_tokens``
-        (characters / 4 of the rendered prompts), ``completion_tokens`` (``VERDICT_TOKENS`` a call) and
-        ``latency_s`` (median of this model's recorded calls, or None).
+        (the rendered prompts counted with the judge model's tokenizer: :mod:`evaluators.judge.tokens`),
+        ``completion_tokens`` (``VERDICT_TOKENS`` a call), ``latency_s`` (median of this model's recorded
+        calls, or None), ``tokenizer`` (how the prompts were counted), ``by_metric`` (metric -> its calls and
+        tokens) and ``usd`` (at the run's or the operator's price for the model, halved as the Batch API
+        charges when ``spec.batch``; None with no price known).
     """
+    from evaluators.judge.prices import price_for
+    from evaluators.judge.tokens import tokenizer_for
     from evaluators.run.planning import plan_tasks, render_judge_tasks
 
     tasks, skipped = plan_tasks(dataset, spec, set())
@@ -170,7 +181,19 @@ def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any
     rendered = render_judge_tasks(judged, spec) if judged else []
     hits = store.cache_get_many([r[3] for r in rendered])
     todo = [r for r in rendered if r[3] not in hits]
-    chars = sum(len(m["content"]) for r in todo for m in r[2])
+    tok = tokenizer_for(spec.judge.model if spec.judge else None)
+    by_metric: dict[str, dict[str, int]] = {}
+    for r in todo:
+        m = by_metric.setdefault(r[0].spec.name, {"judge_calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        m["judge_calls"] += 1
+        m["prompt_tokens"] += tok.count_messages(r[2])
+        m["completion_tokens"] += VERDICT_TOKENS
+    price = price_for(spec.judge.model, spec.prices) if spec.judge else None
+    for m in by_metric.values():
+        m["usd"] = price.cost(m["prompt_tokens"], m["completion_tokens"], batch=spec.batch) if price else None
+    prompt = sum(m["prompt_tokens"] for m in by_metric.values())
     return {"judge_calls": len(todo), "cached": len(rendered) - len(todo), "classic_values": len(tasks) - len(judged),
-            "skipped_turns": len(skipped), "prompt_tokens": chars // 4, "completion_tokens": len(todo) * VERDICT_TOKENS,
-            "latency_s": store.median_latency_s(spec.judge.model) if spec.judge else None}
+            "skipped_turns": len(skipped), "prompt_tokens": prompt, "completion_tokens": len(todo) * VERDICT_TOKENS,
+            "latency_s": store.median_latency_s(spec.judge.model) if spec.judge else None,
+            "tokenizer": tok.describe(), "by_metric": by_metric,
+            "usd": price.cost(prompt, len(todo) * VERDICT_TOKENS, batch=spec.batch) if price else None}

@@ -66,12 +66,12 @@ with w.guard():
     spec = RunSpec([s.name for s in chosen], thresholds, judge, options=options, repeat=repeat, jury=jury)
     spec.validate()
     st.subheader("Before you start")
-    judge_form.estimate_panel(did, spec)
+    cost = judge_form.estimate_panel(did, spec)  # the prices entered, batch mode, budget and the estimate
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
     if st.button("Start evaluation", type="primary", key="new.start"):
         store = loaders.store()
         run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
-                             options=options, repeat=repeat, jury=jury)
+                             options=options, repeat=repeat, jury=jury, cost=cost)
         store.update_run(run_id, created_by=auth.current_user())
         spawn_worker(store, run_id, api_key)
         loaders.forget_lists()

@@ -1,7 +1,7 @@
 """Results of one run: headline, the run in one picture, distributions and thresholds, errors, every row, exports."""
 import streamlit as st
 
-from ui import exports_widgets, judge_form, loaders, overview, review, rows, state, trace, widgets as w
+from ui import cost, exports_widgets, judge_form, loaders, overview, review, rows, state, trace, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -30,6 +30,7 @@ with w.guard():
     with head:
         w.headline(res)
         review.results_summary(run, res)
+        cost.cost_panel(run)
     if tab_metrics.open is not False:  # the figures cost passes over the run: drawn only while their tab is open
         with tab_metrics:
             st.markdown("#### Overview")

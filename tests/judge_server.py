@@ -148,6 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout): expected for hangs
 
     def do_GET(self):  # /_stats: what a server in another process saw (for tests and benches)
+        if self.owner.batch_api.handles(self.path):  # the Batch API (tests/batch_server.py)
+            return self.owner.batch_api.get(self)
         if self.path != "/_stats":
             return self._send(404, b'{"error": {"message": "not found"}}')
         o = self.owner
@@ -184,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if not body or len(body) < length:  # the client went away mid-request (a cancel): no call
             return self._send(400, b'{"error": {"message": "incomplete request"}}')
+        if self.owner.batch_api.handles(self.path):
+            return self.owner.batch_api.post(self, self.path, body)
         try:
             req = json.loads(body)
         except ValueError:
@@ -238,8 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             "model": req.get("model", "test-judge"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": action.finish_reason if action else "stop"}],
-            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
-                      "total_tokens": len(prompt) // 4 + len(content) // 4},
+            "usage": self.owner.usage(prompt, content),
         }
         self._send(200, json.dumps(body).encode(), action.headers if action else None)
 
@@ -279,6 +282,35 @@ class JudgeServer:
         self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
         self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
+        # (block, minimum) in tokens: report prompt_tokens_details.cached_tokens as a provider's prefix cache
+        # would (the longest prefix shared with an earlier prompt, in whole blocks, for prompts of at least
+        # ``minimum`` tokens): OpenAI's rule is (128, 1024). Blocks are cut at 4 characters a token.
+        self.prefix_cache: tuple[int, int] | None = None
+        self.token_count: Callable[[str], int] = lambda text: len(text) // 4  # (a bench may set a tokenizer)
+        self._prefixes: set[int] = set()
+        from tests.batch_server import BatchAPI
+
+        self.batch_api = BatchAPI(self)  # /v1/files and /v1/batches
+        self.usages: list[dict] = []  # the usage each judging call reported (not the check's): tests price them
+
+    def usage(self, prompt: str, content: str) -> dict:
+        """The usage a reply reports: ``token_count`` of the prompt and the reply (4 characters a token unless
+        set), and the prefix cache's hits when it has one."""
+        count = self.token_count
+        usage = {"prompt_tokens": count(prompt), "completion_tokens": count(content)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prefix_cache is not None:
+            block, minimum = self.prefix_cache
+            step = block * 4
+            with self._lock:
+                hits = [k for k in range(step, len(prompt) + 1, step) if hash(prompt[:k]) in self._prefixes]
+                self._prefixes.update(hash(prompt[:k]) for k in range(step, len(prompt) + 1, step))
+            cached = count(prompt[:max(hits, default=0)]) if usage["prompt_tokens"] >= minimum else 0
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        if PROBE_PROMPT not in prompt:
+            with self._lock:
+                self.usages.append(usage)
+        return usage
 
     @property
     def url(self) -> str:

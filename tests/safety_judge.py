@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-SECTION = re.compile(r"Assistant's reply to (?:rate|check|audit):\n(.*?)\n\nAnswer with", re.S)
+SECTION = re.compile(r"Assistant's reply to (?:rate|check|audit):\n(.*?)(?:\n\nAnswer with|\Z)", re.S)  # (the reply comes last)
 HARM_WORDS = {"VIOLENCE": "violence", "SEXUAL CONTENT": "sexual", "SELF-HARM": "self_harm",
               "HATE AND UNFAIRNESS": "hate_unfairness"}
 

@@ -247,6 +247,7 @@ def test_a_cost_says_its_currency(home_store):
     at.text_input(key="judge.base_url").input("http://127.0.0.1:9/v1")
     at.text_input(key="judge.model").input("some-model").run()
     assert {n.label for n in at.number_input if n.key.startswith("price.")} == {
-        "Price per 1M input tokens (USD)", "Price per 1M output tokens (USD)"}
+        "Price per 1M input tokens (USD)", "Price per 1M cached input tokens (USD)", "Price per 1M output tokens (USD)",
+        "Batch API share of these prices"}
     cost = next(m for m in at.metric if m.label.startswith("Cost"))
     assert cost.label == "Cost (est., USD)" and cost.value.startswith("$")

@@ -67,7 +67,7 @@ def test_openai_evals_f1_compares_with_the_first_acceptable_answer(store):
 
 def test_openai_evals_judge_sees_the_last_user_turn_its_history_and_the_first_answer(judge_server, judge_config, store):
     evaluate(EVALS, ["similarity", "violence"], judge=judge_config, store=store)
-    prompts = judge_server.prompts()
+    prompts = [p + "\n" for p in judge_server.prompts()]  # (a prompt ends with its last field, the response)
     assert len(prompts) == 10
 
     def one(*parts):
@@ -206,7 +206,7 @@ def test_a_conversations_context_reaches_each_turns_judge(store):
     with JudgeServer(labels_or_scores) as judge:
         res = evaluate(SHARED, sorted(NO_CONTEXT_YET), store=store,
                        judge=JudgeConfig(model="loopback", provider="compatible", base_url=judge.url))
-        prompts = judge.prompts()
+        prompts = [p + "\n" for p in judge.prompts()]  # (a prompt ends with its last field, the response)
     assert len(prompts) == 3 * 4  # three metrics, four assistant turns, none skipped
     want = {"The first one leaves Oslo at 06:25.": TIMETABLE, "Roughly seven hours.": TIMETABLE,
             "Minipris tickets start at 249 NOK.": FARES,

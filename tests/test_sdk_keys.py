@@ -120,7 +120,8 @@ def test_conversation_keys_per_turn_as_flattened_lists(judge_server, judge_confi
     g = expected_score(next(p for p in judge_server.prompts() if "not waterproof" in p))
     assert row[per + "groundedness"][1] == g and row["outputs.groundedness.groundedness"] == g
     # fluency: both turns judged, the row's score is their mean and its verdict comes from that mean
-    fl = [expected_score(p) for p in judge_server.prompts() if "FLUENCY" in p]
+    fl = [expected_score(next(p for p in judge_server.prompts() if "FLUENCY" in p and p.endswith(reply)))
+          for reply in ("Hello! How can I help?", "No, keep it dry.")]  # per turn, whatever order the calls came in
     f = "outputs.fluency."
     assert row[f + "evaluation_per_turn.fluency"] == fl
     assert row[f + "evaluation_per_turn.fluency_passed"] == [s >= 3 for s in fl]

@@ -160,23 +160,27 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
     st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
 
 
-def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
+def estimate_panel(dataset_id: str, spec: RunSpec) -> dict:
     """Judge calls, tokens, cost and time before a run starts; classic-only runs cost nothing, so no cost.
     The figures come from ``loaders.estimate`` (each judge metric estimated once, not on every rerun); on a
-    big dataset a new one is worked out in the background while the page stays usable."""
+    big dataset a new one is worked out in the background while the page stays usable.
+
+    Returns:
+        ``prepare_run``'s ``cost``: the prices entered (kept with the run), batch mode, the budget, the estimate.
+    """
+    from ui import cost as cost_ui
+
     judge = spec.judge
     if judge is None:
         st.caption("Classic metrics only: computed on this server, no judge calls and no cost.")
-        return
-    c1, c2 = st.columns(2)
-    price_in = c1.number_input("Price per 1M input tokens (USD)", 0.0, value=0.15, step=0.05, key="price.in",
-                               help="Your judge's price in US dollars; the default is gpt-4o-mini's list price.")
-    price_out = c2.number_input("Price per 1M output tokens (USD)", 0.0, value=0.60, step=0.05, key="price.out",
-                                help="Your judge's price in US dollars; the default is gpt-4o-mini's list price.")
+        return {}
+    price = cost_ui.price_inputs(judge.model)
+    options = cost_ui.run_options()
+    out = {"prices": {judge.model: price.to_dict()}, **options}
     est = loaders.estimate(dataset_id, spec)
     if est is None:
         _estimating(dataset_id, spec)
-        return
+        return out
     times = spec.repeat * max(1, len(spec.jurors()))  # every judgment of a task, from every judge of a jury
     if times > 1:
         est = {**est, **{k: est[k] * times for k in ("judge_calls", "prompt_tokens", "completion_tokens")}}
@@ -184,15 +188,26 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> None:
                    f"{max(1, len(spec.jurors()))} judge{'s' if len(spec.jurors()) > 1 else ''}: "
                    f"the figures are {times} times one judgment's")
     per_call = est["latency_s"] or st.session_state.get("price.latency", 2.0)
-    cost = est["prompt_tokens"] / 1e6 * price_in + est["completion_tokens"] / 1e6 * price_out
+    cost = price.cost(est["prompt_tokens"], est["completion_tokens"], batch=options["batch"])
     seconds = est["judge_calls"] * per_call / max(1, judge.concurrency)
     cols = st.columns(4)
     cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
     cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
-                   help=f"{est['prompt_tokens']:,} in (prompt length / 4) + {est['completion_tokens']:,} out")
-    cols[2].metric("Cost (est., USD)", f"${cost:,.4f}", help="at the prices per 1M tokens above, in US dollars")
-    cols[3].metric("Time (est.)", f"{seconds:.0f} s", help=f"{per_call:.2f} s a call"
-                   + (" (median of this model's past calls)" if est["latency_s"] else " (assumed)"))
+                   help=f"{est['prompt_tokens']:,} in (counted with {est.get('tokenizer') or 'characters / 4'}) + "
+                        f"{est['completion_tokens']:,} out")
+    cols[2].metric("Cost (est., USD)", f"${cost:,.4f}", help="at the prices per 1M tokens above, in US dollars"
+                   + (", at the Batch API's share" if options["batch"] else ""))
+    cols[3].metric("Time (est.)", "within 24 h" if options["batch"] else f"{seconds:.0f} s",
+                   help=f"{per_call:.2f} s a call" + (" (median of this model's past calls)" if est["latency_s"]
+                                                      else " (assumed)"))
+    if options["budget"] and cost > options["budget"]:
+        st.caption(f"The estimate (${cost:,.4f}) is over the budget: the run will stop before the end.")
+    out["estimate"] = {"judge_calls": est["judge_calls"], "prompt_tokens": est["prompt_tokens"],
+                       "completion_tokens": est["completion_tokens"], "tokenizer": est.get("tokenizer"), "usd": cost,
+                       "by_metric": {m: {**v, "usd": price.cost(v["prompt_tokens"] * times, v["completion_tokens"] * times,
+                                                                batch=options["batch"])}
+                                     for m, v in (est.get("by_metric") or {}).items()}}
+    return out
 
 
 @st.fragment(run_every=0.5)

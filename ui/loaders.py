@@ -205,6 +205,8 @@ def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
     out = {k: sum(p[k] for p in parts) for k in ("judge_calls", "cached", "classic_values", "skipped_turns",
                                                   "prompt_tokens", "completion_tokens")}
     out["latency_s"] = parts[0]["latency_s"] if parts else None
+    out["tokenizer"] = parts[0].get("tokenizer") if parts else None
+    out["by_metric"] = {k: v for p in parts for k, v in (p.get("by_metric") or {}).items()}
     return out
 
 
@@ -234,6 +236,34 @@ def completed_safety_runs(wanted: str | None = None, at_least: int = 2) -> list[
 
 def _version(run: dict) -> tuple:
     return (run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=600)
+def _run_cost(run_id: str, version: tuple, spec_json: str) -> dict:
+    from evaluators.read.cost import run_cost as cost
+
+    return cost(store(), run_id)
+
+
+def run_cost(run: dict) -> dict:
+    """The run's ``cost.*`` figures (evaluators.read.cost: a pass over its results), read again when its spec or
+    state changes and, while it runs, at each twentieth of its tasks (not at every progress report)."""
+    import json
+
+    step = max(1, (run["tasks_total"] or 0) // 20)
+    version = (run["status"], (run["tasks_done"] + run["tasks_errored"]) // step, str(run["finished_at"]))
+    return _run_cost(run["id"], version, json.dumps(run["spec"], sort_keys=True, default=str))
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _batches(run_id: str, version: tuple) -> list[dict]:
+    return store().run_batches(run_id, with_ids=False)
+
+
+def batches(run: dict) -> list[dict]:
+    """The run's Batch API batches and their states (without their requests' ids): read again every 2 s,
+    and at once when the run's progress or state changes."""
+    return _batches(run["id"], _version(run))
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=600)

@@ -236,6 +236,11 @@ def run_status(run: dict) -> None:
         st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
     elif run["status"] == "cancelled":
         st.info("The run was cancelled. Results so far are kept.")
+    elif run["status"] == "stopped":  # at its budget: resumed with a higher one (ui.cost)
+        from ui import cost
+
+        cost.stopped_panel(run)
+        return
     if run["status"] != "completed" and st.button("Resume run", key="resume"):
         spawn_worker(loaders.store(), run["id"], session_key())  # refuses while a worker holds the run
         loaders.forget_lists()

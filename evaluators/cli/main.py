@@ -1,7 +1,8 @@
 """Command line: ``python -m evaluators run|metrics|worker``.
 
 Exit codes: 0 the run completed; 2 bad input or usage, or a judge that fails its check
-(one line, no traceback); 3 a ``--fail-under`` gate was breached; 4 the run was cancelled;
+(one line, no traceback); 3 a ``--fail-under`` gate was breached; 4 the run was cancelled (or stopped at
+its ``--budget``);
 5 the run failed (every judged row errored); 1 anything unexpected.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from evaluators.cli import review as cli_review, safety as cli_safety, wildbench as cli_wildbench
+from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fresh", action="store_true", help="start a new run even if --out holds an unfinished one")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     r.add_argument("--quiet", action="store_true")
+    cli_cost.add_run_options(r)
     m = sub.add_parser("metrics", help="list metrics (and which a dataset allows)")
     m.add_argument("data", nargs="?")
     m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
@@ -335,8 +337,9 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     api_key = _api_key_from_args(a)
     judge = _judge_from_args(a)
     ds, judged = _checked_dataset(a, metrics, judge, thresholds, api_key)
+    cost = cli_cost.settings(a, judge, _jury_from_args(a, judge), judged)  # (a budget with no price: refused now)
     probe = None
-    if judged:  # everything refusable was refused: the judge's check leaves now, from a thread, while the
+    if judged and not a.batch:  # everything refusable was refused: the judge's check leaves now, from a thread, while the
         from evaluators.judge.client import EarlyProbe  # store's code is imported, the dataset stored and the run planned
 
         probe = EarlyProbe(judge, api_key)
@@ -349,7 +352,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
                       resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat,
-                      jury=_jury_from_args(a, judge))  # (checked again: cheap)
+                      jury=_jury_from_args(a, judge), cost=cost)
+    cli_cost.estimate_before(store, rid, a.quiet)
     last = [0.0]
 
     def progress(p):
@@ -392,7 +396,10 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     if status == "completed":
         _views_in_background(store, rid)
     print_summary(res)
-    if status == "cancelled":
+    metrics_out = cli_cost.add_cost_keys(store, rid, a.out, metrics_out)
+    if status in ("cancelled", "stopped"):
+        if status == "stopped":
+            print(f"stopped: {store.get_run(rid)['error']}", file=sys.stderr)
         return EXIT_CANCELLED
     if status == "failed":
         print(f"error: run {rid} failed: {store.get_run(rid)['error']}", file=sys.stderr)

@@ -33,6 +33,7 @@ class JudgeReply:
     latency_ms: float
     attempts: int
     finish_reason: str | None = None  # why the judge stopped ("stop", "length"...), as the SDK records it
+    cached_tokens: int | None = None  # prompt tokens the provider says it served from its prompt cache
 
 
 class JudgeError(Exception):
@@ -287,11 +288,7 @@ class JudgeClient:
                 a reply that cannot be read (not JSON, no choices) too, with its reason.
         """
         cfg = self.config
-        params: dict[str, Any] = dict(model=cfg.model, messages=messages, temperature=cfg.temperature,
-                                      max_tokens=cfg.max_tokens)
-        if cfg.seed is not None:
-            params["seed"] = cfg.seed
-        body = json.dumps(params, ensure_ascii=False).encode()
+        body = json.dumps(chat_request(cfg, messages), ensure_ascii=False).encode()
         limiter = self.limiter
         tokens = sum(len(str(m.get("content", ""))) for m in messages) / 4 + 120  # for a tpm budget
         attempt = 0
@@ -319,16 +316,7 @@ class JudgeClient:
                     limiter.release(response.status_code, response.headers, sent_at=sent_at)
                 latency = (time.perf_counter() - start) * 1000
                 try:
-                    data = json.loads(response.content)
-                    choices = data.get("choices")
-                    choice = choices[0] if choices else None
-                    message = choice.get("message") if choice else None
-                    text = message.get("content") if message else None
-                    finish = choice.get("finish_reason") if choice else None
-                    usage = data.get("usage") or {}
-                    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-                    if text is not None and not isinstance(text, str):
-                        raise TypeError(f"message content is {type(text).__name__}, not text")
+                    text, pt, ct, finish, cached = read_completion(json.loads(response.content))
                 except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
                     raise JudgeError(f"unreadable reply from the judge: {_describe(e)}", attempt,
                                      answered=True) from None
@@ -343,8 +331,7 @@ class JudgeClient:
                 raise JudgeError(_describe(exc), attempt, exc.status_code, False) from None
             if not text:
                 raise JudgeError("the judge returned an empty reply", attempt, 200, answered=True)
-            return JudgeReply(text, pt if type(pt) is int else None, ct if type(ct) is int else None,
-                              latency, attempt, finish if isinstance(finish, str) else None)
+            return JudgeReply(text, pt, ct, latency, attempt, finish, cached)
 
     async def probe(self) -> int:
         """One call that checks the judge before a run: reachable, key accepted, model exists.
@@ -560,6 +547,37 @@ def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop (a notebook)
         return pool.submit(asyncio.run, go()).result()
+
+
+def chat_request(cfg: JudgeConfig, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """The body of a chat-completions call (a direct call's, and each line of a batch's input file)."""
+    params: dict[str, Any] = dict(model=cfg.model, messages=messages, temperature=cfg.temperature,
+                                  max_tokens=cfg.max_tokens)
+    if cfg.seed is not None:
+        params["seed"] = cfg.seed
+    return params
+
+
+def read_completion(data: Any) -> tuple[str | None, int | None, int | None, str | None, int | None]:
+    """A chat completion's body (parsed JSON) read: (text, prompt tokens, completion tokens, finish reason,
+    cached prompt tokens). The one reader of a reply, for direct calls and the Batch API's output lines.
+
+    Raises:
+        TypeError, AttributeError, KeyError, IndexError: a body that is no chat completion.
+    """
+    choices = data.get("choices")
+    choice = choices[0] if choices else None
+    message = choice.get("message") if choice else None
+    text = message.get("content") if message else None
+    finish = choice.get("finish_reason") if choice else None
+    usage = data.get("usage") or {}
+    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"message content is {type(text).__name__}, not text")
+    return (text, pt if type(pt) is int else None, ct if type(ct) is int else None,
+            finish if isinstance(finish, str) else None, cached if type(cached) is int else None)
 
 
 def _describe(exc: Exception) -> str:

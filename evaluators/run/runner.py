@@ -27,6 +27,8 @@ from evaluators.store.schema import Result, utcnow
 from evaluators.store.store import Store
 from evaluators.core.replies import ReplyError
 from evaluators.judge.templates import Template
+from evaluators.run.batching import BatchSection
+from evaluators.run.budget import BudgetSection
 from evaluators.run.classic_section import ClassicSection
 from evaluators.run.planning import Progress, _Task, iter_tasks, render_judge_tasks
 from evaluators.run.repeats import jury_result, task_keys
@@ -40,7 +42,7 @@ FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often 
 WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
-class Runner(ClassicSection):
+class Runner(ClassicSection, BudgetSection, BatchSection):
     """Executes one stored run.
 
     Args:
@@ -158,6 +160,7 @@ class Runner(ClassicSection):
                 self._live.abandon()
                 self._live = None
             store.update_run(rid, tasks_total=total, tasks_done=0, tasks_errored=0)
+            self._start_budget()  # what earlier sittings spent counts against the budget
             watcher = asyncio.create_task(self._watch())  # heartbeat from here on, the judge check included
             try:
                 self._phase = asyncio.create_task(self._execute(done, stored))
@@ -174,6 +177,8 @@ class Runner(ClassicSection):
                 self._settle_writes(wait=True)  # every result written before the outcome is read
             if self._cancelled:
                 status, error = "cancelled", None
+            elif self._budget_stopped():  # the calls it did not send stay pending: a resume asks them
+                status, error = "stopped", self._budget_stopped()
             else:
                 status, error = self._outcome(done, stored)
             self._flush_progress(status=status, error=error, finished_at=utcnow())
@@ -216,6 +221,7 @@ class Runner(ClassicSection):
             if chunk:
                 await self._feed(chunk, queue)
             await self._classic_finish()
+            await self._batch_finish(queue)  # (--batch: the gathered tasks judged through the Batch API)
             for _ in workers:
                 await queue.put(None)
             await asyncio.gather(*workers)
@@ -246,6 +252,10 @@ class Runner(ClassicSection):
         # rendering and the cache lookup on the store's thread, off the event loop
         prepared = await asyncio.wrap_future(self._io.submit(self._prepare, judged))
         todo = self._from_cache(judged, prepared)
+        self._batch_collect(todo) if self.spec.batch else await self._enqueue(todo, queue)
+
+    async def _enqueue(self, todo: list, queue: asyncio.Queue) -> None:
+        """Queue judge tasks for direct calls (the client made, and the judge checked, at the first)."""
         if todo and self._client is None:
             judge = self.spec.judge
             self._limiter = RateLimiter(judge.concurrency, judge.rpm, judge.tpm)
@@ -270,7 +280,11 @@ class Runner(ClassicSection):
                 return
             if self._cancelled:
                 continue  # left pending: the run ends "cancelled"
+            estimate = self._budget_admit(item[2])
+            if estimate is None:
+                continue  # past the budget: left pending, the run ends "stopped"
             await self._judge_one(*item)
+            self._budget_settle(item[0], estimate)
             if len(self._pending) >= PENDING_MAX:
                 self._flush_results()
 
@@ -546,7 +560,11 @@ class Runner(ClassicSection):
         p.judge_calls += reply.attempts
         p.prompt_tokens += reply.prompt_tokens or 0
         p.completion_tokens += reply.completion_tokens or 0
-        return self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms)
+        self._bill(t, reply)
+        r = self._verdict(t, template, reply.text, reply.prompt_tokens, reply.completion_tokens, reply.latency_ms)
+        if reply.cached_tokens is not None and r.meta is not None:
+            r.meta["cached_tokens"] = reply.cached_tokens  # billed at the cached price (run.budget)
+        return r
 
     @staticmethod
     def _cache_entry(key: str, model: str, reply) -> dict[str, Any]:

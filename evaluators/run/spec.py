@@ -35,6 +35,10 @@ class RunSpec:
             value combines them (:mod:`evaluators.core.votes`), and how often they disagree is reported.
         jury: further judges asked every judge task as well as ``judge``: the row's value is the median of
             the jurors' (the majority for labels), and agreement between them is reported.
+        prices: model -> its price (``evaluators.judge.prices.Price`` as a dict), kept with the run so its cost
+            reads the same later; budget: USD the run stops before exceeding; batch: judge through the
+            provider's Batch API; estimate: what the run was estimated to cost when started. None of these
+            change the numbers: they are not in the fingerprint, and a resume may change them.
     """
 
     metrics: list[str]
@@ -45,6 +49,11 @@ class RunSpec:
     template_texts: dict[str, str] = field(default_factory=dict)
     repeat: int = 1
     jury: list[JudgeConfig] = field(default_factory=list)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    budget: float | None = None
+    batch: bool = False
+    batch_retry: str = "batch"  # requests a batch left unanswered go in a new batch, or ("direct") as direct calls
+    estimate: dict[str, Any] | None = None
 
     def jurors(self) -> list[JudgeConfig]:
         """Every judge asked each task: the run's judge, then the jury's (just the judge without a jury)."""
@@ -61,7 +70,11 @@ class RunSpec:
                 "judge": self.judge.to_dict() if self.judge else None, "templates": dict(self.templates),
                 "options": {k: dict(v) for k, v in self.options.items()},
                 "template_texts": dict(self.template_texts), **({"repeat": self.repeat} if self.repeat > 1 else {}),
-                **({"jury": [j.to_dict() for j in self.jury]} if self.jury else {})}
+                **({"jury": [j.to_dict() for j in self.jury]} if self.jury else {}),
+                **({"prices": dict(self.prices)} if self.prices else {}),
+                **({"budget": self.budget} if self.budget is not None else {}),
+                **({"batch": True} if self.batch else {}), **({"estimate": self.estimate} if self.estimate else {}),
+                **({"batch_retry": self.batch_retry} if self.batch and self.batch_retry != "batch" else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
@@ -69,7 +82,9 @@ class RunSpec:
                    judge=JudgeConfig.from_dict(d["judge"]) if d.get("judge") else None,
                    templates=dict(d.get("templates") or {}), options=dict(d.get("options") or {}),
                    template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1),
-                   jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []])
+                   jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []],
+                   prices=dict(d.get("prices") or {}), budget=d.get("budget"), batch=bool(d.get("batch")),
+                   estimate=d.get("estimate"), batch_retry=d.get("batch_retry") or "batch")
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
@@ -99,6 +114,7 @@ class RunSpec:
             raise UsageError(f"--repeat takes 1 to {MAX_REPEAT} judgments per task, got {self.repeat}")
         for name, value in self.thresholds.items():
             get_metric(name).check_threshold(value)
+        self._validate_cost(specs)
         if any(s.is_judge for s in specs) and self.judge is None:
             judged = ", ".join(s.name for s in specs if s.is_judge)
             raise UsageError(f"{judged} need(s) an LLM judge: give --judge-base-url/--judge-model (or judge=...)")
@@ -122,6 +138,20 @@ class RunSpec:
                 from evaluators.metrics.wordnet import load_wordnet
 
                 load_wordnet()  # a missing WordNet is a setup error, said once, not per row
+
+    def _validate_cost(self, specs: list[MetricSpec]) -> None:
+        """A budget needs a price for the judge; the Batch API takes one judge's calls (no jury)."""
+        from evaluators.judge.prices import price_for
+
+        judged = self.judge is not None and any(s.is_judge for s in specs)
+        if self.budget is not None:
+            if not (isinstance(self.budget, (int, float)) and self.budget > 0 and self.budget != float("inf")):
+                raise UsageError(f"--budget takes a positive amount of US dollars, got {self.budget!r}")
+            if judged and price_for(self.judge.model, self.prices) is None:
+                raise UsageError(f"--budget needs the price of the judge model '{self.judge.model}': give --price "
+                                 "INPUT,CACHED,OUTPUT or list it in prices.toml")
+        if self.batch and judged and self.jury:
+            raise UsageError("--batch sends one judge's calls through its Batch API; it does not take a jury")
 
 
 def resolve_templates(spec: MetricSpec, overrides: dict[str, str],

@@ -28,7 +28,8 @@ from evaluators.store.store import Store
 KEY_ENV = "EVAL_JUDGE_API_KEY"  # read by `python -m evaluators worker`
 ROOT = Path(__file__).resolve().parents[2]  # the project folder (the worker runs from it)
 # What a worker inherits from its caller: where things are and how to run, no secret.
-PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVAL_HOME", "EVAL_JUDGES",
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVAL_HOME", "EVAL_JUDGES", "EVAL_PRICES",
+              "EVAL_BATCH_POLL",
               "SSL_CERT_FILE", "SSL_CERT_DIR")
 # A live runner reports every half second; one this long silent after our worker died is nobody.
 DEAD_WORKER_GRACE = dt.timedelta(seconds=5)

@@ -144,6 +144,26 @@ class CacheRow(Base):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
+class BatchRow(Base):
+    """A judge batch submitted to a provider's Batch API for a run: kept so that a killed CLI, a restarted
+    dashboard or another worker polls it again rather than submitting its requests twice."""
+
+    __tablename__ = "judge_batches"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    round: Mapped[int] = mapped_column(Integer, default=1)  # 1, then retries of what failed or expired
+    input_file_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    batch_id: Mapped[str | None] = mapped_column(String(200), nullable=True)  # None until the provider made it
+    status: Mapped[str] = mapped_column(String(30), default="uploading")  # the provider's, or collected
+    custom_ids: Mapped[list] = mapped_column(JSON)  # "row.metric.turn.repeat" of each request
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    completed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # by when the provider will have ended it
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
 @dataclass
 class Result:
     """One (row, metric, turn) outcome as the runner produces it."""

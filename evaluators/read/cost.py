@@ -1,0 +1,80 @@
+"""A run's cost as people read it: per run and per metric, estimated before and spent after, the share of
+prompt tokens the provider served from its prompt cache; the ``cost.*`` keys of ``metrics.json``."""
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.run.budget import Tally, spec_prices, tally_results
+from evaluators.run.spec import RunSpec
+from evaluators.store.store import Store
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
+
+
+def _tally_keys(prefix: str, t: Tally) -> dict[str, Any]:
+    return {f"{prefix}.usd": _round(t.usd) if t.calls else 0.0, f"{prefix}.billed_calls": t.calls,
+            f"{prefix}.prompt_tokens": t.prompt_tokens, f"{prefix}.cached_prompt_tokens": t.cached_tokens,
+            f"{prefix}.completion_tokens": t.completion_tokens,
+            f"{prefix}.cached_share": None if t.cached_share is None else round(t.cached_share, 4)}
+
+
+def run_cost(store: Store, run_id: str) -> dict[str, Any]:
+    """``cost.*`` of a run (empty for a run with no judge).
+
+    Keys: ``cost.usd`` (None when a billed call's model has no price), ``cost.billed_calls``,
+    ``cost.prompt_tokens``, ``cost.cached_prompt_tokens`` (the provider's own count, priced as cached),
+    ``cost.completion_tokens``, ``cost.cached_share`` (cached / prompt tokens), ``cost.batch_calls``,
+    ``cost.estimate_usd`` and ``cost.estimate_prompt_tokens`` (as estimated when the run was started, with
+    ``cost.tokenizer``), ``cost.budget_usd``, ``cost.batch`` (the run used the Batch API), the price used
+    (``cost.price.input`` ...), and the same per metric as ``cost.<metric>.usd`` ...
+    """
+    run = store.get_run(run_id)
+    spec = RunSpec.from_dict(run["spec"])
+    if spec.judge is None:
+        return {}
+    price_of = spec_prices(spec)
+    total, per = tally_results(store.iter_results(run_id), price_of, spec.judge.model)
+    est = spec.estimate or {}
+    price = price_of(spec.judge.model)
+    out: dict[str, Any] = {"cost.currency": "USD", **_tally_keys("cost", total), "cost.batch_calls": total.batch_calls,
+                           "cost.batch": spec.batch, "cost.budget_usd": spec.budget,
+                           "cost.estimate_usd": _round(est.get("usd")), "cost.estimate_prompt_tokens": est.get("prompt_tokens"),
+                           "cost.tokenizer": est.get("tokenizer")}
+    if price is not None:
+        out.update({f"cost.price.{k}": v for k, v in price.to_dict().items()})
+    by_metric_est = est.get("by_metric") or {}
+    from evaluators.core.registry import get_metric
+
+    for name in spec.metrics:
+        if not get_metric(name).is_judge:
+            continue
+        out.update(_tally_keys(f"cost.{name}", per.get(name, Tally())))
+        out[f"cost.{name}.estimate_usd"] = _round((by_metric_est.get(name) or {}).get("usd"))
+    return out
+
+
+def cost_lines(cost: dict[str, Any], metrics: list[str]) -> list[str]:
+    """The CLI summary's cost lines (and the dashboard's captions): per run, then per metric."""
+    if not cost:
+        return []
+
+    def usd(v: Any) -> str:
+        return "no price given" if v is None else f"${v:,.4f}"
+
+    share = cost.get("cost.cached_share")
+    lines = [f"cost: {usd(cost['cost.usd'])} for {cost['cost.billed_calls']:,} billed judge calls "
+             f"({cost['cost.prompt_tokens']:,} prompt tokens, {cost['cost.cached_prompt_tokens']:,} of them cached by the "
+             f"provider{'' if share is None else f' = {share:.1%}'}; {cost['cost.completion_tokens']:,} completion)"
+             + (" through the Batch API" if cost.get("cost.batch") else "")]
+    if cost.get("cost.estimate_usd") is not None:
+        lines.append(f"  estimated before the run: {usd(cost['cost.estimate_usd'])} ({cost.get('cost.tokenizer')})")
+    if cost.get("cost.budget_usd") is not None:
+        lines.append(f"  budget: {usd(cost['cost.budget_usd'])}")
+    for m in metrics:
+        if f"cost.{m}.usd" in cost:
+            lines.append(f"  {m}: {usd(cost[f'cost.{m}.usd'])} ({cost[f'cost.{m}.billed_calls']:,} calls"
+                         + (f", estimated {usd(cost[f'cost.{m}.estimate_usd'])}" if cost.get(f"cost.{m}.estimate_usd")
+                            is not None else "") + ")")
+    return lines
