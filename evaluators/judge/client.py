@@ -279,8 +279,13 @@ class JudgeClient:
         if event == "http11.send_request_body.complete" and self.on_sent is not None:
             self.on_sent()
 
-    async def complete(self, messages: list[dict[str, str]], _probing: bool = False) -> JudgeReply:
+    async def complete(self, messages: list[dict[str, str]], _probing: bool = False,
+                       extra: dict[str, Any] | None = None) -> JudgeReply:
         """One chat completion, retried as configured.
+
+        ``extra``: further request parameters (a metric file's, ``Template.request_params``); with
+        ``top_logprobs`` the reply's text is an envelope holding its tokens' probabilities
+        (:func:`evaluators.core.logprobs.envelope`).
 
         Raises:
             JudgeError: the last failure, once retries are spent or when it cannot be retried;
@@ -291,6 +296,10 @@ class JudgeClient:
                                       max_tokens=cfg.max_tokens)
         if cfg.seed is not None:
             params["seed"] = cfg.seed
+        if extra:
+            params.update({k: v for k, v in extra.items() if k not in params})
+            if "top_logprobs" in extra:
+                params["logprobs"] = True
         body = json.dumps(params, ensure_ascii=False).encode()
         limiter = self.limiter
         tokens = sum(len(str(m.get("content", ""))) for m in messages) / 4 + 120  # for a tpm budget
@@ -329,6 +338,10 @@ class JudgeClient:
                     pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
                     if text is not None and not isinstance(text, str):
                         raise TypeError(f"message content is {type(text).__name__}, not text")
+                    if text and extra and "top_logprobs" in extra:
+                        from evaluators.core.logprobs import envelope
+
+                        text = envelope(text, (choice.get("logprobs") or {}).get("content"))
                 except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
                     raise JudgeError(f"unreadable reply from the judge: {_describe(e)}", attempt,
                                      answered=True) from None
