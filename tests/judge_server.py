@@ -237,7 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
             "model": req.get("model", "test-judge"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": action.finish_reason if action else "stop"}],
+                         "finish_reason": action.finish_reason if action else "stop",
+                         **self.owner._logprobs(req, content)}],
             "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
                       "total_tokens": len(prompt) // 4 + len(content) // 4},
         }
@@ -279,6 +280,8 @@ class JudgeServer:
         self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
         self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
+        # reply text -> the tokens' logprobs, for requests with "logprobs": true (None: the reply has none)
+        self.top_logprobs_for: Callable[[str], list] | None = None
 
     @property
     def url(self) -> str:
@@ -287,6 +290,13 @@ class JudgeServer:
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _logprobs(self, req: dict, content: str) -> dict:
+        """A choice's ``logprobs`` for a request asking for them: ``top_logprobs_for(content)`` -> the
+        ``content`` list of ``{token, logprob, top_logprobs}`` (as OpenAI sends it), when a test set it."""
+        if not req.get("logprobs") or self.top_logprobs_for is None:
+            return {}
+        return {"logprobs": {"content": self.top_logprobs_for(content)}}
 
     def on_prompt(self, substring: str, *actions: Action) -> None:
         self.by_prompt.setdefault(substring, deque()).extend(actions)

@@ -186,3 +186,34 @@ def test_saved_metric_versions_and_runs_keep_theirs(judge_server, store, tmp_pat
     assert main(["metrics", "show", "politeness", "--version", "1", "--db", db]) == 0
     out = capsys.readouterr().out
     assert "saved, version 1" in out and "versions 1, 2" in out and "threshold: 3" in out
+
+
+def test_scores_from_probabilities_are_the_weighted_mean_of_the_score_tokens(judge_server, store, tmp_path):
+    """G-Eval (Liu et al. 2023): the judge wrote 4, but gave 4 p=0.5, 3 p=0.3, 5 p=0.1 and the word "four"
+    p=0.1 at that token. Over the scale's tokens (0.9 in all): (4·0.5 + 3·0.3 + 5·0.1) / 0.9 = 3.4 / 0.9."""
+    text = (EXAMPLES / "politeness.md").read_text().replace("reason_key: reason", "reason_key: reason\nlogprobs: true")
+    path = _write(tmp_path, "politeness.md", text)
+    reply = '{"reason": "courteous", "score": 4}'
+    judge_server.responder = lambda prompt, req: reply
+    tokens = ['{"', "reason", '":', ' "', "courte", "ous", '",', ' "', "score", '":', " ", "4", "}"]
+    assert "".join(tokens) == reply
+    alts = {"4": math.log(0.5), "3": math.log(0.3), "5": math.log(0.1), "four": math.log(0.1)}
+
+    def top_logprobs_for(content):
+        return [{"token": t, "logprob": alts[t] if t == "4" else 0.0,
+                 "top_logprobs": [{"token": a, "logprob": lp} for a, lp in alts.items()] if t == "4"
+                 else [{"token": t, "logprob": 0.0}]} for t in tokens]
+
+    judge_server.top_logprobs_for = top_logprobs_for
+    res = evaluate(ROWS[:1], ["politeness"], judge=_judge(judge_server), store=store, metric_files=[path])
+    assert math.isclose(res.rows["outputs.politeness.politeness"][0], 3.4 / 0.9)
+    assert judge_server.calls[0]["logprobs"] is True and judge_server.calls[0]["top_logprobs"] == 20
+    (r,) = store.load_results(res.run_id)
+    assert r.outputs["politeness_sampled"] == 4.0 and "logprobs:True" in r.meta["signature"]
+    # asked again (same rows, a new run): answered from the cache, the same weighted value
+    again = evaluate(ROWS[:1], ["politeness"], judge=_judge(judge_server), store=store)
+    assert math.isclose(again.rows["outputs.politeness.politeness"][0], 3.4 / 0.9) and len(judge_server.calls) == 1
+    # a run option turns it off: the sampled score, asked anew (the request differs, so does the cache key)
+    off = evaluate(ROWS[:1], ["politeness"], judge=_judge(judge_server), store=store,
+                   options={"politeness": {"logprobs": False}})
+    assert off.rows["outputs.politeness.politeness"][0] == 4.0 and "logprobs" not in judge_server.calls[1]
