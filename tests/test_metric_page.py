@@ -1,0 +1,60 @@
+"""The New metric page under AppTest: a metric built from the form, tried on 5 rows against the loopback judge
+(prompt, reply, value or the reason there is none), saved as version 1 then 2, offered in New evaluation's picker."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators.core import registry
+from tests.apptest import app, shown_text
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+
+
+@pytest.fixture(autouse=True)
+def _forget_custom_metrics():
+    yield
+    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
+        registry._REGISTRY.pop(name)
+
+
+def _judge(at, url: str) -> None:
+    at.selectbox(key="judge.provider").set_value("OpenAI-compatible base URL").run()
+    at.text_input(key="judge.base_url").set_value(url).run()
+    at.text_input(key="judge.model").set_value("loopback-judge").run()
+
+
+def test_build_try_save_and_pick(judge_server, home_store):
+    at = app("pages/metric.py")
+    at.text_input(key="metric.name").set_value("politeness").run()
+    at.text_input(key="metric.description").set_value("How polite the answer is.").run()
+    at.text_area(key="metric.rubric").set_value("1 = rude\n5 = courteous").run()
+    text = at.text_area(key="metric.text").value
+    assert "name: politeness" in text and "{{response}}" in text and "Property to judge: How polite" in text
+    _judge(at, judge_server.url)
+    # one reply the metric cannot read: said in words on its row
+    judge_server.responder = lambda prompt, req: (json.dumps({"reason": "ok", "score": 4}) if len(judge_server.calls) != 2
+                                                 else "I would say four")
+    at.button(key="metric.try").click().run()
+    shown = shown_text(at)
+    assert len(judge_server.calls) == 5 and shown.count("Prompt sent to the judge") == 5
+    assert "the reply could not be read: no JSON object with a 'score' in the reply" in shown
+    assert "Row 1: 4" in shown and "I would say four" in shown
+    at.button(key="metric.save").click().run()
+    assert "version 1" in shown_text(at) and home_store.saved_metric("politeness")["version"] == 1
+    # edit the saved metric into version 2
+    at.selectbox(key="metric.start").set_value("politeness (version 1)").run()
+    at.text_area(key="metric.text").set_value(at.text_area(key="metric.text").value.replace("threshold: 3",
+                                                                                            "threshold: 4")).run()
+    at.button(key="metric.save").click().run()
+    assert home_store.saved_metric_versions("politeness") == [1, 2]
+    new = app("pages/new.py", at)
+    assert "Your own metrics" in shown_text(new) and new.checkbox(key="new.metric.politeness") is not None
+
+
+def test_a_bad_edit_is_said_not_raised(home_store):
+    at = app("pages/metric.py")
+    at.text_area(key="metric.text").set_value("---\nname: x\nfields: [response]\nkind: stars\n---\n{{response}}\n").run()
+    assert not at.exception
+    assert "the definition:4: kind: unknown kind 'stars'" in " ".join(e.value for e in at.error)
