@@ -40,7 +40,7 @@ def test_build_try_save_and_pick(judge_server, home_store):
     shown = shown_text(at)
     assert len(judge_server.calls) == 5 and shown.count("Prompt sent to the judge") == 5
     assert "the reply could not be read: no JSON object with a 'score' in the reply" in shown
-    assert "Row 1: 4" in shown and "I would say four" in shown
+    assert "Row 1: politeness = 4" in shown and "I would say four" in shown
     at.button(key="metric.save").click().run()
     assert "version 1" in shown_text(at) and home_store.saved_metric("politeness")["version"] == 1
     # edit the saved metric into version 2

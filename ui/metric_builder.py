@@ -73,8 +73,10 @@ def _trial(spec, ds_id: str) -> None:
     if not tried or tried[0] != spec.signature():
         return
     for r in tried[1]:
-        head = (f"Row {r['row']}: {r['value']:g}" if r["value"] is not None and not isinstance(r["value"], bool)
-                else f"Row {r['row']}: {r['value']}" if r["value"] is not None else f"Row {r['row']}: no value")
+        value = r["value"]
+        shown = ("no value" if value is None else f"{spec.name} = {str(value).lower()}" if isinstance(value, bool)
+                 else f"{spec.name} = {value:g}")
+        head = f"Row {r['row']}: {shown}"
         with st.expander(head, expanded=r["error"] is not None):
             if r["error"]:
                 st.error(w.literal(r["error"]))
