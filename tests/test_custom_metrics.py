@@ -217,3 +217,19 @@ def test_scores_from_probabilities_are_the_weighted_mean_of_the_score_tokens(jud
     off = evaluate(ROWS[:1], ["politeness"], judge=_judge(judge_server), store=store,
                    options={"politeness": {"logprobs": False}})
     assert off.rows["outputs.politeness.politeness"][0] == 4.0 and "logprobs" not in judge_server.calls[1]
+
+
+def test_cli_runs_metric_files(judge_server, store, tmp_path, capsys):
+    from evaluators.cli.main import main
+
+    data = _write(tmp_path, "rows.jsonl", "\n".join(json.dumps(r) for r in ROWS))
+    files = [a for f in ("politeness.md", "cites_policy.prompty", "word_count.py") for a in ("--metric-file", str(EXAMPLES / f))]
+    code = main(["run", data, "--metrics", "politeness,cites_policy,word_count", "--out", str(tmp_path / "out"),
+                 "--judge-base-url", judge_server.url, "--judge-model", "m", "--db", store.url, "--quiet", *files])
+    assert code == 0
+    written = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert written["word_count.word_count"] == 7.5 and written["cites_policy.scored_rows"] == 2
+    assert written["politeness.scored_rows"] == 2 and len(judge_server.calls) == 4
+    assert main(["metrics", str(data), "--metric-file", str(EXAMPLES / "cites_policy.prompty"), "--db", store.url]) == 0
+    listed = capsys.readouterr().out
+    assert "Your own metrics" in listed and "cites_policy" in listed and "[available]" in listed

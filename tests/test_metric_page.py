@@ -8,6 +8,7 @@ import pytest
 
 from evaluators.core import registry
 from tests.apptest import app, shown_text
+from tests.conftest import SINGLE
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -26,7 +27,9 @@ def _judge(at, url: str) -> None:
 
 
 def test_build_try_save_and_pick(judge_server, home_store):
-    at = app("pages/metric.py")
+    at = app()  # the home page: the bundled samples are stored
+    single = next(d for d in home_store.list_datasets() if d["shape"] == "single")
+    at = app("pages/metric.py", at, dataset=single["id"])
     at.text_input(key="metric.name").set_value("politeness").run()
     at.text_input(key="metric.description").set_value("How polite the answer is.").run()
     at.text_area(key="metric.rubric").set_value("1 = rude\n5 = courteous").run()
@@ -34,13 +37,14 @@ def test_build_try_save_and_pick(judge_server, home_store):
     assert "name: politeness" in text and "{{response}}" in text and "Property to judge: How polite" in text
     _judge(at, judge_server.url)
     # one reply the metric cannot read: said in words on its row
-    judge_server.responder = lambda prompt, req: (json.dumps({"reason": "ok", "score": 4}) if len(judge_server.calls) != 2
-                                                 else "I would say four")
+    second = json.loads(SINGLE.read_text().splitlines()[1])["response"]  # row 2 of the dataset tried
+    judge_server.responder = lambda prompt, req: ("I would say four" if second in prompt
+                                                 else json.dumps({"reason": "ok", "score": 4}))
     at.button(key="metric.try").click().run()
     shown = shown_text(at)
     assert len(judge_server.calls) == 5 and shown.count("Prompt sent to the judge") == 5
     assert "the reply could not be read: no JSON object with a 'score' in the reply" in shown
-    assert "Row 1: politeness = 4" in shown and "I would say four" in shown
+    assert "Row 1: politeness = 4" in shown and "Row 2: no value" in shown and "I would say four" in shown
     at.button(key="metric.save").click().run()
     assert "version 1" in shown_text(at) and home_store.saved_metric("politeness")["version"] == 1
     # edit the saved metric into version 2
@@ -58,3 +62,22 @@ def test_a_bad_edit_is_said_not_raised(home_store):
     at.text_area(key="metric.text").set_value("---\nname: x\nfields: [response]\nkind: stars\n---\n{{response}}\n").run()
     assert not at.exception
     assert "the definition:4: kind: unknown kind 'stars'" in " ".join(e.value for e in at.error)
+
+
+def test_a_pasted_prompty_file_is_tried_and_saved(judge_server, home_store):
+    prompty = ("---\nname: Coherence\ninputs:\n  query: {type: string}\n  response: {type: string}\n---\nsystem:\n"
+               "Judge how the answer holds together.\n\nuser:\nQ: {{query}}\nA: {{response}}\n"
+               'Reply {"reason": "...", "score": <1-5>}\n')
+    at = app("pages/metric.py")
+    at.selectbox(key="metric.start").set_value("A metric file's text (paste it)").run()
+    at.selectbox(key="metric.format").set_value("Prompty (.prompty)").run()
+    at.text_area(key="metric.text").set_value(prompty).run()
+    _judge(at, judge_server.url)
+    at.button(key="metric.try").click().run()
+    assert judge_server.calls[0]["messages"][0] == {"role": "system", "content": "Judge how the answer holds together."}
+    at.button(key="metric.save").click().run()  # named like a built-in: said, nothing saved
+    assert "'coherence' is a built-in metric's name" in " ".join(e.value for e in at.error)
+    assert home_store.saved_metrics() == []
+    at.text_input(key="metric.rename").set_value("my_coherence").run()
+    at.button(key="metric.save").click().run()
+    assert home_store.saved_metric("my_coherence")["format"] == "prompty"

@@ -44,10 +44,12 @@ def _sdk_python() -> str:
 
 
 def _bodies(server: JudgeServer) -> list[dict]:
-    return [{k: v for k, v in c.items() if not k.startswith("_")} for c in server.calls]
+    """The request bodies the judge received, in a fixed order (calls in flight together arrive in any)."""
+    return sorted(({k: v for k, v in c.items() if not k.startswith("_")} for c in server.calls),
+                  key=lambda b: json.dumps(b, sort_keys=True))
 
 
-def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store):
+def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store, tmp_path):
     py = _sdk_python()
     with JudgeServer() as sdk_judge:
         done = subprocess.run([py, "-c", SDK_SIDE, sdk_judge.url, json.dumps(ROWS)], capture_output=True, text=True,
@@ -63,3 +65,16 @@ def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store):
         registry._REGISTRY.pop("sdk_coherence", None)
     assert _bodies(ours) == _bodies(sdk_judge) and len(_bodies(ours)) == 2
     assert list(res.rows["outputs.sdk_coherence.sdk_coherence"]) == sdk["scores"]  # the same verdicts, read alike
+    # the command line, and the file saved in the store as the dashboard's pickers read it
+    from evaluators.cli.main import main
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    try:
+        assert main(["metrics", "add", f"sdk_coherence={sdk['prompty']}", "--db", store.url]) == 0
+        with JudgeServer() as cli:
+            assert main(["run", str(data), "--metrics", "sdk_coherence", "--out", str(tmp_path / "out"), "--quiet",
+                         "--judge-base-url", cli.url, "--judge-model", "m", "--db", store.url]) == 0
+    finally:
+        registry._REGISTRY.pop("sdk_coherence", None)
+    assert _bodies(cli) == _bodies(sdk_judge)

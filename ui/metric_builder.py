@@ -15,10 +15,22 @@ from ui import auth, judge_form, loaders, state, widgets as w
 NEW = "A new metric"
 
 
-def _source(saved: list[dict]) -> tuple[str, str]:
-    """(the definition's text, its format): built from the form, or a saved metric's latest version."""
+PASTE = "A metric file's text (paste it)"
+FORMATS = {"Our template (.md)": "template", "Prompty (.prompty)": "prompty", "OpenAI grader (.json)": "openai_grader"}
+
+
+def _source(saved: list[dict]) -> tuple[str, str, str | None]:
+    """(the definition's text, its format, a new name for it or None): built from the form, pasted from a
+    file, or a saved metric's latest version."""
     names = {f"{d['name']} (version {d['version']})": d for d in saved}
-    start = st.selectbox("Start from", [NEW] + list(names), key="metric.start")
+    start = st.selectbox("Start from", [NEW, PASTE] + list(names), key="metric.start")
+    if start == PASTE:
+        st.session_state.pop("metric.loaded", None)
+        c1, c2 = st.columns(2)
+        fmt = FORMATS[c1.selectbox("Format", list(FORMATS), key="metric.format")]
+        rename = c2.text_input("Name (optional)", key="metric.rename", help="renames a Prompty or grader file's "
+                               "metric, e.g. the SDK's coherence.prompty as sdk_coherence (coherence is built in)")
+        return st.text_area("Definition (editable)", key="metric.text", height=420), fmt, rename.strip() or None
     if start != NEW:
         d = names[start]
         if st.session_state.get("metric.loaded") != start:  # a saved metric chosen: its text into the editor
@@ -26,9 +38,10 @@ def _source(saved: list[dict]) -> tuple[str, str]:
             st.session_state["metric.loaded"] = start
         st.caption(f"Editing {w.literal(d['name'])}: saving a changed text makes version {d['version'] + 1}; runs "
                    f"made with version {d['version']} keep it.")
-        return st.text_area("Definition (editable)", key="metric.text", height=420), d["format"]
+        return (st.text_area("Definition (editable)", key="metric.text", height=420), d["format"],
+                d["name"] if d["format"] != "template" else None)
     st.session_state.pop("metric.loaded", None)
-    return _form(), "template"
+    return _form(), "template", None
 
 
 def _form() -> str:
@@ -95,9 +108,9 @@ def render() -> None:
     did = state.pick("Dataset (its columns, and rows to try)", "dataset", ids, next(iter(ids), None),
                      format_func=w.dataset_label(listed))
     st.session_state["metric.dataset"] = did
-    text, fmt = _source(saved)
+    text, fmt, rename = _source(saved)
     try:
-        (spec,) = specs_from_text(text, fmt, "the definition")[:1]
+        (spec,) = specs_from_text(text, fmt, "the definition", name=rename)[:1]
     except EvalError as e:
         st.error(w.literal(e))
         return
@@ -108,7 +121,7 @@ def render() -> None:
     st.subheader("Save for the team")
     c1, c2, c3 = st.columns(3)
     if c1.button("Save", type="primary", key="metric.save"):
-        done = loaders.store().save_metric(text, fmt, created_by=auth.current_user())
+        done = loaders.store().save_metric(text, fmt, created_by=auth.current_user(), name=rename)
         loaders.forget_saved_metrics()
         st.session_state["metric.saved"] = (done["name"], done["version"])
         st.rerun()  # the pickers (Start from, New evaluation's) list the new version from now on

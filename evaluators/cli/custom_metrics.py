@@ -76,15 +76,16 @@ def _saved_into_registry(a: argparse.Namespace) -> None:
 
 
 def _add(store, target: str) -> int:
-    from evaluators.metrics.custom import FORMATS, load_metric_file
+    from evaluators.metrics.custom import FORMATS, load_metric_file, split_arg
 
-    path = Path(target)
+    name, path = split_arg(target)
+    path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     specs = load_metric_file(target)  # refused here, naming the line and key, before anything is stored
     if fmt == "code":
         raise UsageError(f"{target}: a code metric stays in its file (or package); use --metric-file {target}")
     text = path.read_text(encoding="utf-8")
-    saved = store.save_metric(text, fmt)
+    saved = store.save_metric(text, fmt, name=name)
     print(f"saved {saved['name']} version {saved['version']} ({specs[0].kind}, fields "
           f"{', '.join(specs[0].fields)}); every run and teammate using this store now sees it")
     return 0

@@ -6,7 +6,8 @@ import asyncio
 from typing import Any
 
 from evaluators.core.asyncrun import run_to_end
-from evaluators.core.registry import MetricSpec
+from evaluators.core.errors import UsageError
+from evaluators.core.registry import MetricSpec, missing_fields
 from evaluators.data.dataset import Dataset
 from evaluators.judge.client import JudgeClient, JudgeError
 from evaluators.judge.config import JudgeConfig
@@ -19,6 +20,10 @@ def try_metric(ds: Dataset, spec: MetricSpec, judge: JudgeConfig | None, api_key
                rows: int = TRIAL_ROWS) -> list[dict[str, Any]]:
     """The first ``rows`` rows' trial: dicts with ``row``, ``prompt`` (the messages as text), ``reply``,
     ``value`` and ``error`` (a sentence; None when the value was read). A computed metric has no prompt."""
+    lacking = missing_fields(spec, ds.shape, ds.readable())
+    if lacking:
+        raise UsageError(f"{spec.name} reads {', '.join(lacking)}, which {ds.name} does not have; pick another "
+                         "dataset or other fields")
     planner = spec.row_tasks
     tasks = []
     for i in range(min(rows, len(ds))):

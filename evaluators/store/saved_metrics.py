@@ -41,18 +41,20 @@ def saved_spec(d: dict[str, Any]) -> MetricSpec:
 class SavedMetricsMixin:
     """Saved metrics' reads and writes of :class:`evaluators.store.store.Store` (which provides ``session``)."""
 
-    def save_metric(self, text: str, fmt: str, created_by: str | None = None) -> dict[str, Any]:
+    def save_metric(self, text: str, fmt: str, created_by: str | None = None, name: str | None = None) -> dict[str, Any]:
         """Check a definition and store it: version 1 of a new name, the next version of a known one, or the
         latest version unchanged when its text is the same. Returns the saved version's dict.
 
         Raises:
             UsageError: a definition that does not load (its message names the line and key), a grader file
                 with several graders (save them one by one), or a built-in's name.
+        Args:
+            name: a name for a Prompty or grader file's metric (the SDK's ``coherence.prompty`` as ``sdk_coherence``).
         """
         if fmt not in TEXT_FORMATS:
             raise UsageError(f"the store keeps template, prompty and openai_grader definitions, not {fmt!r} "
                              "(a code metric lives in its Python file or package)")
-        specs = specs_from_text(text, fmt, "the definition")
+        specs = specs_from_text(text, fmt, "the definition", name=name)
         if len(specs) != 1:
             raise UsageError(f"the file defines {len(specs)} metrics; save one grader a file")
         spec = specs[0]
