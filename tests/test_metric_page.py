@@ -81,3 +81,18 @@ def test_a_pasted_prompty_file_is_tried_and_saved(judge_server, home_store):
     at.text_input(key="metric.rename").set_value("my_coherence").run()
     at.button(key="metric.save").click().run()
     assert home_store.saved_metric("my_coherence")["format"] == "prompty"
+
+
+def test_runs_with_file_metrics_read_in_a_dashboard_that_never_loaded_the_files(judge_server, home_store):
+    from evaluators import evaluate
+    from tests.conftest import ROOT
+
+    res = evaluate(SINGLE, ["politeness", "word_count"], store=home_store,
+                   judge={"model": "m", "provider": "compatible", "base_url": judge_server.url},
+                   metric_files=[str(ROOT / "examples" / "metrics" / f) for f in ("politeness.md", "word_count.py")])
+    for name in ("politeness", "word_count", "answer_shape"):
+        registry._REGISTRY.pop(name)  # the dashboard's process knows nothing of these files
+    at = app("pages/results.py", run=res.run_id)
+    assert "politeness pass rate" in shown_text(at) and "word_count pass rate" in shown_text(at)
+    at = app("pages/review.py", at, run=res.run_id)
+    assert "No completed run with a judged metric" not in shown_text(at)

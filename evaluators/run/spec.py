@@ -143,6 +143,13 @@ class RunSpec:
                 load_wordnet()  # a missing WordNet is a setup error, said once, not per row
 
 
+def run_metric(spec: dict[str, Any] | None, name: str) -> MetricSpec:
+    """One of a stored run's metrics as the run uses it (its recorded definition, else the registry's): the
+    dashboard reads runs made with metric files it never loaded, and old versions of saved metrics."""
+    recorded = (spec or {}).get("definitions") or {}
+    return from_definition(recorded[name]) if name in recorded else get_metric(name)
+
+
 def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
                       texts: dict[str, str] | None = None) -> dict[str, Template]:
     """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's template replacing all modes.
