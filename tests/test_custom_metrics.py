@@ -83,9 +83,13 @@ def test_code_metric_from_an_installed_package_entry_point(tmp_path, monkeypatch
     info = tmp_path / "acme_metrics-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-metrics\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[evaluators.metrics]\nshouting = acme_metrics:shouting\n")
+    (info / "entry_points.txt").write_text("[evaluators.metrics]\nshouting = acme_metrics:shouting\n"
+                                           "broken = acme_metrics:missing\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    register_entry_points()
+    from evaluators.metrics.custom.code import REFUSED
+
+    register_entry_points()  # a broken entry point is refused by name; the others load
+    assert any(r.startswith("entry point broken = acme_metrics:missing: cannot be loaded") for r in REFUSED)
     spec = registry.get_metric("shouting")
     assert spec.compute({"response": "ABc d"}) == {"shouting": 0.5}  # 2 capitals of 4 letters
     assert not spec.higher_is_better and spec.definition["entry_point"] == "acme_metrics:shouting"

@@ -59,7 +59,12 @@ def cmd_metrics(a: argparse.Namespace, list_metrics) -> int:
         register_metric_files(a.metric_file or [])
         store.register_saved_metrics()
         a.data = None
-        return list_metrics(a)
+        code = list_metrics(a)
+        from evaluators.metrics.custom.code import REFUSED
+
+        for why in REFUSED:
+            print(f"refused: {why}", file=sys.stderr)
+        return code
     if not a.target:
         raise UsageError("metrics show takes a metric's name")
     register_metric_files(a.metric_file or [])

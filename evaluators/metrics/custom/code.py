@@ -169,13 +169,19 @@ def entry_point_specs() -> list[MetricSpec]:
     for ep in entry_points(group=ENTRY_POINTS):
         where = f"entry point {ep.name} = {ep.value}"
         try:
-            fn = ep.load()
-        except Exception as e:  # noqa: BLE001 — an installed package's import failed: said with its name
-            raise DefinitionError(where, f"cannot be loaded: {type(e).__name__}: {e}") from None
-        if not hasattr(fn, ATTR):
-            raise DefinitionError(where, "is not a function declared with @metric(...)")
-        out.append(spec_of(fn, {"format": FORMAT, "entry_point": ep.value, "source": where}, where))
+            try:
+                fn = ep.load()
+            except Exception as e:  # noqa: BLE001 — an installed package's import failed: said with its name
+                raise DefinitionError(where, f"cannot be loaded: {type(e).__name__}: {e}") from None
+            if not hasattr(fn, ATTR):
+                raise DefinitionError(where, "is not a function declared with @metric(...)")
+            out.append(spec_of(fn, {"format": FORMAT, "entry_point": ep.value, "source": where}, where))
+        except DefinitionError as e:  # refused, and said by `metrics list`; the other metrics stay usable
+            REFUSED.append(str(e))
     return out
+
+
+REFUSED: list[str] = []  # installed packages' metrics refused as they were loaded (what and why)
 
 
 def from_definition(d: Mapping[str, Any]) -> MetricSpec:
