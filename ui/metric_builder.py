@@ -115,7 +115,8 @@ def render() -> None:
         st.error(w.literal(e))
         return
     st.caption(f"{spec.name}: {spec.kind}, {spec.score_range[0]:g}-{spec.score_range[1]:g}, passes "
-               f"{'≥' if spec.higher_is_better else '≤'} {spec.default_threshold:g}; reads {', '.join(spec.fields)}")
+               f"{'≥' if spec.higher_is_better else '≤'} {spec.default_threshold:g}; reads "
+               + w.literal(", ".join(spec.fields)))
     if did:
         _trial(spec, did)
     st.subheader("Save for the team")
