@@ -44,9 +44,8 @@ def cmd_metrics(a: argparse.Namespace, list_metrics) -> int:
     """``metrics [DATA] | add FILE | list | show NAME``; ``list_metrics`` is ``main``'s listing."""
     from evaluators.metrics.custom import register_metric_files
 
-    if a.data not in SUBCOMMANDS:
+    if a.data not in SUBCOMMANDS:  # (the store is not opened: `metrics list` adds the team's saved metrics)
         register_metric_files(a.metric_file or [])
-        _saved_into_registry(a)
         return list_metrics(a)
     from evaluators.store.store import Store
 
@@ -69,15 +68,6 @@ def cmd_metrics(a: argparse.Namespace, list_metrics) -> int:
         raise UsageError("metrics show takes a metric's name")
     register_metric_files(a.metric_file or [])
     return _show(store, a.target, a.version)
-
-
-def _saved_into_registry(a: argparse.Namespace) -> None:
-    from evaluators.store.store import Store
-
-    try:
-        Store(a.db).register_saved_metrics()
-    except Exception as e:  # noqa: BLE001 — listing the built-ins never fails on the store
-        print(f"(saved metrics not listed: {type(e).__name__}: {e})", file=sys.stderr)
 
 
 def _add(store, target: str) -> int:

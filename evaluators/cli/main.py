@@ -104,8 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     r.add_argument("--quiet", action="store_true")
     cli_custom.add_run_options(r)
-    m = sub.add_parser("metrics", help="list metrics (and which a dataset allows); add FILE | list | show NAME: "
-                                       "your own metrics saved in the store")
+    m = sub.add_parser("metrics", help="list metrics (and which a dataset allows); add FILE | list (with the "
+                                       "store's saved metrics) | show NAME: your own metrics saved in the store")
     m.add_argument("data", nargs="?")
     m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
     cli_custom.add_metrics_options(m)
