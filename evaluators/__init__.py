@@ -22,12 +22,12 @@ _WHERE = {
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
     "Runner": "run.runner", "RunSpec": "run.spec",
     "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
-    "Store": "store.store",
+    "Store": "store.store", "metric": "metrics.custom",
 }
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
-           "DataValidationError", "attack_compare", "attack_records", "fill_responses"]
+           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric"]
 
 # The composition root: the registry (bottom layer) is handed the built-in metrics' loader from here, the one
 # place above every layer, so that no layer imports upward to reach the metrics.
@@ -37,7 +37,15 @@ def _builtin_metrics() -> None:
     load_builtins()
 
 
+def _installed_metrics() -> None:
+    """Metrics installed packages declare under the ``evaluators.metrics`` entry point group."""
+    from evaluators.metrics.custom import register_entry_points
+
+    register_entry_points()
+
+
 _registry.add_loader(_builtin_metrics)
+_registry.add_loader(_installed_metrics, when_needed=True)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from evaluators.api import EvalResult, evaluate, prepare_run
@@ -51,6 +59,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from evaluators.run.spec import RunSpec
     from evaluators.suites.safety import attack_compare, attack_records, fill_responses
     from evaluators.store.store import Store
+    from evaluators.metrics.custom import metric
 
 
 def __getattr__(name: str) -> Any:

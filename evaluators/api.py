@@ -44,7 +44,7 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                 out_dir: str | None = None, name: str | None = None, resume: bool = True,
                 options: Mapping[str, Mapping[str, Any]] | None = None,
                 on_checked: Callable[[], Any] | None = None, repeat: int = 1, jury: Sequence[Any] = (),
-                cost: Mapping[str, Any] | None = None) -> str:
+                cost: Mapping[str, Any] | None = None, metric_files: Sequence[Any] = ()) -> str:
     """Validate everything, store the dataset, and create (or find, to resume) a run.
 
     Args:
@@ -61,11 +61,16 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
         jury: further judges (configs, dicts or configured names) asked every judge task (``RunSpec.jury``).
         cost: ``prices`` (model -> price dict), ``budget`` (USD), ``batch`` (bool), ``estimate``: kept in the
             run's spec (see ``RunSpec``); on a resume they replace the run's (a raised budget goes on).
+        metric_files: your own metrics' files (``[NAME=]PATH``), registered before anything is checked.
     Returns:
         The run id.
     Raises:
         UsageError, DataValidationError: before anything is stored.
     """
+    if metric_files:
+        from evaluators.metrics.custom import register_metric_files
+
+        register_metric_files(list(metric_files))
     stored_id = None
     if isinstance(data, str) and data.startswith("ds:"):
         stored_id = data[3:]
@@ -124,7 +129,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
              api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
              out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
              options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1,
-             jury: Sequence[Any] = ()) -> EvalResult:
+             jury: Sequence[Any] = (), metric_files: Sequence[Any] = ()) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -139,6 +144,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         out: also write ``rows.jsonl`` and ``metrics.json`` there (and resume a run written there).
         repeat: ask each judge task this many times; the row's value combines the judgments.
         jury: further judges asked every judge task; the row's value is the jurors' median (labels: majority).
+        metric_files: your own metrics' files (``.md``, ``.prompty``, ``.py``, ``.json``; ``NAME=PATH`` renames).
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
@@ -146,7 +152,8 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
-                      out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury)
+                      out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury,
+                      metric_files=metric_files)
     status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
     res = open_results(store, rid)
     if out:

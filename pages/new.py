@@ -23,6 +23,7 @@ with w.guard():
         st.info("No dataset yet: upload one on the Datasets page.")
         st.stop()
     ds = loaders.dataset(did)
+    loaders.saved_metrics()  # the team's own metrics (New metric page) join the picker
     missing = loaders.availability(did)
     chosen = []
     for family, title in FAMILIES.items():

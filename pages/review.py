@@ -1,8 +1,9 @@
 """Review a run: one row at a time with the keyboard, people's verdicts beside the judge's, and how far they agree."""
 import streamlit as st
 
-from evaluators.core.registry import all_metrics, get_metric
+from evaluators.core.registry import all_metrics
 from evaluators.core.scales import reviewable
+from evaluators.run.spec import run_metric
 from ui import loaders, review_page, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
@@ -12,7 +13,8 @@ with w.guard():
     known = {s.name for s in all_metrics()}
     # only runs with a judged metric: a classic metric (F1, BLEU...) is a formula, with no verdict to answer
     runs = [r for r in loaders.runs(st.query_params.get("run")) if r["status"] == "completed"
-            and any(reviewable(get_metric(m)) for m in (r["spec"] or {}).get("metrics", []) if m in known)]
+            and any(reviewable(run_metric(r["spec"], m)) for m in (r["spec"] or {}).get("metrics", [])
+                    if m in known or m in ((r["spec"] or {}).get("definitions") or {}))]
     if not runs:
         st.info("No completed run with a judged metric (coherence, groundedness, violence...) to review yet: the "
                 "sample's classic metrics (F1, BLEU, ROUGE) are formulas over the text, with no verdict for a "

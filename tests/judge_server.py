@@ -241,7 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
             "model": req.get("model", "test-judge"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": action.finish_reason if action else "stop"}],
+                         "finish_reason": action.finish_reason if action else "stop",
+                         **self.owner._logprobs(req, content)}],
             "usage": self.owner.usage(prompt, content),
         }
         self._send(200, json.dumps(body).encode(), action.headers if action else None)
@@ -282,6 +283,8 @@ class JudgeServer:
         self.in_flight = 0  # judging calls arrived and not yet answered (their reply not yet on its way)
         self.max_in_flight = 0  # ...and the most at once: the concurrency the judge saw
         self._server: ThreadingHTTPServer | None = None
+        # reply text -> the tokens' logprobs, for requests with "logprobs": true (None: the reply has none)
+        self.top_logprobs_for: Callable[[str], list] | None = None
         # (block, minimum) in tokens: report prompt_tokens_details.cached_tokens as a provider's prefix cache
         # would (the longest prefix shared with an earlier prompt, in whole blocks, for prompts of at least
         # ``minimum`` tokens): OpenAI's rule is (128, 1024). Blocks are cut at 4 characters a token.
@@ -319,6 +322,13 @@ class JudgeServer:
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _logprobs(self, req: dict, content: str) -> dict:
+        """A choice's ``logprobs`` for a request asking for them: ``top_logprobs_for(content)`` -> the
+        ``content`` list of ``{token, logprob, top_logprobs}`` (as OpenAI sends it), when a test set it."""
+        if not req.get("logprobs") or self.top_logprobs_for is None:
+            return {}
+        return {"logprobs": {"content": self.top_logprobs_for(content)}}
 
     def on_prompt(self, substring: str, *actions: Action) -> None:
         self.by_prompt.setdefault(substring, deque()).extend(actions)

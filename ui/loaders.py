@@ -130,11 +130,41 @@ def dataset(dataset_id: str):
     return store().get_dataset(dataset_id)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
 def availability(dataset_id: str) -> dict[str, list[str]]:
     """Every metric -> the fields a stored dataset lacks for it (a pass over a conversation dataset's
-    rows: once per dataset, not on every rerun of New evaluation)."""
+    rows: once per dataset and set of metrics, not on every rerun of New evaluation)."""
+    from evaluators.core.registry import all_metrics
+
+    return _availability(dataset_id, tuple(s.name for s in all_metrics()))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _availability(dataset_id: str, metrics: tuple[str, ...]) -> dict[str, list[str]]:
     return dataset(dataset_id).availability()
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _saved_metrics(url: str) -> list[dict]:
+    return store().saved_metrics()
+
+
+def saved_metrics() -> list[dict]:
+    """The team's saved metrics (latest versions), put in this process's registry for the pickers."""
+    from evaluators.core.registry import register
+    from evaluators.store.saved_metrics import saved_spec
+
+    out = []
+    for d in _saved_metrics(store().url):
+        try:
+            register(saved_spec(d), replace=True)
+        except Exception:  # noqa: BLE001 — a saved metric that no longer loads is left out of the pickers
+            continue
+        out.append(d)
+    return out
+
+
+def forget_saved_metrics() -> None:
+    _saved_metrics.clear()
 
 
 # ---------------------------------------------------------------- the cost of a run, before it starts

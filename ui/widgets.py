@@ -249,10 +249,10 @@ def run_status(run: dict) -> None:
 
 def judged_metrics(run: dict) -> list[str]:
     """The run's metrics that call the judge (none when the run has no judge)."""
-    from evaluators.core.registry import get_metric
+    from evaluators.run.spec import run_metric
 
     spec = run["spec"] or {}
-    return [m for m in spec.get("metrics", []) if get_metric(m).is_judge] if spec.get("judge") else []
+    return [m for m in spec.get("metrics", []) if run_metric(spec, m).is_judge] if spec.get("judge") else []
 
 
 def progress_text(run: dict, counts: dict[str, int] | None, first_error: str | None) -> tuple[str, str | None]:
@@ -334,9 +334,9 @@ def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> d
     given) receiving each metric's grid cell for what goes under its slider; not shown (their tab is
     closed), no sliders: the page draws six widgets fewer and the URL keeps what they set. (Not bound
     with Streamlit's ``bind``: a bound parameter leaves the URL with its widget.)"""
-    from evaluators.core.registry import get_metric
+    from evaluators.run.spec import run_metric
 
-    specs = [get_metric(name) for name in run["spec"]["metrics"]]
+    specs = [run_metric(run["spec"], name) for name in run["spec"]["metrics"]]
     own = {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold)) for s in specs}
     out = dict(own)
     movable = [s for s in specs if uses_threshold(s)]

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
+from evaluators.cli import custom_metrics as cli_custom
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -104,9 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     r.add_argument("--quiet", action="store_true")
     cli_cost.add_run_options(r)
-    m = sub.add_parser("metrics", help="list metrics (and which a dataset allows)")
+    cli_custom.add_run_options(r)
+    m = sub.add_parser("metrics", help="list metrics (and which a dataset allows); add FILE | list (with the "
+                                       "store's saved metrics) | show NAME: your own metrics saved in the store")
     m.add_argument("data", nargs="?")
     m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
+    cli_custom.add_metrics_options(m)
     w = sub.add_parser("worker", help="execute a stored run (used by the dashboard)")
     w.add_argument("run_id")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
@@ -303,6 +307,7 @@ def _early_classic_worker(a, metrics: list[str]):
 
 def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
+    cli_custom.register_for_run(a, metrics)
     early = _early_classic_worker(a, metrics)
     if early is not None:  # the aggregates at the end run on numpy (core.kinds.columns): imported while the
         importlib.import_module("numpy")  # worker computes, not after it (the worker's NLTK goes without it)
@@ -485,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         a = build_parser().parse_args(argv)
         if a.command != "run":
             resume_gc()
-        commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "views": cmd_views,
+        commands = {"run": cmd_run, "metrics": lambda a: cli_custom.cmd_metrics(a, cmd_metrics), "worker": cmd_worker, "views": cmd_views,
                     **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:

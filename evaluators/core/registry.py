@@ -18,6 +18,7 @@ FAMILIES = {
     "agents": "Agents and retrieval",
     "safety": "Risk and safety",
     "classic": "Classic (reference-based)",
+    "custom": "Your own metrics",
 }
 # Kinds of value a metric produces; each is one class in ``evaluators/kinds`` that parses
 # replies, combines turns, writes row keys and aggregates (see ``MetricSpec.kind_impl``).
@@ -40,6 +41,9 @@ class JudgeTemplates:
     single: str | None = None
     turn: str | None = None
     turn_ground_truth: str | None = None
+    # A metric defined in a file of its own (``evaluators.metrics.custom``) carries its prompt here instead:
+    # (format, text, source), format "template" (ours) or "prompty" (Jinja2); used for every mode.
+    inline: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class MetricSpec:
         levels: for severities, ``((upper_bound, name), ...)`` naming ranges of the scale.
         properties: ``properties(spec, outputs, threshold) -> dict`` writing the row's ``K_properties`` in place
             of the kind's (a computed metric whose SDK evaluator writes its own, e.g. document_retrieval).
+        definition: for a metric defined in a file or saved in the store, what a run records to build it
+            again (``evaluators.metrics.custom.MetricDefinition.to_dict``); None for the built-ins.
     """
 
     name: str
@@ -100,6 +106,7 @@ class MetricSpec:
     run_options: tuple[str, ...] = ()
     properties: Callable[["MetricSpec", dict, float], dict] | None = field(default=None, compare=False)
     choices: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # run options that take one of a few values
+    definition: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def is_judge(self) -> bool:
@@ -192,12 +199,23 @@ class MetricSpec:
 _REGISTRY: dict[str, MetricSpec] = {}
 
 
-def register(spec: MetricSpec) -> MetricSpec:
-    """Add a metric to the registry (module import time). Names are unique."""
+def register(spec: MetricSpec, replace: bool = False) -> MetricSpec:
+    """Add a metric to the registry (module import time). Names are unique.
+
+    Args:
+        replace: a metric defined in a file may take the place of an earlier version of itself (one
+            loaded again, or saved anew); never of a built-in (one without a ``definition``).
+    """
     if spec.family not in FAMILIES or spec.kind not in KINDS:
         raise ValueError(f"metric {spec.name}: bad family/kind {spec.family}/{spec.kind}")
-    if spec.name in _REGISTRY:
-        raise ValueError(f"metric {spec.name} registered twice")
+    if replace:
+        _load()  # the built-ins first: a file's metric never takes a built-in's name, whichever comes first
+    old = _REGISTRY.get(spec.name)
+    if old is not None and not (replace and old.definition is not None):
+        from evaluators.core.errors import UsageError
+
+        raise UsageError(f"metric {spec.name} registered twice" + (" (a built-in metric has that name)"
+                                                                   if old.definition is None else ""))
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -205,26 +223,33 @@ def register(spec: MetricSpec) -> MetricSpec:
 # What registers metrics is handed in from above (the package's root adds the built-ins' loader; users'
 # metrics add theirs): the registry imports no metric module, so every layer may ask it.
 _LOADERS: list[Callable[[], None]] = []
+_LAZY: list[Callable[[], None]] = []  # called before a list of every metric, or a name not found otherwise
 _LOADING = threading.RLock()  # a second thread waits for the first one's loading instead of seeing half of it
 
 
-def add_loader(load: Callable[[], None]) -> None:
-    """Have ``load()`` called once, before the registry is first read; it registers metrics."""
+def add_loader(load: Callable[[], None], when_needed: bool = False) -> None:
+    """Have ``load()`` called once, before the registry is first read; it registers metrics.
+
+    With ``when_needed``, only before every metric is listed or a name is not otherwise found (installed
+    packages' metrics: looking them up costs a run that does not use them ~50 ms).
+    """
     with _LOADING:
-        _LOADERS.append(load)
+        (_LAZY if when_needed else _LOADERS).append(load)
 
 
-def _load() -> None:
-    if not _LOADERS:
+def _load(everything: bool = False) -> None:
+    if not _LOADERS and not (everything and _LAZY):
         return
     with _LOADING:
         while _LOADERS:
             _LOADERS.pop(0)()
+        while everything and _LAZY:
+            _LAZY.pop(0)()
 
 
 def all_metrics() -> list[MetricSpec]:
     """Every registered metric, in family then registration order."""
-    _load()
+    _load(everything=True)
     order = list(FAMILIES)
     return sorted(_REGISTRY.values(), key=lambda s: order.index(s.family))
 
@@ -232,6 +257,8 @@ def all_metrics() -> list[MetricSpec]:
 def get_metric(name: str) -> MetricSpec:
     """Look a metric up by name; a clear error lists the known names."""
     _load()
+    if name not in _REGISTRY:
+        _load(everything=True)
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -130,6 +130,15 @@ class Dataset:
             return out
         return {f for f, col in self.mapping.items() if any(_has_value(r.get(col)) for r in self.records)}
 
+    def readable(self) -> set[str]:
+        """What a metric may read here: :meth:`fields`, and on single-turn rows any other column with a value,
+        by its name (a metric defined in a file may read a ``policy_id`` column)."""
+        have = self.fields()
+        if self.shape != "single":
+            return have
+        return have | {c for c in self.columns if c not in FIELDS and c not in self.mapping.values()
+                       and any(_has_value(r.get(c)) for r in self.records)}
+
     def turns(self, i: int) -> list[Turn]:
         return conversation_turns(self.messages(i))
 
@@ -160,7 +169,7 @@ class Dataset:
         """Every registered metric -> the fields it lacks here ([] = available)."""
         from evaluators.core.registry import all_metrics
 
-        have = self.fields()
+        have = self.readable()
         return {s.name: missing_fields(s, self.shape, have) for s in all_metrics()}
 
     def check_metrics(self, names: Iterable[str]) -> list[MetricSpec]:
@@ -171,7 +180,7 @@ class Dataset:
             DataValidationError: rows lacking a field a chosen metric needs.
         """
         specs = [get_metric(n) for n in names]
-        have = self.fields()
+        have = self.readable()
         for s in specs:
             lacking = missing_fields(s, self.shape, have)
             if lacking:
@@ -181,8 +190,10 @@ class Dataset:
             # one walk of the records (a streamed file is parsed once, not once per metric and field);
             # problems are reported in the order metric, field, row, as before
             # a metric that plans its own rows (row_tasks) says itself which rows it skips (document_retrieval
-            # takes an empty list of retrieved documents, as the SDK does); a derived field has no column
-            needs = [(s, f, self.mapping[f]) for s in specs if s.row_tasks is None for f in s.fields if f in self.mapping]
+            # takes an empty list of retrieved documents, as the SDK does); a derived field has no column; your
+            # own metric's field may be any column of the data, read by its own name
+            needs = [(s, f, self.mapping.get(f, f)) for s in specs if s.row_tasks is None for f in s.fields
+                     if f in self.mapping or f in self.columns]
             cols = list(dict.fromkeys(col for _, _, col in needs))
             empty: dict[str, list[int]] = {col: [] for col in cols}
             for i, rec in enumerate(self.records):

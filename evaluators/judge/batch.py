@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from evaluators.judge.client import (APIConnectionError, APIError, JudgeClient, JudgeError, JudgeReply, _describe,
-                                     _status_error, chat_request, read_completion)
+                                     _status_error)
+from evaluators.judge.wire import chat_request, read_completion
 from evaluators.judge.config import JudgeConfig
 
 MAX_REQUESTS = 50_000  # requests in one batch, at most (OpenAI's and Azure's limit)

@@ -23,6 +23,7 @@ from typing import Any
 from evaluators.core.errors import UsageError
 from evaluators.judge.config import (MAX_RETRY_AFTER, OPENAI_URL, PROBE_PROMPT, SHARD_CONNECTIONS, JudgeConfig,
                                      judge_url, resolve_api_key)
+from evaluators.judge.wire import chat_request, read_completion
 
 
 @dataclass
@@ -280,15 +281,20 @@ class JudgeClient:
         if event == "http11.send_request_body.complete" and self.on_sent is not None:
             self.on_sent()
 
-    async def complete(self, messages: list[dict[str, str]], _probing: bool = False) -> JudgeReply:
+    async def complete(self, messages: list[dict[str, str]], _probing: bool = False,
+                       extra: dict[str, Any] | None = None) -> JudgeReply:
         """One chat completion, retried as configured.
+
+        ``extra``: further request parameters (a metric file's, ``Template.request_params``); with
+        ``top_logprobs`` the reply's text is an envelope holding its tokens' probabilities
+        (:func:`evaluators.core.logprobs.envelope`).
 
         Raises:
             JudgeError: the last failure, once retries are spent or when it cannot be retried;
                 a reply that cannot be read (not JSON, no choices) too, with its reason.
         """
         cfg = self.config
-        body = json.dumps(chat_request(cfg, messages), ensure_ascii=False).encode()
+        body = json.dumps(chat_request(cfg, messages, extra), ensure_ascii=False).encode()
         limiter = self.limiter
         tokens = sum(len(str(m.get("content", ""))) for m in messages) / 4 + 120  # for a tpm budget
         attempt = 0
@@ -316,7 +322,12 @@ class JudgeClient:
                     limiter.release(response.status_code, response.headers, sent_at=sent_at)
                 latency = (time.perf_counter() - start) * 1000
                 try:
-                    text, pt, ct, finish, cached = read_completion(json.loads(response.content))
+                    data = json.loads(response.content)
+                    text, pt, ct, finish, cached = read_completion(data)
+                    if text and extra and "top_logprobs" in extra:
+                        from evaluators.core.logprobs import envelope
+
+                        text = envelope(text, (data["choices"][0].get("logprobs") or {}).get("content"))
                 except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
                     raise JudgeError(f"unreadable reply from the judge: {_describe(e)}", attempt,
                                      answered=True) from None
@@ -547,37 +558,6 @@ def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop (a notebook)
         return pool.submit(asyncio.run, go()).result()
-
-
-def chat_request(cfg: JudgeConfig, messages: list[dict[str, str]]) -> dict[str, Any]:
-    """The body of a chat-completions call (a direct call's, and each line of a batch's input file)."""
-    params: dict[str, Any] = dict(model=cfg.model, messages=messages, temperature=cfg.temperature,
-                                  max_tokens=cfg.max_tokens)
-    if cfg.seed is not None:
-        params["seed"] = cfg.seed
-    return params
-
-
-def read_completion(data: Any) -> tuple[str | None, int | None, int | None, str | None, int | None]:
-    """A chat completion's body (parsed JSON) read: (text, prompt tokens, completion tokens, finish reason,
-    cached prompt tokens). The one reader of a reply, for direct calls and the Batch API's output lines.
-
-    Raises:
-        TypeError, AttributeError, KeyError, IndexError: a body that is no chat completion.
-    """
-    choices = data.get("choices")
-    choice = choices[0] if choices else None
-    message = choice.get("message") if choice else None
-    text = message.get("content") if message else None
-    finish = choice.get("finish_reason") if choice else None
-    usage = data.get("usage") or {}
-    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if text is not None and not isinstance(text, str):
-        raise TypeError(f"message content is {type(text).__name__}, not text")
-    return (text, pt if type(pt) is int else None, ct if type(ct) is int else None,
-            finish if isinstance(finish, str) else None, cached if type(cached) is int else None)
 
 
 def _describe(exc: Exception) -> str:

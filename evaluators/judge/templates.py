@@ -36,6 +36,13 @@ class Template:
     system: str | None
     user: str
     sha: str
+    # request parameters sent with each call made from this template, beside the judge's own: a Prompty
+    # file's (``response_format``...), ``top_logprobs`` for scores from probabilities; as (name, JSON) pairs
+    request: tuple[tuple[str, str], ...] = ()
+
+    def request_params(self) -> dict:
+        """:attr:`request` as the keyword arguments of ``JudgeClient.complete`` (``extra``)."""
+        return {k: json.loads(v) for k, v in self.request}
 
     @property
     def placeholders(self) -> set[str]:

@@ -510,7 +510,7 @@ class Runner(ClassicSection, BudgetSection, BatchSection):
                 return self._from_hit(t, template, got[r])
             j = keys[r][0]
             try:
-                reply = await self._juror_client(j).complete(messages)
+                reply = await self._juror_client(j).complete(messages, extra=template.request_params())
             except JudgeError as e:
                 self.progress.judge_calls += e.attempts
                 return Result(t.row, t.spec.name, t.turn, "error", error=str(e), meta=self._meta(t, template))
@@ -536,7 +536,7 @@ class Runner(ClassicSection, BudgetSection, BatchSection):
         reply = None
         try:
             try:
-                reply = await client.complete(messages)
+                reply = await client.complete(messages, extra=template.request_params())
             except JudgeError as e:
                 self.progress.judge_calls += e.attempts
                 self._pending.append(Result(t.row, t.spec.name, t.turn, "error", error=str(e),

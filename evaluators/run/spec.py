@@ -13,6 +13,7 @@ from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
 from evaluators.core.registry import MetricSpec, get_metric, spec_fingerprint
 from evaluators.judge.templates import Template, load_template, load_user_template_text, parse_template
+from evaluators.metrics.custom import from_definition
 
 MAX_REPEAT = 20
 
@@ -39,6 +40,8 @@ class RunSpec:
             reads the same later; budget: USD the run stops before exceeding; batch: judge through the
             provider's Batch API; estimate: what the run was estimated to cost when started. None of these
             change the numbers: they are not in the fingerprint, and a resume may change them.
+        definitions: metric -> the definition of a metric defined in a file or saved in the store, recorded
+            when the run is prepared (:meth:`read_templates`): the run is read and resumed with that version.
     """
 
     metrics: list[str]
@@ -54,13 +57,20 @@ class RunSpec:
     batch: bool = False
     batch_retry: str = "batch"  # requests a batch left unanswered go in a new batch, or ("direct") as direct calls
     estimate: dict[str, Any] | None = None
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def jurors(self) -> list[JudgeConfig]:
         """Every judge asked each task: the run's judge, then the jury's (just the judge without a jury)."""
         return ([self.judge] if self.judge else []) + list(self.jury)
 
     def specs(self) -> list[MetricSpec]:
-        return [get_metric(m).with_params(self.options.get(m)) for m in self.metrics]
+        return [self.metric(m).with_params(self.options.get(m)) for m in self.metrics]
+
+    def metric(self, name: str) -> MetricSpec:
+        """The metric as this run uses it: the version it recorded, else the registry's."""
+        if name in self.definitions:
+            return from_definition(self.definitions[name])
+        return get_metric(name)
 
     def threshold(self, spec: MetricSpec) -> float:
         return float(self.thresholds.get(spec.name, spec.default_threshold))
@@ -74,7 +84,8 @@ class RunSpec:
                 **({"prices": dict(self.prices)} if self.prices else {}),
                 **({"budget": self.budget} if self.budget is not None else {}),
                 **({"batch": True} if self.batch else {}), **({"estimate": self.estimate} if self.estimate else {}),
-                **({"batch_retry": self.batch_retry} if self.batch and self.batch_retry != "batch" else {})}
+                **({"batch_retry": self.batch_retry} if self.batch and self.batch_retry != "batch" else {}),
+                **({"definitions": dict(self.definitions)} if self.definitions else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
@@ -84,13 +95,17 @@ class RunSpec:
                    template_texts=dict(d.get("template_texts") or {}), repeat=int(d.get("repeat") or 1),
                    jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []],
                    prices=dict(d.get("prices") or {}), budget=d.get("budget"), batch=bool(d.get("batch")),
-                   estimate=d.get("estimate"), batch_retry=d.get("batch_retry") or "batch")
+                   estimate=d.get("estimate"), batch_retry=d.get("batch_retry") or "batch",
+                   definitions=dict(d.get("definitions") or {}))
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""
         for name, path in self.templates.items():
             if name not in self.template_texts:
                 self.template_texts[name] = load_user_template_text(path, metric=name)
+        for name in self.metrics:  # and the definition of each metric defined in a file, as it is now
+            if name not in self.definitions and get_metric(name).definition is not None:
+                self.definitions[name] = dict(get_metric(name).definition)
 
     def fingerprint(self) -> str:
         """Identity of what the numbers depend on (not thresholds, concurrency or timeouts)."""
@@ -106,6 +121,8 @@ class RunSpec:
             ident["repeat"] = self.repeat
         if self.jury and tpl:  # and the other judges of a jury
             ident["jury"] = [j.identity() for j in self.jury]
+        if self.definitions:  # and the version of each metric defined in a file (a code file's content too)
+            ident["definitions"] = {k: spec_fingerprint(v) for k, v in self.definitions.items()}
         return spec_fingerprint(ident)
 
     def validate(self) -> None:
@@ -113,7 +130,7 @@ class RunSpec:
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise UsageError(f"--repeat takes 1 to {MAX_REPEAT} judgments per task, got {self.repeat}")
         for name, value in self.thresholds.items():
-            get_metric(name).check_threshold(value)
+            self.metric(name).check_threshold(value)
         self._validate_cost(specs)
         if any(s.is_judge for s in specs) and self.judge is None:
             judged = ", ".join(s.name for s in specs if s.is_judge)
@@ -122,8 +139,10 @@ class RunSpec:
             if name not in self.metrics:
                 raise UsageError(f"options given for '{name}', which is not among the chosen metrics")
         for name in self.templates:
-            if not get_metric(name).is_judge:
+            if not self.metric(name).is_judge:
                 raise UsageError(f"'{name}' is not a judge metric; only judge metrics take a template")
+            if self.metric(name).templates.inline:
+                raise UsageError(f"'{name}' is defined in a file of its own: change its prompt there")
         if self.judge is not None and any(s.is_judge for s in specs):
             self.judge.resolved()  # an unknown named judge, or one pointed elsewhere, is refused here
         for j in self.jury:
@@ -154,6 +173,13 @@ class RunSpec:
             raise UsageError("--batch sends one judge's calls through its Batch API; it does not take a jury")
 
 
+def run_metric(spec: dict[str, Any] | None, name: str) -> MetricSpec:
+    """One of a stored run's metrics as the run uses it (its recorded definition, else the registry's): the
+    dashboard reads runs made with metric files it never loaded, and old versions of saved metrics."""
+    recorded = (spec or {}).get("definitions") or {}
+    return from_definition(recorded[name]) if name in recorded else get_metric(name)
+
+
 def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
                       texts: dict[str, str] | None = None) -> dict[str, Template]:
     """mode ('single', 'turn', 'turn_ground_truth') -> template, with a user's template replacing all modes.
@@ -164,6 +190,11 @@ def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
         texts: metric -> that template's stored text (used instead of reading the path again).
     """
     t = spec.templates
+    if t.inline is not None:  # a metric defined in a file: its own prompt, for every mode (--template is refused)
+        from evaluators.judge.inline import inline_template
+
+        tpl = inline_template(spec)
+        return {"single": tpl, "turn": tpl}
     modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
     if texts and spec.name in texts:
         user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template")

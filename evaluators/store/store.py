@@ -18,6 +18,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
 from evaluators.store.batches import BatchesMixin
 from evaluators.store.reviews import ReviewsMixin
+from evaluators.store.saved_metrics import SavedMetricsMixin
 from evaluators.store.schema import (Base, CacheRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _add_missing_columns, _run_dict, default_url, new_id, utcnow)
 
@@ -38,7 +39,7 @@ def _once_per_object(process):
     return once
 
 
-class Store(ReviewsMixin, BatchesMixin):
+class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):

@@ -1,0 +1,98 @@
+"""The New metric page under AppTest: a metric built from the form, tried on 5 rows against the loopback judge
+(prompt, reply, value or the reason there is none), saved as version 1 then 2, offered in New evaluation's picker."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators.core import registry
+from tests.apptest import app, shown_text
+from tests.conftest import SINGLE
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+
+
+@pytest.fixture(autouse=True)
+def _forget_custom_metrics():
+    yield
+    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
+        registry._REGISTRY.pop(name)
+
+
+def _judge(at, url: str) -> None:
+    at.selectbox(key="judge.provider").set_value("OpenAI-compatible base URL").run()
+    at.text_input(key="judge.base_url").set_value(url).run()
+    at.text_input(key="judge.model").set_value("loopback-judge").run()
+
+
+def test_build_try_save_and_pick(judge_server, home_store):
+    at = app()  # the home page: the bundled samples are stored
+    single = next(d for d in home_store.list_datasets() if d["shape"] == "single")
+    at = app("pages/metric.py", at, dataset=single["id"])
+    at.text_input(key="metric.name").set_value("politeness").run()
+    at.text_input(key="metric.description").set_value("How polite the answer is.").run()
+    at.text_area(key="metric.rubric").set_value("1 = rude\n5 = courteous").run()
+    text = at.text_area(key="metric.text").value
+    assert "name: politeness" in text and "{{response}}" in text and "Property to judge: How polite" in text
+    _judge(at, judge_server.url)
+    # one reply the metric cannot read: said in words on its row
+    second = json.loads(SINGLE.read_text().splitlines()[1])["response"]  # row 2 of the dataset tried
+    judge_server.responder = lambda prompt, req: ("I would say four" if second in prompt
+                                                 else json.dumps({"reason": "ok", "score": 4}))
+    at.button(key="metric.try").click().run()
+    shown = shown_text(at)
+    assert len(judge_server.calls) == 5 and shown.count("Prompt sent to the judge") == 5
+    assert "the reply could not be read: no JSON object with a 'score' in the reply" in shown
+    assert "Row 1: politeness = 4" in shown and "Row 2: no value" in shown and "I would say four" in shown
+    at.button(key="metric.save").click().run()
+    assert "version 1" in shown_text(at) and home_store.saved_metric("politeness")["version"] == 1
+    # edit the saved metric into version 2
+    at.selectbox(key="metric.start").set_value("politeness (version 1)").run()
+    at.text_area(key="metric.text").set_value(at.text_area(key="metric.text").value.replace("threshold: 3",
+                                                                                            "threshold: 4")).run()
+    at.button(key="metric.save").click().run()
+    assert home_store.saved_metric_versions("politeness") == [1, 2]
+    new = app("pages/new.py", at)
+    assert "Your own metrics" in shown_text(new) and new.checkbox(key="new.metric.politeness") is not None
+
+
+def test_a_bad_edit_is_said_not_raised(home_store):
+    at = app("pages/metric.py")
+    at.text_area(key="metric.text").set_value("---\nname: x\nfields: [response]\nkind: stars\n---\n{{response}}\n").run()
+    assert not at.exception
+    assert "the definition:4: kind: unknown kind 'stars'" in " ".join(e.value for e in at.error)
+
+
+def test_a_pasted_prompty_file_is_tried_and_saved(judge_server, home_store):
+    prompty = ("---\nname: Coherence\ninputs:\n  query: {type: string}\n  response: {type: string}\n---\nsystem:\n"
+               "Judge how the answer holds together.\n\nuser:\nQ: {{query}}\nA: {{response}}\n"
+               'Reply {"reason": "...", "score": <1-5>}\n')
+    at = app("pages/metric.py")
+    at.selectbox(key="metric.start").set_value("A metric file's text (paste it)").run()
+    at.selectbox(key="metric.format").set_value("Prompty (.prompty)").run()
+    at.text_area(key="metric.text").set_value(prompty).run()
+    _judge(at, judge_server.url)
+    at.button(key="metric.try").click().run()
+    assert judge_server.calls[0]["messages"][0] == {"role": "system", "content": "Judge how the answer holds together."}
+    at.button(key="metric.save").click().run()  # named like a built-in: said, nothing saved
+    assert "'coherence' is a built-in metric's name" in " ".join(e.value for e in at.error)
+    assert home_store.saved_metrics() == []
+    at.text_input(key="metric.rename").set_value("my_coherence").run()
+    at.button(key="metric.save").click().run()
+    assert home_store.saved_metric("my_coherence")["format"] == "prompty"
+
+
+def test_runs_with_file_metrics_read_in_a_dashboard_that_never_loaded_the_files(judge_server, home_store):
+    from evaluators import evaluate
+    from tests.conftest import ROOT
+
+    res = evaluate(SINGLE, ["politeness", "word_count"], store=home_store,
+                   judge={"model": "m", "provider": "compatible", "base_url": judge_server.url},
+                   metric_files=[str(ROOT / "examples" / "metrics" / f) for f in ("politeness.md", "word_count.py")])
+    for name in ("politeness", "word_count", "answer_shape"):
+        registry._REGISTRY.pop(name)  # the dashboard's process knows nothing of these files
+    at = app("pages/results.py", run=res.run_id)
+    assert "politeness pass rate" in shown_text(at) and "word_count pass rate" in shown_text(at)
+    at = app("pages/review.py", at, run=res.run_id)
+    assert "No completed run with a judged metric" not in shown_text(at)

@@ -1,0 +1,80 @@
+"""Azure AI Evaluation SDK 1.18's own ``coherence.prompty``, loaded unchanged as a metric file, sends the judge
+the same requests the SDK's CoherenceEvaluator sends (both against the loopback judge, compared body for body).
+
+The SDK runs in a throwaway virtualenv, never in ours: ``EVAL_SDK_PYTHON`` names its interpreter, else
+``bench/.sdk-venv`` (made by ``python bench/azure_sdk_keys.py``); without either the test is skipped, saying so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from evaluators import evaluate
+from evaluators.core import registry
+from tests.conftest import ROOT
+from tests.judge_server import JudgeServer
+
+ROWS = [
+    {"query": "What does the café serve?", "response": "Crêpes and croissants — baked on site.\nAlso {{tea}}."},
+    {"query": "Is the museum open on Mondays?", "response": "No; {% raw %} it's closed Mondays."},
+]
+SDK_SIDE = """
+import json, sys
+from pathlib import Path
+import azure.ai.evaluation as sdk
+from importlib.metadata import version
+from azure.ai.evaluation import CoherenceEvaluator, OpenAIModelConfiguration
+url, rows = sys.argv[1], json.loads(sys.argv[2])
+ev = CoherenceEvaluator(OpenAIModelConfiguration(type="openai", base_url=url, api_key="k", model="m"))
+out = [ev(query=r["query"], response=r["response"]) for r in rows]
+print(json.dumps({"prompty": str(Path(sdk.__file__).parent / "_evaluators/_coherence/coherence.prompty"),
+                  "version": version("azure-ai-evaluation"), "scores": [o["coherence"] for o in out]}))
+"""
+
+
+def _sdk_python() -> str:
+    py = os.environ.get("EVAL_SDK_PYTHON") or str(ROOT / "bench" / ".sdk-venv" / "bin" / "python")
+    if not Path(py).is_file():
+        pytest.skip("no Azure AI Evaluation SDK virtualenv (set EVAL_SDK_PYTHON, or run bench/azure_sdk_keys.py once)")
+    return py
+
+
+def _bodies(server: JudgeServer) -> list[dict]:
+    """The request bodies the judge received, in a fixed order (calls in flight together arrive in any)."""
+    return sorted(({k: v for k, v in c.items() if not k.startswith("_")} for c in server.calls),
+                  key=lambda b: json.dumps(b, sort_keys=True))
+
+
+def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store, tmp_path):
+    py = _sdk_python()
+    with JudgeServer() as sdk_judge:
+        done = subprocess.run([py, "-c", SDK_SIDE, sdk_judge.url, json.dumps(ROWS)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        sdk = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sdk["version"].startswith("1.18.")
+    try:
+        with JudgeServer() as ours:
+            res = evaluate(ROWS, ["sdk_coherence"], judge={"model": "m", "provider": "compatible", "base_url": ours.url},
+                           store=store, metric_files=[f"sdk_coherence={sdk['prompty']}"])
+    finally:
+        registry._REGISTRY.pop("sdk_coherence", None)
+    assert _bodies(ours) == _bodies(sdk_judge) and len(_bodies(ours)) == 2
+    assert list(res.rows["outputs.sdk_coherence.sdk_coherence"]) == sdk["scores"]  # the same verdicts, read alike
+    # the command line, and the file saved in the store as the dashboard's pickers read it
+    from evaluators.cli.main import main
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    try:
+        assert main(["metrics", "add", f"sdk_coherence={sdk['prompty']}", "--db", store.url]) == 0
+        with JudgeServer() as cli:
+            assert main(["run", str(data), "--metrics", "sdk_coherence", "--out", str(tmp_path / "out"), "--quiet",
+                         "--judge-base-url", cli.url, "--judge-model", "m", "--db", store.url]) == 0
+    finally:
+        registry._REGISTRY.pop("sdk_coherence", None)
+    assert _bodies(cli) == _bodies(sdk_judge)
