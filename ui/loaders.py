@@ -216,16 +216,16 @@ def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
     from concurrent.futures import wait as wait_for
 
     from evaluators.api import estimate_run
-    from evaluators.core.registry import get_metric
     from evaluators.run.spec import RunSpec
 
     ds, state, db = dataset(dataset_id), _judge_cache_state(), store()  # read here: the thread has no script run
     judge = json.dumps(spec.judge.identity(), sort_keys=True, default=str)
     futures = []
-    for name in [m for m in spec.metrics if get_metric(m).is_judge]:
+    for name in [m for m in spec.metrics if spec.metric(m).is_judge]:
         one = RunSpec([name], {}, spec.judge, {k: v for k, v in spec.templates.items() if k == name},
                       {k: v for k, v in spec.options.items() if k == name},
-                      {k: v for k, v in spec.template_texts.items() if k == name})
+                      {k: v for k, v in spec.template_texts.items() if k == name},
+                      definitions={k: v for k, v in spec.definitions.items() if k == name})
         key = (dataset_id, name, json.dumps(one.to_dict(), sort_keys=True, default=str), judge, state)
         futures.append(_estimates().job(key, lambda one=one: estimate_run(db, ds, one)))
     _, pending = wait_for(futures, timeout=wait if wait is not None else None if len(ds) <= INLINE_ROWS else 0)

@@ -45,10 +45,8 @@ def run_cost(store: Store, run_id: str) -> dict[str, Any]:
     if price is not None:
         out.update({f"cost.price.{k}": v for k, v in price.to_dict().items()})
     by_metric_est = est.get("by_metric") or {}
-    from evaluators.core.registry import get_metric
-
     for name in spec.metrics:
-        if not get_metric(name).is_judge:
+        if not spec.metric(name).is_judge:  # as the run recorded it (your own metric's version too)
             continue
         out.update(_tally_keys(f"cost.{name}", per.get(name, Tally())))
         out[f"cost.{name}.estimate_usd"] = _round((by_metric_est.get(name) or {}).get("usd"))
