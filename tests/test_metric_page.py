@@ -96,3 +96,39 @@ def test_runs_with_file_metrics_read_in_a_dashboard_that_never_loaded_the_files(
     assert "politeness pass rate" in shown_text(at) and "word_count pass rate" in shown_text(at)
     at = app("pages/review.py", at, run=res.run_id)
     assert "No completed run with a judged metric" not in shown_text(at)
+
+
+def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store, tmp_path, monkeypatch):
+    """A code metric reaches a dashboard as an installed package's entry point (no one uploads Python to a shared
+    server): New evaluation offers it, its worker computes it, the Results page reads it."""
+    import sys
+
+    from evaluators.metrics.custom import register_entry_points
+    from tests.conftest import wait_for_run
+
+    (tmp_path / "acme_shout.py").write_text(
+        "from evaluators import metric\n\n@metric(name='shouting', fields=['response'], threshold=0.2,"
+        " higher_is_better=False)\ndef shouting(row):\n    t = row['response']\n"
+        "    return sum(c.isupper() for c in t) / max(1, sum(c.isalpha() for c in t))\n")
+    info = tmp_path / "acme_shout-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-shout\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[evaluators.metrics]\nshouting = acme_shout:shouting\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # installed for this process (the dashboard) ...
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # ... and for the worker it starts
+    register_entry_points()
+    app()
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    at = app("pages/new.py", dataset=did)
+    at.checkbox(key="new.metric.shouting").check().run()
+    at.button(key="new.start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    rid = home_store.list_runs()[0]["id"]
+    assert wait_for_run(home_store, rid)["status"] == "completed"
+    ds = home_store.get_dataset(did)
+    got = {r.row_idx: r.value for r in home_store.load_results(rid)}
+    for i, rec in enumerate(ds.records):  # by hand: capitals over letters of each stored response
+        t = rec[ds.mapping["response"]]
+        assert got[i] == pytest.approx(sum(c.isupper() for c in t) / max(1, sum(c.isalpha() for c in t)))
+    assert "shouting pass rate" in shown_text(app("pages/results.py", run=rid))
+    sys.modules.pop("acme_shout", None)
