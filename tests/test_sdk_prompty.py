@@ -78,3 +78,37 @@ def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store, tmp_path):
     finally:
         registry._REGISTRY.pop("sdk_coherence", None)
     assert _bodies(cli) == _bodies(sdk_judge)
+
+
+@pytest.mark.usefixtures("fresh_caches")
+def test_sdk_coherence_prompty_pasted_in_the_new_metric_page_sends_what_the_sdk_sends(home_store):
+    """The same file's text pasted on the dashboard's New metric page and tried on the rows: the judge receives
+    the SDK's own messages, then it is saved under a name of its own."""
+    from evaluators import load_dataset
+    from tests.apptest import app
+
+    py = _sdk_python()
+    with JudgeServer() as sdk_judge:
+        done = subprocess.run([py, "-c", SDK_SIDE, sdk_judge.url, json.dumps(ROWS)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        sdk = json.loads(done.stdout.strip().splitlines()[-1])
+    did = home_store.save_dataset(load_dataset(ROWS))
+    try:
+        with JudgeServer() as ours:
+            at = app("pages/metric.py", dataset=did)
+            at.selectbox(key="metric.start").set_value("A metric file's text (paste it)").run()
+            at.selectbox(key="metric.format").set_value("Prompty (.prompty)").run()
+            at.text_area(key="metric.text").set_value(Path(sdk["prompty"]).read_text(encoding="utf-8")).run()
+            at.text_input(key="metric.rename").set_value("sdk_coherence").run()
+            at.selectbox(key="judge.provider").set_value("OpenAI-compatible base URL").run()
+            at.text_input(key="judge.base_url").set_value(ours.url).run()
+            at.text_input(key="judge.model").set_value("m").run()
+            at.button(key="metric.try").click().run()
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            at.button(key="metric.save").click().run()
+    finally:
+        registry._REGISTRY.pop("sdk_coherence", None)
+    messages = sorted((c["messages"] for c in ours.calls), key=lambda m: json.dumps(m))
+    assert messages == sorted((b["messages"] for b in _bodies(sdk_judge)), key=lambda m: json.dumps(m))
+    assert home_store.saved_metric("sdk_coherence")["format"] == "prompty"
