@@ -69,7 +69,11 @@ def _long_text(text: str, label: str) -> None:
 
 
 def tool_rates(run: dict, res) -> None:
-    """Each tool's calls and success rate across the run (nothing when its rows made no tool call)."""
+    """Each tool's calls and success rate across the run (nothing when its rows made no tool call). Only for a
+    run with an agent metric: finding tool calls reads every row's response, which a 100,000-row run of plain
+    answers should not pay on each first open (it took minutes there)."""
+    if not any(s.family == "agents" for s in res.specs):
+        return
     rates = loaders.tool_rates(run["id"], res.dataset)
     if not rates:
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.run.budget import Tally, spec_prices, tally_results
+from evaluators.run.budget import Tally, spec_prices, tally_billing
 from evaluators.run.spec import RunSpec
 from evaluators.store.store import Store
 
@@ -35,7 +35,7 @@ def run_cost(store: Store, run_id: str) -> dict[str, Any]:
     if spec.judge is None:
         return {}
     price_of = spec_prices(spec)
-    total, per = tally_results(store.iter_results(run_id), price_of, spec.judge.model)
+    total, per = tally_billing(store.billing(run_id), price_of, spec.judge.model)
     est = spec.estimate or {}
     price = price_of(spec.judge.model)
     out: dict[str, Any] = {"cost.currency": "USD", **_tally_keys("cost", total), "cost.batch_calls": total.batch_calls,

@@ -30,9 +30,9 @@ class Tally:
     usd: float | None = 0.0
     batch_calls: int = 0
 
-    def add(self, prompt: int, cached: int, completion: int, usd: float | None, batch: bool) -> None:
-        self.calls += 1
-        self.batch_calls += bool(batch)
+    def add(self, prompt: int, cached: int, completion: int, usd: float | None, batch: bool, calls: int = 1) -> None:
+        self.calls += calls
+        self.batch_calls += calls if batch else 0
         self.prompt_tokens += prompt
         self.cached_tokens += min(cached, prompt)
         self.completion_tokens += completion
@@ -43,25 +43,16 @@ class Tally:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
-def billed(result: Any) -> bool:
-    """Whether a stored result stands for a call the provider billed (answered, not from the judge cache)."""
-    return not result.cached and (result.prompt_tokens is not None or result.completion_tokens is not None)
-
-
-def tally_results(results: Iterable[Any], price_of: Callable[[str | None], Price | None],
+def tally_billing(groups: Iterable[tuple], price_of: Callable[[str | None], Price | None],
                   default_model: str | None) -> tuple[Tally, dict[str, Tally]]:
-    """The run's billed calls summed, and per metric (results: anything with the fields of a stored result)."""
+    """The run's billed calls summed, and per metric, from :meth:`Store.billing`'s groups (metric, model, batch,
+    calls, prompt, cached, completion tokens); each group priced at its model's price (linear in the tokens)."""
     total, per = Tally(), {}
-    for r in results:
-        if not billed(r):
-            continue
-        meta = r.meta or {}
-        price = price_of(meta.get("model") or default_model)
-        pt, ct = r.prompt_tokens or 0, r.completion_tokens or 0
-        cached, batch = int(meta.get("cached_tokens") or 0), bool(meta.get("batch"))
+    for metric, model, batch, calls, pt, cached, ct in groups:
+        price = price_of(model or default_model)
         usd = price.cost(pt, ct, cached, batch) if price is not None else None
-        total.add(pt, cached, ct, usd, batch)
-        per.setdefault(r.metric, Tally()).add(pt, cached, ct, usd, batch)
+        for t in (total, per.setdefault(metric, Tally())):
+            t.add(pt, cached, ct, usd, batch, calls)
     return total, per
 
 
@@ -140,7 +131,7 @@ class BudgetSection:
         self._billed: dict[int, list] = {}  # task -> its replies, while it is judged (for settle)
         if spec.budget is None or spec.judge is None:
             return
-        spent, _ = tally_results(self.store.iter_results(self.run_id), spec_prices(spec), spec.judge.model)
+        spent, _ = tally_billing(self.store.billing(self.run_id), spec_prices(spec), spec.judge.model)
         self._budget = make_budget(spec, spent.usd or 0.0)
 
     def _budget_admit(self, messages: list[dict]) -> float | None:

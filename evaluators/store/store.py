@@ -353,6 +353,21 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
             for r in rows:
                 yield Result(*r)
 
+    def billing(self, run_id: str) -> list[tuple[str, str | None, bool, int, int, int, int]]:
+        """A run's billed calls (answered, not from the judge's cache) summed in the database, by metric, model
+        and Batch API or not: (metric, model, batch, calls, prompt tokens, cached prompt tokens, completion
+        tokens). One query, however many results: the Results page shows the run's cost on every open."""
+        model = ResultRow.meta["model"].as_string()
+        batch = func.coalesce(ResultRow.meta["batch"].as_boolean(), False)
+        cached = func.coalesce(ResultRow.meta["cached_tokens"].as_integer(), 0)
+        q = (select(ResultRow.metric, model, batch, func.count(), func.coalesce(func.sum(ResultRow.prompt_tokens), 0),
+                    func.sum(cached), func.coalesce(func.sum(ResultRow.completion_tokens), 0))
+             .where(ResultRow.run_id == run_id, ResultRow.cached.is_(False),
+                    (ResultRow.prompt_tokens.is_not(None)) | (ResultRow.completion_tokens.is_not(None)))
+             .group_by(ResultRow.metric, model, batch))
+        with self.session() as s:
+            return [(m, md, bool(b), int(n), int(pt), int(c or 0), int(ct)) for m, md, b, n, pt, c, ct in s.execute(q)]
+
     def clear_errors(self, run_id: str, row_idx: Iterable[int] | None = None) -> int:
         """Forget errored results (all, or those rows') so that a retry judges them again."""
         with self.session() as s:
