@@ -79,6 +79,31 @@ def test_cost_per_run_and_metric_with_provider_cached_tokens(store, judge_server
     assert run_cost(store, again)["cost.usd"] == 0.0 and len(judged_usages(judge_server)) == 62
 
 
+def test_an_ended_runs_cost_is_kept_beside_the_store_and_follows_its_state(store, judge_server):
+    from evaluators.read.columns import views_dir
+    from evaluators.read.cost import kept_run_cost
+    from evaluators.read.view import prepare_view
+    from evaluators.store.schema import Result, utcnow
+
+    judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url, max_retries=0)
+    rid = prepare_run(store, SINGLE, ["coherence"], judge, cost={"prices": {"gpt-4o-mini": PRICE}})
+    assert Runner(store, rid).run() == "completed"
+    prepare_view(store, rid)  # as the run's worker does when it ends
+    [kept] = views_dir(store).glob(f"cost-{rid}-*.json")
+    usages = judged_usages(judge_server)
+    assert json.loads(kept.read_text())["cost.usd"] == pytest.approx(by_hand(usages), abs=1e-6)
+    assert kept_run_cost(store, rid) == run_cost(store, rid)
+    # row 1 judged again with a million prompt tokens, and the run ended again: the kept figure follows
+    old = next(r for r in store.load_results(rid) if r.row_idx == 0)
+    store.write_results(rid, [Result(0, "coherence", 0, "ok", old.value, old.outputs, reason=old.reason,
+                                     prompt_tokens=1_000_000, completion_tokens=old.completion_tokens,
+                                     meta={**(old.meta or {}), "cached_tokens": 0})])
+    store.update_run(rid, finished_at=utcnow())
+    after = kept_run_cost(store, rid)
+    assert after["cost.prompt_tokens"] == sum(u["prompt_tokens"] for u in usages) - old.prompt_tokens + 1_000_000
+    assert len(list(views_dir(store).glob(f"cost-{rid}-*.json"))) == 1  # the earlier state's file is gone
+
+
 def test_cli_writes_cost_keys_and_summary(tmp_path, judge_server):
     out = tmp_path / "out"
     p = subprocess.run([sys.executable, "-m", "evaluators", "run", SINGLE, "--metrics", "coherence,bleu", "--out", out,

@@ -270,9 +270,9 @@ def _version(run: dict) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=600)
 def _run_cost(run_id: str, version: tuple, spec_json: str) -> dict:
-    from evaluators.read.cost import run_cost as cost
+    from evaluators.read.cost import kept_run_cost
 
-    return cost(store(), run_id)
+    return kept_run_cost(store(), run_id)
 
 
 def run_cost(run: dict) -> dict:

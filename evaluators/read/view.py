@@ -30,6 +30,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.core.kinds import MetricCell
 from evaluators.core.kinds.columns import ERROR, OK, PENDING, STATUS_NAMES
 from evaluators.core.registry import MetricSpec
+from evaluators.read.cost import kept_run_cost
 from evaluators.read.results import RunResults, cell_verdicts, combine
 from evaluators.store.schema import Result
 from evaluators.store.store import Store
@@ -330,3 +331,4 @@ def prepare_view(store: Store, run_id: str) -> None:
     if store.get_run(run_id)["status"] in ("queued", "running") or views_dir(store) is None:
         return
     open_view(store, run_id)._cols.search.ensure()
+    kept_run_cost(store, run_id)  # and its cost, summed once
