@@ -371,6 +371,9 @@ def _expected(home: Path, run_id: str) -> dict:
     t = time.perf_counter()
     res._cols.search.ensure()
     search_build = time.perf_counter() - t
+    from evaluators.read.cost import kept_run_cost
+
+    kept_run_cost(store, run_id)  # the rest of what the run's worker prepares as it ends (prepare_view)
     expect = {"all": len(res), "fail": res.query(verdict="fail", limit=0)[0],
               "python": res.query(verdict="fail", search="python", limit=0)[0],
               "function": res.query(verdict="fail", search="function", limit=0)[0],
