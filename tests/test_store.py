@@ -1,4 +1,4 @@
-"""The store on real SQLite: idempotent writes, datasets kept once, one worker per run."""
+"""The store on real SQLite and PostgreSQL: idempotent writes, datasets kept once, one worker per run."""
 from __future__ import annotations
 
 import pytest
@@ -8,6 +8,8 @@ from evaluators.core.errors import EvalError
 from evaluators.run.runner import Runner
 from evaluators.store.schema import Result
 from tests.conftest import SINGLE
+
+pytestmark = pytest.mark.both_stores
 
 
 def test_dataset_is_stored_once_per_content(store):
