@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from evaluators.cli import review as cli_review, safety as cli_safety, wildbench as cli_wildbench
+from evaluators.cli import db as cli_db
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_safety.add_commands(sub)
     cli_wildbench.add_commands(sub)
     cli_review.add_commands(sub)
+    cli_db.add_commands(sub)
     return p
 
 
@@ -479,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command != "run":
             resume_gc()
         commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "views": cmd_views,
-                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS}
+                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS, **cli_db.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)

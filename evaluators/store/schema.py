@@ -1,5 +1,5 @@
 """The store's tables (SQLAlchemy): datasets and their records, runs, per-row results and the judge-call cache;
-``Result``, one result as the engine passes it around; and the in-place upgrade of older stores."""
+and ``Result``, one result as the engine passes it around. A change here is an Alembic revision too (migrate.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,6 +13,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 
+# The Alembic revision these tables are (migrations/versions); a test checks it is the newest there.
+SCHEMA_REVISION = "0001"
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)
@@ -176,21 +178,6 @@ def default_url() -> str:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
-
-def _add_missing_columns(engine) -> None:
-    """Columns added since a store was first created (``created_by``, ``rate_limited_until``), added
-    in place: nullable, so existing rows simply have none."""
-    from sqlalchemy import inspect, text
-
-    insp = inspect(engine)
-    with engine.begin() as conn:
-        for table in (DatasetRow.__table__, RunRow.__table__):
-            have = {c["name"] for c in insp.get_columns(table.name)}
-            for col in table.columns:
-                if col.name not in have and col.nullable:
-                    kind = col.type.compile(dialect=engine.dialect)
-                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {col.name} {kind}'))
-
 
 def _run_dict(r: RunRow) -> dict:
     return {c.name: getattr(r, c.name) for c in RunRow.__table__.columns}

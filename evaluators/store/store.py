@@ -15,10 +15,11 @@ from sqlalchemy import JSON, DateTime, create_engine, delete, event, func, selec
 from sqlalchemy.orm import Session, sessionmaker
 
 from evaluators.data.dataset import Dataset
+from evaluators.store.migrate import ensure_current
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
 from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.schema import (Base, CacheRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
-                                     ResultRow, RunRow, _add_missing_columns, _run_dict, default_url, new_id, utcnow)
+                                     ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
 
 def _once_per_object(process):
@@ -57,8 +58,7 @@ class Store(ReviewsMixin):
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
-        Base.metadata.create_all(self.engine)
-        _add_missing_columns(self.engine)
+        ensure_current(self.engine)  # an empty database gets the tables; an older or newer store is refused
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
