@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from evaluators.cli import review as cli_review, safety as cli_safety, wildbench as cli_wildbench
-from evaluators.cli import db as cli_db
+from evaluators.cli import db as cli_db, queue as cli_queue
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -106,8 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("metrics", help="list metrics (and which a dataset allows)")
     m.add_argument("data", nargs="?")
     m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
-    w = sub.add_parser("worker", help="execute a stored run (used by the dashboard)")
-    w.add_argument("run_id")
+    w = sub.add_parser("worker", help="without a run id: take queued runs' chunks (PostgreSQL store) until stopped; "
+                                      "with one: execute that stored run (the dashboard's SQLite runs)")
+    w.add_argument("run_id", nargs="?")
+    w.add_argument("--jobs", type=int, default=1, help="queued chunks this worker runs at once")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--retry-errors", action="store_true",
                    help="forget the run's errored results, once this worker holds the run, and judge them again")
@@ -120,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_wildbench.add_commands(sub)
     cli_review.add_commands(sub)
     cli_db.add_commands(sub)
+    cli_queue.add_commands(sub, r)
     return p
 
 
@@ -426,6 +429,8 @@ def cmd_metrics(a) -> int:
 
 
 def cmd_worker(a) -> int:
+    if a.run_id is None:
+        return cli_queue.cmd_queue_worker(a)
     from evaluators.run.runner import Runner
     from evaluators.store.store import Store
 
@@ -481,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command != "run":
             resume_gc()
         commands = {"run": cmd_run, "metrics": cmd_metrics, "worker": cmd_worker, "views": cmd_views,
-                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS, **cli_db.COMMANDS}
+                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS, **cli_db.COMMANDS, **cli_queue.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 # The Alembic revision these tables are (migrations/versions); a test checks it is the newest there.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)
@@ -78,6 +78,31 @@ class RunRow(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
+
+
+class ChunkRow(Base):
+    """A part of a queued run (rows ``start`` to ``stop``), done by one worker at a time (the job queue on
+    PostgreSQL); the run's own progress is the sum of its chunks'."""
+
+    __tablename__ = "run_chunks"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stop: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | running | completed | failed | cancelled
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)  # host:pid doing it
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    judge_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)  # workers sharing a judge
+    paused_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # the judge asked this worker to wait
+    pace: Mapped[float | None] = mapped_column(Float, nullable=True)  # calls/s it learned the judge allows
+    tasks_total: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_done: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_errored: Mapped[int] = mapped_column(Integer, default=0)
+    judge_calls: Mapped[int] = mapped_column(Integer, default=0)
+    cache_hits: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ResultRow(Base):

@@ -18,7 +18,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.store.migrate import ensure_current
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
 from evaluators.store.reviews import ReviewsMixin
-from evaluators.store.schema import (Base, CacheRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
+from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
 
@@ -209,7 +209,16 @@ class Store(ReviewsMixin):
             return s.scalar(select(RunRow.id).where(RunRow.id == run_id, self._held())) is not None
 
     def request_cancel(self, run_id: str) -> None:
-        self.update_run(run_id, cancel_requested=True)
+        """Ask the run's worker(s) to stop. A queued run's chunks no worker has taken end at once, and with
+        no chunk in a worker's hands the run ends now ("cancelled")."""
+        with self.session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True))
+            n = s.execute(update(ChunkRow).where(ChunkRow.run_id == run_id, ChunkRow.status == "queued")
+                          .values(status="cancelled")).rowcount
+            if n and s.scalar(select(func.count()).select_from(ChunkRow).where(
+                    ChunkRow.run_id == run_id, ChunkRow.status == "running")) == 0:
+                s.execute(update(RunRow).where(RunRow.id == run_id).values(status="cancelled", finished_at=utcnow()))
+            s.commit()
 
     def cancel_requested(self, run_id: str) -> bool:
         with self.session() as s:
