@@ -167,3 +167,16 @@ def test_workers_sharing_a_judge_share_its_budget_and_one_probes(pg_url):
     runners[0].store.update_run(rid, status="completed")  # host:1 done: host:2 has the whole budget
     runners[1].store.update_run(rid, tasks_done=3)
     assert b.rpm.rate == 600 / 60 and b.probing
+
+
+def test_cancel_of_a_run_no_worker_has_taken_ends_it_at_once(pg_url):
+    from evaluators.api import prepare_run
+    from evaluators.run.queue import enqueue_run
+
+    store = Store(pg_url)
+    rid = prepare_run(store, SINGLE, ["bleu"])
+    assert enqueue_run(store, rid, rows=10) == 4 and store.get_run(rid)["status"] == "queued"
+    store.request_cancel(rid)  # no worker is running: nobody else would end it
+    assert store.get_run(rid)["status"] == "cancelled"
+    with store.engine.connect() as c:
+        assert {s for (s,) in c.exec_driver_sql("SELECT status FROM run_chunks")} == {"cancelled"}
