@@ -1,6 +1,6 @@
 """Workers of the job queue sharing one run (issue 19): PostgreSQL store, the loopback judge at 300 ms.
 
-    python bench/queue_workers.py [--rows 3000] [--latency 0.3] [--concurrency 16] [--chunk-rows 200]
+    python bench/queue_workers.py [--rows 3000] [--latency 0.3] [--concurrency 16] [--chunk-rows 250]
 
 One run of ROWS rows x 1 judge metric (fluency), each scenario on a fresh database (so no judge cache):
 
@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=3000)
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--chunk-rows", type=int, default=200)
+    ap.add_argument("--chunk-rows", type=int, default=250)
     args = ap.parse_args()
     from tests.judge_server import JudgeServerProcess
     from tests.pg import PostgresServer
@@ -105,7 +105,8 @@ def main() -> None:
             one_values = values
         print(json.dumps(s))
     print(json.dumps({"speedup_3_over_1": round(one["wall_s"] / three["wall_s"], 2), "target": 2.5,
-                      "limit_1_worker_s": round(args.rows * args.latency / args.concurrency, 1)}))
+                      "limit_1_worker_s": round(args.rows * args.latency / args.concurrency, 1),
+                      "load_average": os.getloadavg()}))
 
 
 if __name__ == "__main__":

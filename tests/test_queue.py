@@ -74,6 +74,7 @@ def test_submit_two_workers_and_wait_write_what_run_writes(tmp_path, pg_url, jud
         prompt = next(prompt_text(c) for c in judge_server.calls if ds.records[i]["response"] in prompt_text(c))
         assert r["outputs.fluency.fluency"] == expected_score(prompt)
     assert judged_rows(judge_server, ds) == Counter(range(31))  # each row judged once
+    assert len(judge_server.probes) <= 1 + 2  # submit's check, then one per worker (not one per chunk)
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["fluency.scored_rows"] == 31 and metrics["bleu.scored_rows"] == 31
     store = Store(pg_url)

@@ -33,6 +33,9 @@ COUNTERS = ("tasks_total", "tasks_done", "tasks_errored", "judge_calls", "cache_
 ENDED = ("completed", "failed", "cancelled")
 # A worker beats twice a second; one silent this long no longer counts among those sharing a judge.
 SHARE_STALE = dt.timedelta(seconds=3)
+# Judges this process has checked (judge key -> the check's latency, s): its next chunks with the same judge
+# and key skip the check (one call and a round trip each) and open at once.
+_CHECKED: dict[str, float] = {}
 
 
 def judge_key(spec: RunSpec) -> str | None:
@@ -181,6 +184,17 @@ class ChunkRunner(Runner):
         super().__init__(view, run_id)  # type: ignore[arg-type]  (a Store in all the runner uses)
         view.runner = self
         self._range = range(start, stop)
+
+    async def _check_judge(self) -> None:
+        key = self.store.key
+        if key is not None and key in _CHECKED and not self.spec.jury:
+            self._trusted = True
+            self._limiter.start_ramp(_CHECKED[key])
+            return
+        start = time.perf_counter()
+        await super()._check_judge()
+        if key is not None:
+            _CHECKED[key] = time.perf_counter() - start
 
     def _walk(self, done, stored, values: bool = True):
         return iter_tasks(self.dataset, self.spec, done, rows=self._range, values=values)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from sqlalchemy import JSON, DateTime, create_engine, delete, event, func, selec
 from sqlalchemy.orm import Session, sessionmaker
 
 from evaluators.data.dataset import Dataset
+from evaluators.store import pgfast
 from evaluators.store.migrate import ensure_current
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
 from evaluators.store.reviews import ReviewsMixin
@@ -85,6 +86,11 @@ class Store(ReviewsMixin):
                              row_numbers=list(ds.row_numbers), created_by=created_by))
             s.flush()
             table, batch = RecordRow.__table__, []
+            if self.engine.dialect.name == "postgresql":  # COPY: PostgreSQL's fast path, same transaction
+                pgfast.copy_rows(s.connection(), table, ({"dataset_id": did, "idx": i, "data": r}
+                                                         for i, r in enumerate(ds.records)))
+                s.commit()
+                return did
             for i, r in enumerate(ds.records):
                 batch.append({"dataset_id": did, "idx": i, "data": r})
                 if len(batch) >= RECORD_CHUNK:
@@ -242,6 +248,12 @@ class Store(ReviewsMixin):
             with self.engine.begin() as conn:
                 self._sqlite_upsert(conn, ResultRow.__table__, rows)
                 self._sqlite_upsert(conn, CacheRow.__table__, cache)
+            return
+        if self.engine.dialect.name == "postgresql" and len(rows) + len(cache) >= pgfast.COPY_FROM:
+            with self.engine.begin() as conn:  # COPY into a temporary table, then one merge
+                for table, batch in ((ResultRow.__table__, rows), (CacheRow.__table__, cache)):
+                    if batch:
+                        pgfast.copy_upsert(conn, table, batch)
             return
         with self.session() as s:
             self._upsert(s, ResultRow, rows)
