@@ -56,3 +56,39 @@ def copy_upsert(conn, table: Table, rows: list[dict[str, Any]]) -> None:
                     f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}")
         cur.execute(f"DELETE FROM {tmp}")  # (ON COMMIT empties it too; this keeps a later batch of the same
         # transaction from merging these rows again)
+
+
+def stream(engine, sql: str, params: tuple, chunk: int) -> Iterable[list[tuple]]:
+    """Rows of ``sql`` in lists of up to ``chunk``, from a server-side cursor (never the whole result in memory).
+    JSON values come back parsed, by psycopg."""
+    raw = engine.raw_connection()
+    try:
+        with raw.driver_connection.cursor(name="evaluators_stream") as cur:
+            cur.itersize = chunk
+            cur.execute(sql, params)
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    break
+                yield rows
+        raw.driver_connection.rollback()  # (read only: ends the cursor's transaction)
+    finally:
+        raw.close()
+
+
+def run_outcomes(engine, run_id: str, metrics: list[str], keys: list[str], chunk: int) -> Iterable[list[tuple]]:
+    """Store.run_outcomes on PostgreSQL: each output read in the database (``outputs -> key``), so no row's
+    whole ``outputs`` is parsed in Python; true/false come back as 1/0, as on SQLite."""
+    cols = "".join(", outputs -> %s" for _ in keys)
+    sql = (f"SELECT row_idx, metric, turn, status, value{cols} FROM results WHERE run_id = %s "
+           f"AND metric = ANY(%s)")
+    for rows in stream(engine, sql, (*keys, run_id, list(metrics)), chunk):
+        yield [r[:5] + tuple(int(v) if isinstance(v, bool) else v for v in r[5:]) for r in rows]
+
+
+def dataset_texts(engine, dataset_id: str, columns: list[str | None]) -> Iterable[tuple]:
+    """Store.dataset_texts on PostgreSQL: ``(idx, record[c0], ...)`` read in the database (``data -> c``)."""
+    cols = "".join(", NULL" if c is None else ", data -> %s" for c in columns)
+    sql = f"SELECT idx{cols} FROM dataset_records WHERE dataset_id = %s ORDER BY idx"
+    for rows in stream(engine, sql, (*[c for c in columns if c is not None], dataset_id), 5000):
+        yield from rows

@@ -425,6 +425,9 @@ class Store(ReviewsMixin):
             finally:
                 raw.close()
             return
+        if self.engine.dialect.name == "postgresql":
+            yield from pgfast.run_outcomes(self.engine, run_id, metrics, keys, chunk)
+            return
         with self.session() as s:
             q = (select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn, ResultRow.status, ResultRow.value,
                         ResultRow.outputs).where(ResultRow.run_id == run_id, ResultRow.metric.in_(metrics)))
@@ -507,6 +510,9 @@ class Store(ReviewsMixin):
                     yield from chunk
             finally:
                 raw.close()
+            return
+        if self.engine.dialect.name == "postgresql":
+            yield from pgfast.dataset_texts(self.engine, dataset_id, columns)
             return
         with self.session() as s:
             for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(RecordRow.dataset_id == dataset_id)
