@@ -181,3 +181,30 @@ def test_cancel_of_a_run_no_worker_has_taken_ends_it_at_once(pg_url):
     assert store.get_run(rid)["status"] == "cancelled"
     with store.engine.connect() as c:
         assert {s for (s,) in c.exec_driver_sql("SELECT status FROM run_chunks")} == {"cancelled"}
+
+
+def test_the_dashboard_queues_runs_on_postgresql_and_a_worker_keeps_them_held(pg_url):
+    """spawn_worker (the dashboard's Start / Resume) queues the run's chunks instead of starting a process, refuses
+    a key typed in the dashboard (workers use their own), and a live worker keeps a waiting run from looking
+    stopped."""
+    from evaluators.api import prepare_run
+    from evaluators.core.errors import EvalError
+    from evaluators.judge.config import JudgeConfig
+    from evaluators.run.workers import spawn_worker, worker_stopped
+
+    store = Store(pg_url)
+    judge = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
+    rid = prepare_run(store, SINGLE, ["fluency"], judge)
+    with pytest.raises(EvalError, match="use their own keys"):
+        spawn_worker(store, rid, api_key="sk-typed")
+    assert spawn_worker(store, rid) == 0
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql("SELECT count(*) FROM run_chunks WHERE status = 'queued'").scalar() == 1
+        assert c.exec_driver_sql("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'").scalar() == 1
+        c.exec_driver_sql("UPDATE runs SET heartbeat_at = now() - interval '1 hour'")  # waited an hour, no worker
+        c.commit()
+    assert worker_stopped(store.get_run(rid))
+    from evaluators.run.queue import _hold_waiting_runs
+
+    _hold_waiting_runs(store)  # what every live worker does each second (while busy with other runs' chunks)
+    assert not worker_stopped(store.get_run(rid))

@@ -23,8 +23,10 @@ from typing import Any
 from sqlalchemy import inspect, text
 
 from evaluators.core.errors import EvalError
-from evaluators.run.chunked import CHUNK_ROWS, ChunkRunner, ChunkStore, chunk_state, judge_key, plan_chunks
+from evaluators.run.chunked import (CHUNK_ROWS, SHARE_STALE, ChunkRunner, ChunkStore, chunk_state, judge_key,
+                                    plan_chunks)
 from evaluators.run.spec import RunSpec
+from evaluators.store.schema import utcnow
 from evaluators.store.store import Store
 
 QUEUE = "evaluators"
@@ -102,6 +104,11 @@ def _run_chunk(store: Store, run_id: str, start: int, stop: int) -> str:
     state = chunk_state(store, run_id, start)
     if state is not None and state["status"] in ("completed", "cancelled", "failed"):
         return state["status"]  # (a job given again after its worker was thought dead, but finished)
+    if (state is not None and state["status"] == "running" and state["heartbeat_at"] is not None
+            and utcnow() - state["heartbeat_at"] < SHARE_STALE):
+        # another worker has it and beats (the run was resumed while it worked): leave it. (A job given
+        # back by the stalled-job recovery finds its chunk silent for at least STALLED - BEAT s.)
+        return "running"
     run = store.get_run(run_id)
     if run["cancel_requested"] or run["status"] == "cancelled":
         view = ChunkStore(store, run_id, start, stop, worker_name(), judge_key(RunSpec.from_dict(run["spec"])))
@@ -110,16 +117,25 @@ def _run_chunk(store: Store, run_id: str, start: int, stop: int) -> str:
     return ChunkRunner(store, run_id, start, stop, worker_name()).run()
 
 
-async def _recover_stalled(app) -> None:
-    """Every BEAT s: jobs whose worker is silent STALLED s go back to the queue (for any live worker)."""
+async def _recover_stalled(app, store: Store) -> None:
+    """Every BEAT s: jobs whose worker is silent STALLED s go back to the queue (for any live worker); and
+    runs with chunks waiting in the queue are marked as held (a live worker will take them: the dashboard
+    says "stopped" only when no worker is left)."""
     while True:
         await asyncio.sleep(BEAT)
         try:
             for job in await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=STALLED):
                 log.warning("chunk job %s: its worker stopped beating; queued again", job.id)
                 await app.job_manager.retry_job(job)
+            await asyncio.to_thread(_hold_waiting_runs, store)
         except Exception as e:  # noqa: BLE001 — a lost connection: try again at the next beat
             log.warning("looking for stalled jobs failed: %s", e)
+
+
+def _hold_waiting_runs(store: Store) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET heartbeat_at = :now WHERE status IN ('queued', 'running') AND id IN "
+                          "(SELECT run_id FROM run_chunks WHERE status = 'queued')"), {"now": utcnow()})
 
 
 def run_worker(store: Store, jobs: int = 1) -> None:
@@ -130,7 +146,7 @@ def run_worker(store: Store, jobs: int = 1) -> None:
 
     async def main() -> None:
         async with app.open_async():
-            recover = asyncio.create_task(_recover_stalled(app))
+            recover = asyncio.create_task(_recover_stalled(app, store))
             try:
                 await app.run_worker_async(queues=[QUEUE], concurrency=jobs, name=worker_name(),
                                            update_heartbeat_interval=BEAT, stalled_worker_timeout=STALLED,
