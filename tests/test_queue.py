@@ -18,6 +18,9 @@ from tests.judge_server import expected_score, prompt_text
 from tests.procs import wait_until
 
 
+SECRET = "sk-queue-secret-4711"
+
+
 @pytest.fixture
 def pg_url(postgres) -> str:
     return postgres.new_database()
@@ -28,8 +31,8 @@ def cli(*args, url: str, **env):
                           text=True, env=env_for_subprocess(EVAL_DATABASE_URL=url, **env), timeout=180)
 
 
-def worker(url: str, **env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "evaluators", "worker"], cwd=ROOT, stdout=subprocess.DEVNULL,
+def worker(url: str, *args: str, **env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "evaluators", "worker", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=env_for_subprocess(EVAL_DATABASE_URL=url, **env))
 
 
@@ -55,12 +58,14 @@ def judged_rows(server, ds) -> Counter:
 
 
 def test_submit_two_workers_and_wait_write_what_run_writes(tmp_path, pg_url, judge_server):
+    judge_server.require_key = SECRET  # each process's own key, from its own environment
     p = cli("submit", SINGLE, "--metrics", "fluency,bleu", "--judge-base-url", judge_server.url, "--chunk-rows", "8",
-            url=pg_url)
+            "--judge-api-key-env", "JUDGE_KEY", url=pg_url, JUDGE_KEY=SECRET)
     assert p.returncode == 0, p.stderr
     rid = p.stdout.strip().splitlines()[-1].split()[-1]  # the run's id: the last word of the last line
     assert "4 job(s)" in p.stdout and len(judge_server.probes) == 1  # the judge's check, from submit
-    workers = [worker(pg_url), worker(pg_url)]
+    bound = ["--judge-base-url", judge_server.url, "--judge-api-key-env", "JUDGE_KEY"]  # this URL's key, only
+    workers = [worker(pg_url, *bound, JUDGE_KEY=SECRET), worker(pg_url, *bound, JUDGE_KEY=SECRET)]
     try:
         w = cli("wait", rid, "--out", tmp_path / "out", "--fail-under", "fluency=1", url=pg_url)
     finally:
@@ -81,6 +86,11 @@ def test_submit_two_workers_and_wait_write_what_run_writes(tmp_path, pg_url, jud
     assert store.get_run(rid)["tasks_done"] == 62
     # wait's exit codes are run's: a gate breached is 3
     assert cli("wait", rid, "--out", tmp_path / "o2", "--fail-under", "bleu=0.99", url=pg_url).returncode == 3
+    with store.engine.connect() as c:  # the key went through neither the queue nor the store
+        tables = [t for (t,) in c.exec_driver_sql("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        assert "procrastinate_jobs" in tables and "run_chunks" in tables
+        for t in tables:
+            assert c.exec_driver_sql(f"SELECT count(*) FROM {t} x WHERE x::text LIKE %s", (f"%{SECRET}%",)).scalar() == 0
 
 
 def test_a_worker_killed_mid_chunk_loses_no_row_and_scores_none_twice(tmp_path, pg_url, judge_server):
@@ -208,3 +218,19 @@ def test_the_dashboard_queues_runs_on_postgresql_and_a_worker_keeps_them_held(pg
 
     _hold_waiting_runs(store)  # what every live worker does each second (while busy with other runs' chunks)
     assert not worker_stopped(store.get_run(rid))
+
+
+def test_a_workers_key_goes_only_to_the_url_it_was_given_for():
+    from evaluators.judge.config import JudgeConfig
+    from evaluators.run import queue
+    from evaluators.run.spec import RunSpec
+
+    queue.URL_KEYS["http://judge.team:8000/v1"] = "sk-team"
+    try:
+        def spec(**judge):
+            return RunSpec(metrics=["fluency"], judge=JudgeConfig(provider="compatible", **judge))
+        assert queue.key_for(spec(base_url="http://judge.team:8000/v1/")) == "sk-team"
+        assert queue.key_for(spec(base_url="http://attacker.example/v1")) is None
+        assert queue.key_for(RunSpec(metrics=["bleu"])) is None
+    finally:
+        queue.URL_KEYS.clear()

@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "with one: execute that stored run (the dashboard's SQLite runs)")
     w.add_argument("run_id", nargs="?")
     w.add_argument("--jobs", type=int, default=1, help="queued chunks this worker runs at once")
+    w.add_argument("--judge-base-url", help="queue worker: runs judged at this URL get the key below (others never)")
+    w.add_argument("--judge-api-key-env", metavar="VAR", help="queue worker: the variable holding that URL's key")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--retry-errors", action="store_true",
                    help="forget the run's errored results, once this worker holds the run, and judge them again")

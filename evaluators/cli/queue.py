@@ -11,6 +11,7 @@ Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); ex
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -123,6 +124,16 @@ def cmd_queue_worker(a) -> int:
     from evaluators.run.queue import run_worker, uses_queue
     from evaluators.store.store import Store
 
+    from evaluators.run import queue
+
+    if bool(a.judge_base_url) != bool(a.judge_api_key_env):
+        raise UsageError("--judge-base-url and --judge-api-key-env go together: the key in that variable is sent "
+                         "only to that URL's runs")
+    if a.judge_api_key_env:
+        key = os.environ.get(a.judge_api_key_env)
+        if not key:
+            raise UsageError(f"--judge-api-key-env: {a.judge_api_key_env} is not set in this worker's environment")
+        queue.URL_KEYS[a.judge_base_url.rstrip("/")] = key
     store = Store(a.db)
     if not uses_queue(store):
         raise UsageError("a queue worker needs a PostgreSQL store: set EVAL_DATABASE_URL=postgresql+psycopg://...")

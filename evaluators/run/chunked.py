@@ -178,10 +178,10 @@ class ChunkRunner(Runner):
     """The run's rows ``start`` to ``stop`` (see the module's text); keys only from this process's environment
     or the run's named judges, never through the queue or the store."""
 
-    def __init__(self, store: Store, run_id: str, start: int, stop: int, worker: str):
+    def __init__(self, store: Store, run_id: str, start: int, stop: int, worker: str, api_key: str | None = None):
         spec = RunSpec.from_dict(store.get_run(run_id)["spec"])
         view = ChunkStore(store, run_id, start, stop, worker, judge_key(spec))
-        super().__init__(view, run_id)  # type: ignore[arg-type]  (a Store in all the runner uses)
+        super().__init__(view, run_id, api_key=api_key)  # type: ignore[arg-type]  (a Store in all the runner uses)
         view.runner = self
         self._range = range(start, stop)
 

@@ -95,6 +95,21 @@ def enqueue_run(store: Store, run_id: str, rows: int = CHUNK_ROWS, every: bool =
     return len(chunks)
 
 
+# Keys this worker process was given for judges named by URL (``worker --judge-base-url URL --judge-api-key-env
+# VAR``): URL -> the key read from its own environment. A run whose judge is another URL gets none of them
+# (a submitted run must not be able to send a worker's key to a server of its choosing); named judges and
+# OpenAI / Azure take theirs from the worker's environment as a single run does (judge.config.resolve_api_key).
+URL_KEYS: dict[str, str] = {}
+
+
+def key_for(spec: RunSpec) -> str | None:
+    """The key this worker sends for a run's judge given by URL (None: resolve_api_key's own rules)."""
+    judge = spec.judge
+    if judge is None or judge.judge_name or not judge.base_url:
+        return None
+    return URL_KEYS.get(judge.base_url.rstrip("/"))
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -114,7 +129,7 @@ def _run_chunk(store: Store, run_id: str, start: int, stop: int) -> str:
         view = ChunkStore(store, run_id, start, stop, worker_name(), judge_key(RunSpec.from_dict(run["spec"])))
         view.update_run(run_id, status="cancelled")
         return "cancelled"
-    return ChunkRunner(store, run_id, start, stop, worker_name()).run()
+    return ChunkRunner(store, run_id, start, stop, worker_name(), key_for(RunSpec.from_dict(run["spec"]))).run()
 
 
 async def _recover_stalled(app, store: Store) -> None:
