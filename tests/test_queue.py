@@ -122,8 +122,11 @@ def test_a_worker_killed_mid_chunk_loses_no_row_and_scores_none_twice(tmp_path, 
     asked = judged_rows(judge_server, ds)
     assert all(asked[i] == 1 for i in kept)  # stored before the kill: never asked again
     assert sum(n - 1 for n in asked.values()) <= 2  # asked again: at most the two calls in flight
-    chunk = store.engine.connect().exec_driver_sql("SELECT attempts, status FROM run_chunks").one()
+    with store.engine.connect() as c:
+        chunk = c.exec_driver_sql("SELECT attempts, status FROM run_chunks").one()
     assert tuple(chunk) == (2, "completed")
+    run = store.get_run(rid)  # the run's counts are the whole run's, the first worker's part included
+    assert (run["tasks_total"], run["tasks_done"], run["tasks_errored"]) == (31, 31, 0)
 
 
 def test_cancel_stops_every_workers_part_and_the_chunks_no_worker_took(pg_url, judge_server):

@@ -86,6 +86,7 @@ class ChunkStore:
     def __init__(self, store: Store, run_id: str, start: int, stop: int, worker: str, key: str | None):
         self.store, self.run_id, self.start, self.stop, self.worker, self.key = store, run_id, start, stop, worker, key
         self.runner: Runner | None = None
+        self._settled = 0  # results this chunk had settled before this worker took it (a chunk taken up again)
 
     def __getattr__(self, name: str):
         return getattr(self.store, name)
@@ -97,6 +98,9 @@ class ChunkStore:
         """The queue gave this worker the chunk (one worker a job): mark it and the run running."""
         now = utcnow()
         with self.store.session() as s:
+            self._settled = s.scalar(select(func.count()).select_from(ResultRow).where(
+                ResultRow.run_id == run_id, ResultRow.row_idx >= self.start, ResultRow.row_idx < self.stop,
+                ResultRow.status != "error")) or 0
             s.execute(update(ChunkRow).where(self._chunk()).values(
                 status="running", worker=self.worker, heartbeat_at=now, attempts=ChunkRow.attempts + 1, error=None,
                 judge_key=self.key))
@@ -126,6 +130,9 @@ class ChunkStore:
         status = values.get("status")
         final = status in ENDED
         chunk: dict[str, Any] = {c: values[c] for c in COUNTERS if c in values}
+        for c in ("tasks_total", "tasks_done"):  # the runner counts what it does; the chunk, all of its tasks
+            if c in chunk:
+                chunk[c] += self._settled
         chunk["heartbeat_at"] = now
         limiter = getattr(self.runner, "_limiter", None)
         if limiter is not None:
