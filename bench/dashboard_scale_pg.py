@@ -175,10 +175,14 @@ def main() -> None:
         proc, web = serve(url, Path(home))
         try:
             got = ds.measure(web, run_id, proc.pid, expect, args.reps)
+            with open(f"/proc/{proc.pid}/status") as f:  # VmRSS counts the memory-mapped search text's pages too
+                mem = {k: int(v.split()[0]) // 1024 for k, v in (line.split(":", 1) for line in f)
+                       if k in ("VmRSS", "RssAnon", "RssFile")}
         finally:
             proc.terminate()
             proc.wait(10)
         ds._report(got, args.runs)
+        print(f"server memory after it all (MB): {mem} (RssFile: pages of files mapped, e.g. the search text)")
 
 
 if __name__ == "__main__":
