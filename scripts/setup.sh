@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a fresh machine: system packages (WordNet; Chromium with --dev), a virtualenv, Python packages.
+# Set up a fresh machine: system packages (WordNet; Chromium and PostgreSQL with --dev), a virtualenv, Python packages.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,20 @@ if [ ${#apt_pkgs[@]} -gt 0 ]; then
     $SUDO env DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
   else
     echo "warning: no apt-get; install WordNet 3.0 (for METEOR) and Chromium (for browser tests) yourself" >&2
+  fi
+fi
+# Debian's PostgreSQL server for the store tests' PostgreSQL half (tests/pg.py starts its own throw-away
+# cluster; the package's own service is not used). Best effort: without it those tests skip, saying why.
+if [ $dev = 1 ] && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    apt=(apt-get -o DPkg::Lock::Timeout="${APT_LOCK_TIMEOUT:-600}")
+    echo "installing system packages: postgresql"
+    { $SUDO "${apt[@]}" update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq \
+        --no-install-recommends postgresql >/dev/null; } \
+      || echo "warning: postgresql could not be installed; the store tests' PostgreSQL half will be skipped" >&2
+  else
+    echo "warning: no apt-get; install PostgreSQL (Debian's postgresql) to run the store tests on PostgreSQL" >&2
   fi
 fi
 

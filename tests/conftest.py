@@ -22,9 +22,43 @@ def judge_server():
         yield s
 
 
+STORES = ("sqlite", "postgresql")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "both_stores: run the test on SQLite and on a real PostgreSQL server "
+                            "(the store_url / store fixtures are parametrized)")
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``both_stores`` (or in a module so marked) run once per store: SQLite and PostgreSQL."""
+    if metafunc.definition.get_closest_marker("both_stores") and "store_url" in metafunc.fixturenames:
+        metafunc.parametrize("store_url", STORES, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for the session (tests.pg); the tests that need it skip, saying why, without its binaries."""
+    from tests.pg import PostgresServer, pg_bin
+
+    if pg_bin() is None:
+        pytest.skip("PostgreSQL binaries absent (/usr/lib/postgresql/*/bin): install Debian's postgresql package "
+                    "(scripts/setup.sh --dev does) to run the PostgreSQL half of the store tests")
+    with PostgresServer() as pg:
+        yield pg
+
+
 @pytest.fixture
-def store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def store_url(request, tmp_path) -> str:
+    """The store's URL: a SQLite file in the test's folder, or (``both_stores``) a fresh PostgreSQL database."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        return request.getfixturevalue("postgres").new_database()
+    return f"sqlite:///{tmp_path / 'evals.db'}"
+
+
+@pytest.fixture
+def store(store_url) -> Store:
+    return Store(store_url)
 
 
 @pytest.fixture

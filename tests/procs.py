@@ -53,14 +53,31 @@ def wait_until(predicate, timeout: float = 60, what: str = "condition") -> None:
 
 
 def stored_results(db, where: str = "") -> int:
-    """Results a run has written to the SQLite store at ``db`` so far (0 before it exists); ``where``: an SQL
-    condition on the results table (e.g. ``metric != 'f1_score'``)."""
+    """Results a run has written to the SQLite store at ``db`` (a path, or any store's SQLAlchemy URL) so far
+    (0 before it exists); ``where``: an SQL condition on the results table (e.g. ``metric != 'f1_score'``)."""
     import sqlite3
 
+    if isinstance(db, str):
+        return _stored_results_at(db, where)
     if not db.exists():
         return 0
     with sqlite3.connect(db) as c:
         try:
             return c.execute("select count(*) from results" + (f" where {where}" if where else "")).fetchone()[0]
         except sqlite3.OperationalError:  # the tables are not made yet
+            return 0
+
+
+_ENGINES: dict = {}
+
+
+def _stored_results_at(url: str, where: str) -> int:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import ProgrammingError
+
+    engine = _ENGINES.get(url) or _ENGINES.setdefault(url, create_engine(url, pool_size=1))
+    with engine.connect() as c:
+        try:
+            return c.execute(text("select count(*) from results" + (f" where {where}" if where else ""))).scalar()
+        except ProgrammingError:  # the tables are not made yet
             return 0

@@ -1,4 +1,5 @@
-"""The CLI end to end, as a user runs it: real subprocesses, the loopback judge, a SQLite store."""
+"""The CLI end to end, as a user runs it: real subprocesses, the loopback judge, a SQLite store (and, for the
+runs marked both_stores, PostgreSQL)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from evaluators.data.loading import load_dataset
+from evaluators.store.store import Store
 from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
 from tests.judge_server import expected_score, prompt_text
 from tests.procs import stored_results, wait_until
@@ -42,10 +44,12 @@ def test_classic_metrics_offline(tmp_path):
     assert "f1_score" in p.stdout and "pass rate" in p.stdout  # the summary table
 
 
-def test_judge_metrics_on_both_samples(tmp_path, judge_server):
+@pytest.mark.both_stores
+def test_judge_metrics_on_both_samples(tmp_path, judge_server, store_url):
     out1, out2 = tmp_path / "single", tmp_path / "conv"
+    env = env_for_subprocess(EVAL_DATABASE_URL=store_url)
     p = cli("run", SINGLE, "--metrics", "coherence,fluency,groundedness,relevance,similarity", "--out", out1,
-            "--judge-base-url", judge_server.url, "--judge-model", "loopback", "--threshold", "coherence=4")
+            "--judge-base-url", judge_server.url, "--judge-model", "loopback", "--threshold", "coherence=4", env=env)
     assert p.returncode == 0, p.stderr
     rows = read_rows(out1)
     assert len(judge_server.calls) == 31 * 5
@@ -54,7 +58,7 @@ def test_judge_metrics_on_both_samples(tmp_path, judge_server):
         assert r["outputs.similarity.similarity"] in (1, 2, 3, 4, 5)
         assert r["outputs.coherence.coherence_result"] == ("pass" if r["outputs.coherence.coherence"] >= 4 else "fail")
     p = cli("run", CONVERSATIONS, "--metrics", "coherence,fluency,groundedness,retrieval,relevance", "--out", out2,
-            "--judge-base-url", judge_server.url)
+            "--judge-base-url", judge_server.url, env=env)
     assert p.returncode == 0, p.stderr
     metrics = json.loads((out2 / "metrics.json").read_text())
     assert metrics["coherence.scored_rows"] == 20 and metrics["retrieval.scored_rows"] == 20
@@ -102,13 +106,15 @@ def test_column_mapping_flag(tmp_path):
     assert rows[0]["inputs.model_said"] == "Ada Lovelace"
 
 
-def test_killed_run_resumes_without_judging_a_row_twice(tmp_path, judge_server):
+@pytest.mark.both_stores
+def test_killed_run_resumes_without_judging_a_row_twice(tmp_path, judge_server, store_url):
     judge_server.hold_calls(after=8)  # eight rows judged, the next two calls held: the kill lands mid-run
     out = tmp_path / "out"
-    db = tmp_path / "evalhome" / "evals.db"
+    db = tmp_path / "evalhome" / "evals.db" if store_url.startswith("sqlite") else store_url
+    env = env_for_subprocess() if store_url.startswith("sqlite") else env_for_subprocess(EVAL_DATABASE_URL=store_url)
     cmd = [sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", "fluency", "--out", str(out),
            "--judge-base-url", judge_server.url, "--concurrency", "2", "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: stored_results(db) == 8 and judge_server.held == 2,
                    what="eight results stored and two calls in flight")
@@ -116,11 +122,11 @@ def test_killed_run_resumes_without_judging_a_row_twice(tmp_path, judge_server):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert stored_results(db) == 8  # killed part way: what was stored stays, the two held calls left nothing
-    with sqlite3.connect(db) as c:
-        kept = {r[0] for r in c.execute("select row_idx from results where status = 'ok'")}
+    store = Store(db if isinstance(db, str) else f"sqlite:///{db}")
+    kept = {r.row_idx for r in store.load_results(store.list_runs()[0]["id"]) if r.status == "ok"}
     calls_before = len(judge_server.calls)
     judge_server.release()
-    p = subprocess.run(cmd, cwd=ROOT, env=env_for_subprocess(), capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "resuming run" not in p.stdout  # --quiet
     rows = read_rows(out)

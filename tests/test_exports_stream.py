@@ -125,14 +125,14 @@ def run(request, tmp_path):
         words = ["alpha", "=Beta", "gamma, \"quoted\"", "DELTA\nline", "epsilon", "Zeta <b>bold</b>"]
         records = [{"query": f"Question {i} about {words[i % 6]}", "response": f"Answer {i}: {words[(i * 5) % 6]} ÉLAN",
                     "ground_truth": "x", "context": "c", "model_A": "a"} for i in range(60)]
-        return _store_run(tmp_path, records, SINGLE_METRICS, lambda i: 1, seed=7)
+        return _store_run(f"sqlite:///{tmp_path / 'evals.db'}", records, SINGLE_METRICS, lambda i: 1, seed=7)
     records = []
     for i in range(24):
         msgs = []
         for t in range(1 + i % 3):
             msgs += [{"role": "user", "content": f"user {i}.{t} Gamma"}, {"role": "assistant", "content": f"bot {i}.{t}"}]
         records.append({"messages": msgs})
-    return _store_run(tmp_path, records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
+    return _store_run(f"sqlite:///{tmp_path / 'evals.db'}", records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
 
 
 def test_streamed_exports_equal_the_stored_rows_written_whole(run, tmp_path):

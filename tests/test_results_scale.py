@@ -2,7 +2,7 @@
 
 Runs with every kind (score with a note and three outputs, severity, label with categories, wb_score,
 pairwise), errored, skipped and pending rows, and conversations whose turns are combined, are stored in
-a real SQLite store; every read method is compared with the in-memory path (whose numbers the other
+a real SQLite store (and PostgreSQL, for the tests marked both_stores); every read method is compared with the in-memory path (whose numbers the other
 tests check by hand), at the run's thresholds and at others.
 """
 from __future__ import annotations
@@ -68,8 +68,8 @@ def _result(name: str, i: int, turn: int, rnd: random.Random) -> Result | None:
                   latency_ms=12.0, meta={"model": "judge-x"})
 
 
-def _store_run(tmp_path, records, metrics, turns_of, seed: int):
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def _store_run(url, records, metrics, turns_of, seed: int):
+    store = Store(url)
     did = store.save_dataset(load_dataset(records))
     rid = store.create_run(did, {"metrics": metrics, "thresholds": {"coherence": 4}}, "h", "scale-test")
     rnd = random.Random(seed)
@@ -89,22 +89,22 @@ def _store_run(tmp_path, records, metrics, turns_of, seed: int):
 
 
 @pytest.fixture
-def single_run(tmp_path):
+def single_run(store_url):
     words = ["alpha", "Beta", "gamma", "DELTA", "epsilon", "Zeta"]
     records = [{"query": f"Question {i} about {words[i % 6]}", "response": f"Answer {i}: {words[(i * 5) % 6]} ÉLAN",
                 "ground_truth": "x", "context": "c", "model_A": "a"} for i in range(60)]
-    return _store_run(tmp_path, records, SINGLE_METRICS, lambda i: 1, seed=7)
+    return _store_run(store_url, records, SINGLE_METRICS, lambda i: 1, seed=7)
 
 
 @pytest.fixture
-def conv_run(tmp_path):
+def conv_run(store_url):
     records = []
     for i in range(24):
         msgs = []
         for t in range(1 + i % 3):
             msgs += [{"role": "user", "content": f"user {i}.{t} Gamma"}, {"role": "assistant", "content": f"bot {i}.{t}"}]
         records.append({"messages": msgs})
-    return _store_run(tmp_path, records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
+    return _store_run(store_url, records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
 
 
 def _same(a, b):
@@ -120,8 +120,9 @@ FILTERS = [dict(), dict(verdict="pass"), dict(verdict="fail"), dict(verdict="err
            dict(search="turns] user 5"), dict(metric="protected_material", verdict="pass")]
 
 
+@pytest.mark.both_stores
 @pytest.mark.parametrize("which", ["single_run", "conv_run"])
-def test_columnar_reads_equal_in_memory(which, request):
+def test_columnar_reads_equal_in_memory(which, request, store_url):
     store, rid = request.getfixturevalue(which)
     for th in ({}, {"coherence": 2, "violence": 5, "rouge": 0.3, "wildbench_score": 7, "wildbench_pairwise": 10}):
         ref = open_results(store, rid, th)
@@ -170,12 +171,13 @@ def test_by_hand_counts(tmp_path):
     assert fast.errors() == [(2, "coherence", "boom")]
 
 
-def test_columns_are_kept_per_state_of_a_finished_run(conv_run):
+@pytest.mark.both_stores
+def test_columns_are_kept_per_state_of_a_finished_run(conv_run, store_url):
     """A finished run's columns are written beside the store and read back; a new result makes a new state."""
     store, rid = conv_run
     store.update_run(rid, status="completed")
     first = open_view(store, rid)
-    views = list((store_dir(store) / "views").glob(f"{rid}-*.npz"))
+    views = list(views_dir(store).glob(f"{rid}-*.npz"))  # beside the SQLite file; a PostgreSQL one's in EVAL_HOME
     assert len(views) == 1
     again = open_view(store, rid)  # from the file
     for s in again.specs:
@@ -189,13 +191,21 @@ def test_columns_are_kept_per_state_of_a_finished_run(conv_run):
     fresh, ref = open_view(store, rid), open_results(store, rid)
     assert fresh.cell("coherence", row) == ref.cell("coherence", row) != before
     assert fresh.summary(fresh.specs[0]) == ref.summary(fresh.specs[0]) != first.summary(first.specs[0])
-    assert len(list((store_dir(store) / "views").glob(f"{rid}-*.npz"))) == 1  # the old state is removed
+    assert len(list(views_dir(store).glob(f"{rid}-*.npz"))) == 1  # the old state is removed
+    if store.engine.dialect.name == "postgresql":  # a second dashboard server (another EVAL_HOME) rebuilds them
+        import os
+
+        os.environ["EVAL_HOME"] = os.environ["EVAL_HOME"] + "-other-server"
+        assert not list(views_dir(store).glob("*.npz"))
+        other = open_view(store, rid)
+        assert other.summary(other.specs[0]) == ref.summary(other.specs[0])
+        assert len(list(views_dir(store).glob(f"{rid}-*.npz"))) == 1
 
 
-def store_dir(store):
-    from pathlib import Path
+def views_dir(store):
+    from evaluators.read.columns import views_dir
 
-    return Path(store.engine.url.database).parent
+    return views_dir(store)
 
 
 def test_rows_tab_puts_scores_and_verdicts_first_coloured(tmp_path, monkeypatch):

@@ -16,6 +16,8 @@ from evaluators.store.schema import Result
 from evaluators.store.store import Store
 from tests.conftest import SINGLE
 
+pytestmark = pytest.mark.both_stores
+
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn gives the reference kappas")
 scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference rho and t quantile")
 

@@ -10,6 +10,8 @@ from evaluators.data.loading import load_dataset
 from evaluators.run.runner import Runner
 from evaluators.run.spec import RunSpec
 from tests.conftest import CONVERSATIONS, SINGLE
+
+pytestmark = pytest.mark.both_stores
 from tests.judge_server import Action, expected_score, prompt_text
 from tests.procs import wait_until
 

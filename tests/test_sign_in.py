@@ -183,10 +183,18 @@ def test_created_by_column_is_added_to_an_existing_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'old.db'}"
     s = Store(url)
     rid = evaluate(SINGLE, ["f1_score"], store=s).run_id
-    with s.engine.begin() as c:  # a store made before the column existed
+    with s.engine.begin() as c:  # a store made before the column existed (and before schema versions)
         c.exec_driver_sql("ALTER TABLE runs DROP COLUMN created_by")
         c.exec_driver_sql("ALTER TABLE datasets DROP COLUMN created_by")
+        c.exec_driver_sql("DROP TABLE alembic_version")
+        c.exec_driver_sql("DROP TABLE run_chunks")
     s.engine.dispose()
+    from evaluators.core.errors import StoreVersionError
+    from evaluators.store import migrate
+
+    with pytest.raises(StoreVersionError, match="db upgrade"):
+        Store(url)  # refused, unchanged, with what to run
+    migrate.upgrade(s.engine)  # what `python -m evaluators db upgrade` does
     s = Store(url)
     assert s.get_run(rid)["created_by"] is None and s.list_datasets()[0]["created_by"] is None
     s.update_run(rid, created_by="Ana")

@@ -1,4 +1,4 @@
-"""The store on real SQLite: idempotent writes, datasets kept once, one worker per run."""
+"""The store on real SQLite and PostgreSQL: idempotent writes, datasets kept once, one worker per run."""
 from __future__ import annotations
 
 import pytest
@@ -8,6 +8,8 @@ from evaluators.core.errors import EvalError
 from evaluators.run.runner import Runner
 from evaluators.store.schema import Result
 from tests.conftest import SINGLE
+
+pytestmark = pytest.mark.both_stores
 
 
 def test_dataset_is_stored_once_per_content(store):
@@ -88,3 +90,47 @@ def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
         assert [r.outputs for r in store.load_results("r")] == [r.outputs for r in results]
     assert dbs[0] == dbs[1]
     assert dbs[0][0][1][6] == "null"  # outputs None: JSON null, as SQLAlchemy's JSON type writes it
+
+
+def test_postgresql_copy_writes_store_what_sqlalchemy_stores(postgres):
+    """Results and datasets written through PostgreSQL's COPY path (a batch of 64 or more) are, column by
+    column, what SQLAlchemy's own INSERT ... ON CONFLICT stores (JSON text, JSON null, booleans, timestamps),
+    and a key already stored, or given twice in one batch, ends as its last row."""
+    import sqlalchemy as sa
+
+    from evaluators.store.schema import CacheRow, ResultRow, utcnow
+    from evaluators.store.store import Store
+
+    results = [Result(i, "bleu" if i % 2 else "fluency", i % 3, "ok" if i % 5 else "error", value=i / 7,
+                      outputs=None if i % 4 == 0 else {"bleu_score": i / 7, "note": "é — “q”", "ok": True},
+                      reason=f"r{i}", raw=None, error=None if i % 5 else "boom", prompt_tokens=i, cached=bool(i % 2),
+                      meta={"signature": "s"} if i % 3 else None) for i in range(100)]
+    results.append(Result(3, "bleu", 0, "ok", value=99.0, outputs={"bleu_score": 99.0}))  # key given twice: last wins
+    cache = [dict(key=f"{i:064d}", model="m", reply=str(i), prompt_tokens=1, completion_tokens=2, latency_ms=1.5)
+             for i in range(70)]
+    dumps = []
+    for fast in (True, False):
+        store = Store(postgres.new_database())
+        did = store.save_dataset(load_dataset(SINGLE))
+        rid = store.create_run(did, {"metrics": ["bleu"]}, "h", "n")
+        if fast:
+            store.write_results(rid, [Result(0, "fluency", 0, "error", error="first")] * 70)  # replaced below
+            store.write_results(rid, results, cache)
+        else:
+            now = utcnow()
+            rows = {(r.row_idx, r.metric, r.turn): dict(vars(r), run_id=rid, created_at=now) for r in results}
+            with store.session() as s:
+                store._upsert(s, ResultRow, list(rows.values()))
+                store._upsert(s, CacheRow, [dict(c, created_at=now) for c in cache])
+                s.commit()
+        cols = [c.name for c in ResultRow.__table__.columns if c.name not in ("run_id", "created_at")]
+        with store.engine.connect() as c:
+            dumps.append((c.execute(sa.text(f"SELECT {', '.join(f'{x}::text' for x in cols)} FROM results "
+                                            "ORDER BY results.row_idx, results.metric, results.turn")).all(),
+                          c.execute(sa.text("SELECT key, model, reply, prompt_tokens, completion_tokens, latency_ms "
+                                            "FROM judge_cache ORDER BY key")).all(),
+                          c.execute(sa.text("SELECT idx, data::text FROM dataset_records ORDER BY idx")).all()))
+        assert store.get_dataset(did).records == load_dataset(SINGLE).records
+    assert dumps[0] == dumps[1]
+    assert len(dumps[0][0]) == 100 and dumps[0][0][3][cols.index("value")] == "99"
+    assert [r[cols.index("outputs")] for r in dumps[0][0]][0] == "null"  # None: JSON null, as SQLAlchemy writes it

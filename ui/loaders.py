@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from evaluators import Store, load_dataset
+from evaluators.core.errors import StoreVersionError
 from evaluators.read.results import open_results
 from evaluators.data.loading import Inspection, ParsedFile, inspect_parsed, read_upload
 from evaluators.read.results import RunResults
@@ -14,9 +15,18 @@ from evaluators.read.view import open_view
 SAMPLES = Path(__file__).resolve().parent.parent / "data"
 
 
-@st.cache_resource(show_spinner=False)
 def store() -> Store:
-    """The store (``EVAL_DATABASE_URL`` or the local SQLite file), with the bundled samples in it."""
+    """The store (``EVAL_DATABASE_URL`` or the local SQLite file), with the bundled samples in it. A store
+    older or newer than this code stops the page with what to do (nothing is changed in it)."""
+    try:
+        return _store()
+    except StoreVersionError as e:
+        st.error(str(e), icon=":material/database:")
+        st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> Store:
     s = Store()
     for path in sorted(SAMPLES.glob("*.jsonl")):
         s.save_dataset(load_dataset(path))  # stored once: datasets are kept by content

@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
-from evaluators.cli import custom_metrics as cli_custom
+from evaluators.cli import custom_metrics as cli_custom, db as cli_db, queue as cli_queue
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 
 if TYPE_CHECKING:
@@ -111,8 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("data", nargs="?")
     m.add_argument("--map", action="append", metavar="FIELD=COLUMN")
     cli_custom.add_metrics_options(m)
-    w = sub.add_parser("worker", help="execute a stored run (used by the dashboard)")
-    w.add_argument("run_id")
+    w = sub.add_parser("worker", help="without a run id: take queued runs' chunks (PostgreSQL store) until stopped; "
+                                      "with one: execute that stored run (the dashboard's SQLite runs)")
+    w.add_argument("run_id", nargs="?")
+    w.add_argument("--jobs", type=int, default=1, help="queued chunks this worker runs at once")
+    w.add_argument("--judge-base-url", help="queue worker: runs judged at this URL get the key below (others never)")
+    w.add_argument("--judge-api-key-env", metavar="VAR", help="queue worker: the variable holding that URL's key")
     w.add_argument("--rows", help="comma-separated row indexes to (re)judge")
     w.add_argument("--retry-errors", action="store_true",
                    help="forget the run's errored results, once this worker holds the run, and judge them again")
@@ -124,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_safety.add_commands(sub)
     cli_wildbench.add_commands(sub)
     cli_review.add_commands(sub)
+    cli_db.add_commands(sub)
+    cli_queue.add_commands(sub, r)
     return p
 
 
@@ -436,6 +442,8 @@ def cmd_metrics(a) -> int:
 
 
 def cmd_worker(a) -> int:
+    if a.run_id is None:
+        return cli_queue.cmd_queue_worker(a)
     from evaluators.run.runner import Runner
     from evaluators.store.store import Store
 
@@ -490,8 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         a = build_parser().parse_args(argv)
         if a.command != "run":
             resume_gc()
-        commands = {"run": cmd_run, "metrics": lambda a: cli_custom.cmd_metrics(a, cmd_metrics), "worker": cmd_worker, "views": cmd_views,
-                    **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS}
+        commands = {"run": cmd_run, "metrics": lambda a: cli_custom.cmd_metrics(a, cmd_metrics), "worker": cmd_worker,
+                    "views": cmd_views, **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS,
+                    **cli_db.COMMANDS, **cli_queue.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)

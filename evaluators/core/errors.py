@@ -20,6 +20,10 @@ class UsageError(EvalError):
     """A bad argument: unknown metric, bad threshold, missing option."""
 
 
+class StoreVersionError(EvalError):
+    """The store's schema is older than the code (upgrade it) or newer (upgrade the code); nothing was changed."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input file.

@@ -136,6 +136,27 @@ class RateLimiter:
         self._signalled = False  # a 429 or a remaining-requests header below the concurrency was seen
         self._ramp_every: float | None = None  # seconds between two calls opened by the ramp (start_ramp)
         self._ramp_at = self._ramp_from = 0.0
+        self._budget = (rpm, tpm)  # the whole budget; share() gives this limiter a part of it
+        # False while another process sharing this judge probes its limit for all (share): the pace holds
+        self.probing = True
+
+    def share(self, n: int, probing: bool = True) -> None:
+        """This limiter is one of ``n`` (processes judging with the same judge): it keeps to ``1/n`` of the
+        ``rpm`` / ``tpm`` budget, and its pace creeps up only if ``probing`` (one of them probes for all)."""
+        n = max(1, n)
+        for bucket, whole in ((self.rpm, self._budget[0]), (self.tpm, self._budget[1])):
+            if bucket is not None:
+                bucket._refill()
+                bucket.rate = whole / 60 / n
+                bucket.capacity = max(1.0, bucket.rate)
+                bucket.tokens = min(bucket.tokens, bucket.capacity)
+        self.probing = probing
+
+    def pause_until(self, when: float) -> None:
+        """Another process sharing this judge was asked to wait until ``when`` (this clock): so does this one."""
+        if when > self.paused_until:
+            self.paused_until = when
+            self._signal()
 
     def start_ramp(self, check_latency: float) -> None:
         """The judge passed its check, answered in ``check_latency`` s: unless it signalled a limit,
@@ -291,7 +312,9 @@ class RateLimiter:
     def _grow(self, now: float) -> None:
         """The pace creeps up while no 429 comes, faster the longer none has come (as TCP's CUBIC
         probes): just after a 429 the limit is near, long after it the pace was set too low."""
-        if self.rate is not None:
+        if self.rate is not None and not self.probing:
+            self._rate_set_at = now  # another process probes; this one's pace holds
+        elif self.rate is not None:
             dt = now - self._rate_set_at
             if dt > 0:
                 s1 = now - (self._limited_at if self._limited_at is not None else self._rate_set_at)

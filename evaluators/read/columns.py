@@ -271,9 +271,19 @@ class RunColumns:
 
 
 def views_dir(store: Store) -> Path | None:
-    """Where a file-backed SQLite store keeps the columns of its runs (``views/`` beside the file)."""
-    db = store.engine.url.database
-    if store.engine.dialect.name != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+    """Where the dashboard keeps the columns of a store's runs: ``views/`` beside a SQLite file; for a server
+    database (PostgreSQL) a folder of this machine's ``$EVAL_HOME/views/`` named after the database (host, port,
+    name: no user or password). Either way a cache only: each file is named by its run's state, so any
+    dashboard server rebuilds what it lacks from the store."""
+    url = store.engine.url
+    db = url.database
+    if store.engine.dialect.name != "sqlite":
+        if not db:
+            return None
+        home = Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash")
+        where = f"{url.get_backend_name()}://{url.host or ''}:{url.port or ''}/{db}"
+        return home / "views" / hashlib.sha256(where.encode()).hexdigest()[:16]
+    if not db or db == ":memory:" or db.startswith("file:"):
         return None
     return Path(db).expanduser().resolve().parent / "views"
 

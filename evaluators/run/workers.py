@@ -126,6 +126,8 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     run = store.get_run(run_id)
     if _held(run):
         raise WorkerBusy(f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
+    if store.engine.dialect.name == "postgresql":
+        return _enqueue(store, run, api_key, retry_errors)
     spec_judge = (run["spec"] or {}).get("judge")
     jury = [JudgeConfig.from_dict(j) for j in (run["spec"] or {}).get("jury") or []]
     env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url, jury)
@@ -156,6 +158,20 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{proc.pid} {socket.gethostname()}\n")
     return proc.pid
+
+
+def _enqueue(store: Store, run: dict, api_key: str | None, retry_errors: bool) -> int:
+    """A PostgreSQL store's runs go to the job queue's workers (run.queue), which use their own keys."""
+    from evaluators.run.queue import enqueue_run
+
+    if api_key:
+        raise EvalError("this dashboard's runs are done by the team's workers, which use their own keys: a key typed "
+                        "here is not sent to them. Choose a judge configured on the workers, or one whose key is in "
+                        "their environment")
+    if retry_errors:
+        store.clear_errors(run["id"])
+    enqueue_run(store, run["id"], every=retry_errors)
+    return 0
 
 
 def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: JudgeConfig | None = None) -> int:

@@ -1,5 +1,5 @@
 """The store's tables (SQLAlchemy): datasets and their records, runs, per-row results and the judge-call cache;
-``Result``, one result as the engine passes it around; and the in-place upgrade of older stores."""
+and ``Result``, one result as the engine passes it around. A change here is an Alembic revision too (migrate.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,6 +13,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 
+# The Alembic revision these tables are (migrations/versions); a test checks it is the newest there.
+SCHEMA_REVISION = "0002"
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)
@@ -76,6 +78,31 @@ class RunRow(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
+
+
+class ChunkRow(Base):
+    """A part of a queued run (rows ``start`` to ``stop``), done by one worker at a time (the job queue on
+    PostgreSQL); the run's own progress is the sum of its chunks'."""
+
+    __tablename__ = "run_chunks"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stop: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | running | completed | failed | cancelled
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)  # host:pid doing it
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    judge_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)  # workers sharing a judge
+    paused_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # the judge asked this worker to wait
+    pace: Mapped[float | None] = mapped_column(Float, nullable=True)  # calls/s it learned the judge allows
+    tasks_total: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_done: Mapped[int] = mapped_column(Integer, default=0)
+    tasks_errored: Mapped[int] = mapped_column(Integer, default=0)
+    judge_calls: Mapped[int] = mapped_column(Integer, default=0)
+    cache_hits: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ResultRow(Base):
@@ -196,21 +223,6 @@ def default_url() -> str:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
-
-def _add_missing_columns(engine) -> None:
-    """Columns added since a store was first created (``created_by``, ``rate_limited_until``), added
-    in place: nullable, so existing rows simply have none."""
-    from sqlalchemy import inspect, text
-
-    insp = inspect(engine)
-    with engine.begin() as conn:
-        for table in (DatasetRow.__table__, RunRow.__table__):
-            have = {c["name"] for c in insp.get_columns(table.name)}
-            for col in table.columns:
-                if col.name not in have and col.nullable:
-                    kind = col.type.compile(dialect=engine.dialect)
-                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {col.name} {kind}'))
-
 
 def _run_dict(r: RunRow) -> dict:
     return {c.name: getattr(r, c.name) for c in RunRow.__table__.columns}

@@ -15,12 +15,14 @@ from sqlalchemy import JSON, DateTime, create_engine, delete, event, func, selec
 from sqlalchemy.orm import Session, sessionmaker
 
 from evaluators.data.dataset import Dataset
+from evaluators.store import pgfast
+from evaluators.store.migrate import ensure_current
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
 from evaluators.store.batches import BatchesMixin
 from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.saved_metrics import SavedMetricsMixin
-from evaluators.store.schema import (Base, CacheRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
-                                     ResultRow, RunRow, _add_missing_columns, _run_dict, default_url, new_id, utcnow)
+from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
+                                     ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
 
 def _once_per_object(process):
@@ -59,8 +61,7 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
-        Base.metadata.create_all(self.engine)
-        _add_missing_columns(self.engine)
+        ensure_current(self.engine)  # an empty database gets the tables; an older or newer store is refused
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
@@ -87,6 +88,11 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
                              row_numbers=list(ds.row_numbers), created_by=created_by))
             s.flush()
             table, batch = RecordRow.__table__, []
+            if self.engine.dialect.name == "postgresql":  # COPY: PostgreSQL's fast path, same transaction
+                pgfast.copy_rows(s.connection(), table, ({"dataset_id": did, "idx": i, "data": r}
+                                                         for i, r in enumerate(ds.records)))
+                s.commit()
+                return did
             for i, r in enumerate(ds.records):
                 batch.append({"dataset_id": did, "idx": i, "data": r})
                 if len(batch) >= RECORD_CHUNK:
@@ -211,7 +217,16 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
             return s.scalar(select(RunRow.id).where(RunRow.id == run_id, self._held())) is not None
 
     def request_cancel(self, run_id: str) -> None:
-        self.update_run(run_id, cancel_requested=True)
+        """Ask the run's worker(s) to stop. A queued run's chunks no worker has taken end at once, and with
+        no chunk in a worker's hands the run ends now ("cancelled")."""
+        with self.session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True))
+            n = s.execute(update(ChunkRow).where(ChunkRow.run_id == run_id, ChunkRow.status == "queued")
+                          .values(status="cancelled")).rowcount
+            if n and s.scalar(select(func.count()).select_from(ChunkRow).where(
+                    ChunkRow.run_id == run_id, ChunkRow.status == "running")) == 0:
+                s.execute(update(RunRow).where(RunRow.id == run_id).values(status="cancelled", finished_at=utcnow()))
+            s.commit()
 
     def cancel_requested(self, run_id: str) -> bool:
         with self.session() as s:
@@ -235,6 +250,12 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
             with self.engine.begin() as conn:
                 self._sqlite_upsert(conn, ResultRow.__table__, rows)
                 self._sqlite_upsert(conn, CacheRow.__table__, cache)
+            return
+        if self.engine.dialect.name == "postgresql" and len(rows) + len(cache) >= pgfast.COPY_FROM:
+            with self.engine.begin() as conn:  # COPY into a temporary table, then one merge
+                for table, batch in ((ResultRow.__table__, rows), (CacheRow.__table__, cache)):
+                    if batch:
+                        pgfast.copy_upsert(conn, table, batch)
             return
         with self.session() as s:
             self._upsert(s, ResultRow, rows)
@@ -421,6 +442,9 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
             finally:
                 raw.close()
             return
+        if self.engine.dialect.name == "postgresql":
+            yield from pgfast.run_outcomes(self.engine, run_id, metrics, keys, chunk)
+            return
         with self.session() as s:
             q = (select(ResultRow.row_idx, ResultRow.metric, ResultRow.turn, ResultRow.status, ResultRow.value,
                         ResultRow.outputs).where(ResultRow.run_id == run_id, ResultRow.metric.in_(metrics)))
@@ -503,6 +527,9 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
                     yield from chunk
             finally:
                 raw.close()
+            return
+        if self.engine.dialect.name == "postgresql":
+            yield from pgfast.dataset_texts(self.engine, dataset_id, columns)
             return
         with self.session() as s:
             for i, data in s.execute(select(RecordRow.idx, RecordRow.data).where(RecordRow.dataset_id == dataset_id)

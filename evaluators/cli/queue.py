@@ -1,0 +1,145 @@
+"""``python -m evaluators submit|wait`` and the queue's ``worker``: runs on the job queue of a PostgreSQL store
+(evaluators.run.queue), for a team's evaluation service with workers on many machines.
+
+``submit`` checks what ``run`` checks (the data, the options, the judge's one call) with the submitter's key,
+stores the dataset and queues the run: its id is the last word of its last line. ``wait`` follows a run to
+its end and writes ``rows.jsonl`` and ``metrics.json`` as ``run`` does, with ``run``'s exit codes.
+``worker`` (no run id) takes chunks of queued runs until stopped; its judge keys come from its own
+environment or configured judges, never from the queue.
+
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from evaluators.core.errors import EvalError, UsageError
+
+# run's options that submit takes too (its --out, resume, gates and progress belong to wait, or to neither)
+NOT_SUBMIT = {"help", "data", "out", "fresh", "quiet", "fail_under", "max_errors"}
+
+
+def add_commands(sub, run_parser) -> None:
+    """Add submit and wait; ``run_parser`` is run's, whose options submit shares."""
+    s = sub.add_parser("submit", help="check a run as `run` does and put it on the job queue (PostgreSQL store); "
+                                      "prints the run's id as the last word")
+    s.add_argument("data", help="JSONL, JSON, CSV or Parquet file")
+    for action in run_parser._actions:  # the very options of run (metrics, judge, thresholds, templates...)
+        if action.dest not in NOT_SUBMIT:
+            s._add_action(action)
+    s.add_argument("--chunk-rows", type=int, default=10_000, help="rows a job (several workers share a big run)")
+    w = sub.add_parser("wait", help="wait for a queued run to end; write rows.jsonl and metrics.json as `run` does")
+    w.add_argument("run_id")
+    w.add_argument("--out", required=True, help="folder for rows.jsonl and metrics.json")
+    for action in run_parser._actions:
+        if action.dest in ("fail_under", "max_errors", "db", "quiet"):
+            w._add_action(action)
+
+
+def cmd_submit(a) -> int:
+    from evaluators.cli import main as m
+
+    metrics = [x.strip() for x in a.metrics.split(",") if x.strip()]
+    thresholds = m._floats(a.threshold, "--threshold")
+    api_key = m._api_key_from_args(a)
+    judge = m._judge_from_args(a)
+    ds, judged = m._checked_dataset(a, metrics, judge, thresholds, api_key)
+    if a.chunk_rows < 1:
+        raise UsageError("--chunk-rows must be at least 1")
+    probe = None
+    if judged:  # the one-call check, with this machine's key: a wrong URL, key or model is said now
+        from evaluators.judge.client import EarlyProbe
+
+        probe = EarlyProbe(judge, api_key)
+    from evaluators.api import prepare_run
+    from evaluators.run.queue import enqueue_run, uses_queue
+    from evaluators.store.store import Store
+
+    store = Store(a.db)
+    if not uses_queue(store):
+        raise UsageError("submit queues runs for workers on a PostgreSQL store (EVAL_DATABASE_URL="
+                         "postgresql+psycopg://...); with this store, use `run`")
+    if probe is not None:
+        probe._done.wait()
+        if probe.error is not None:
+            raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
+    rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
+                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=m._jury_from_args(a, judge))
+    n = enqueue_run(store, rid, a.chunk_rows)
+    print(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
+          f"`python -m evaluators wait {rid} --out DIR`")
+    print(f"queued run {rid}")
+    return m.EXIT_OK
+
+
+def cmd_wait(a) -> int:
+    from evaluators.cli import main as m
+    from evaluators.cli.review import add_review_keys
+    from evaluators.read.outputs import write_run_outputs
+    from evaluators.store.store import Store
+
+    gates = m._floats(a.fail_under, "--fail-under")
+    max_errors = m.parse_max_errors(a.max_errors)
+    store = Store(a.db)
+    try:
+        run = store.get_run(a.run_id)
+    except KeyError:
+        raise UsageError(f"no run {a.run_id} in this store") from None
+    gate_keys = m.check_gates(gates, run["spec"]["metrics"])
+    last = ""
+    while run["status"] not in ("completed", "failed", "cancelled"):
+        line = f"\r{run['tasks_done'] + run['tasks_errored']}/{run['tasks_total']} done, {run['tasks_errored']} errored"
+        if not a.quiet and line != last:
+            print(line, end="", file=sys.stderr, flush=True)
+            last = line
+        time.sleep(1.0)
+        run = store.get_run(a.run_id)
+    if last:
+        print(file=sys.stderr)
+    rid, status = run["id"], run["status"]
+    res = write_run_outputs(store, rid, a.out)
+    spec = run["spec"]
+    columns = store.dataset_info(run["dataset_id"])["columns"]
+    metrics_out = add_review_keys(store, rid, a.out, res.metrics(), columns,
+                                  (spec.get("repeat") or 1) > 1 or bool(spec.get("jury")))
+    print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
+    m.print_summary(res)
+    if status == "cancelled":
+        return m.EXIT_CANCELLED
+    if status == "failed":
+        print(f"error: run {rid} failed: {run['error']}", file=sys.stderr)
+        return m.EXIT_FAILED
+    breached = m._gates_breached(res, metrics_out, gates, gate_keys, max_errors)
+    if breached:
+        print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
+        return m.EXIT_GATE
+    return m.EXIT_OK
+
+
+def cmd_queue_worker(a) -> int:
+    """``worker`` without a run id: a worker of the job queue, until SIGINT or SIGTERM."""
+    from evaluators.cli.main import EXIT_OK
+    from evaluators.run.queue import run_worker, uses_queue
+    from evaluators.store.store import Store
+
+    from evaluators.run import queue
+
+    if bool(a.judge_base_url) != bool(a.judge_api_key_env):
+        raise UsageError("--judge-base-url and --judge-api-key-env go together: the key in that variable is sent "
+                         "only to that URL's runs")
+    if a.judge_api_key_env:
+        key = os.environ.get(a.judge_api_key_env)
+        if not key:
+            raise UsageError(f"--judge-api-key-env: {a.judge_api_key_env} is not set in this worker's environment")
+        queue.URL_KEYS[a.judge_base_url.rstrip("/")] = key
+    store = Store(a.db)
+    if not uses_queue(store):
+        raise UsageError("a queue worker needs a PostgreSQL store: set EVAL_DATABASE_URL=postgresql+psycopg://...")
+    print(f"worker taking queued runs from {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
+    run_worker(store, a.jobs)
+    return EXIT_OK
+
+
+COMMANDS = {"submit": cmd_submit, "wait": cmd_wait}

@@ -1,0 +1,141 @@
+"""The store's schema under Alembic: a store written before migrations (tests/fixtures/pre_alembic_store.db, made
+by the code at 826eb69 with make_pre_alembic_store.py) upgrades in place with `db upgrade`, every row kept; an
+older or newer store is refused by the CLI and the dashboard with what to do; a new store needs no set-up and
+has the schema the migrations make."""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from evaluators.core.errors import StoreVersionError
+from evaluators.read.results import open_results
+from evaluators.store import migrate
+from evaluators.store.schema import SCHEMA_REVISION, Base
+from evaluators.store.store import Store
+from tests.conftest import ROOT, SINGLE, env_for_subprocess
+
+FIXTURE = ROOT / "tests" / "fixtures" / "pre_alembic_store.db"
+TABLES = ("datasets", "dataset_records", "runs", "results", "reviews", "review_queues", "judge_cache")
+
+
+def cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "evaluators", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, env=env or env_for_subprocess(), timeout=120)
+
+
+def dump(db) -> dict[str, list]:
+    """Every row of every table, in key order (raw SQLite: not through the code under test)."""
+    with sqlite3.connect(db) as c:
+        out = {}
+        for t in TABLES:
+            cols = [r[1] for r in c.execute(f"PRAGMA table_info({t})")]
+            out[t] = c.execute(f"SELECT {', '.join(cols)} FROM {t} ORDER BY {', '.join(cols[:2])}").fetchall()
+        return out
+
+
+def test_a_store_from_before_migrations_is_refused_then_upgraded_in_place_with_every_row(tmp_path):
+    db = tmp_path / "evals.db"
+    shutil.copy(FIXTURE, db)
+    before = dump(db)
+    assert len(before["results"]) == 124 and len(before["reviews"]) == 2 and len(before["judge_cache"]) == 62
+    url = f"sqlite:///{db}"
+    p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o", "--db", url)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "older version" in p.stderr and "python -m evaluators db upgrade" in p.stderr
+    assert dump(db) == before and not (tmp_path / "o").exists()  # refused: nothing written
+    p = cli("db", "upgrade", "--db", url)
+    assert p.returncode == 0, p.stderr
+    assert f"before migrations -> {SCHEMA_REVISION}" in p.stdout
+    assert dump(db) == before  # every row of every table, as it was
+    store = Store(url)  # opens now
+    judged = next(r for r in store.list_runs() if "coherence" in r["spec"]["metrics"])
+    res = open_results(store, judged["id"])
+    assert res.metrics()["coherence.scored_rows"] == 31
+    assert {(r["reviewer"], r["value"]) for r in store.reviews(judged["id"])} == {("ann", 4.0), ("bob", 0.0)}
+    assert cli("db", "upgrade", "--db", url).stdout.strip().endswith(f"is up to date (schema {SCHEMA_REVISION})")
+    assert cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o", "--db", url).returncode == 0
+
+
+def test_a_store_from_a_newer_version_is_refused_by_the_cli_and_the_dashboard(tmp_path, monkeypatch, fresh_caches):
+    from tests.apptest import app
+
+    home = tmp_path / "evalhome"
+    Store(f"sqlite:///{home / 'evals.db'}")
+    with sqlite3.connect(home / "evals.db") as c:
+        c.execute("UPDATE alembic_version SET version_num = 'f00dfeed'")
+    p = cli("db", "upgrade")
+    assert p.returncode == 2 and "newer version" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o")
+    assert p.returncode == 2 and "newer version" in p.stderr and "f00dfeed" in p.stderr, p.stderr
+    at = app(allow_errors=True)  # (app.py opens the store before any page runs)
+    assert len(at.error) == 1 and "newer version of evaluators" in at.error[0].value
+    with sqlite3.connect(home / "evals.db") as c:
+        c.execute("DROP TABLE alembic_version")  # as a store from before migrations
+    at = app(allow_errors=True)
+    assert len(at.error) == 1 and "python -m evaluators db upgrade" in at.error[0].value
+
+
+def test_the_newest_migration_is_the_revision_the_code_writes():
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory(str(migrate.MIGRATIONS)).get_heads() == [SCHEMA_REVISION]
+
+
+@pytest.mark.both_stores
+def test_a_new_store_has_exactly_the_schema_the_migrations_make(store_url, tmp_path):
+    """Store() on an empty database (create_all, then stamped) and `db upgrade` on another (the migrations
+    run) end with the same tables, columns, keys and indexes, and both match the models."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    Store(store_url)
+    other = (f"sqlite:///{tmp_path / 'migrated.db'}" if store_url.startswith("sqlite")
+             else store_url.rsplit("/", 1)[0] + "/" + _new_pg_database(store_url))
+    assert cli("db", "upgrade", "--db", other).returncode == 0
+    for url in (store_url, other):
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+            assert diff == [], (url, diff)
+            assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == SCHEMA_REVISION
+        engine.dispose()
+
+
+def _new_pg_database(url: str) -> str:
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text("CREATE DATABASE migrated_by_alembic"))
+    engine.dispose()
+    return "migrated_by_alembic"
+
+
+@pytest.mark.both_stores
+def test_an_older_store_lacking_recent_tables_and_columns_is_brought_up(store_url):
+    """A store from before the reviews and the ``created_by`` columns (as older code left it) gets them from
+    `db upgrade`, its rows kept; before that, opening it is refused."""
+    from alembic.script import ScriptDirectory
+
+    baseline = ScriptDirectory(str(migrate.MIGRATIONS)).get_revision("0001").module.m
+    engine = sa.create_engine(store_url)
+    old = sa.MetaData()
+    for t in baseline.sorted_tables:
+        if t.name not in ("reviews", "review_queues"):
+            t.to_metadata(old)
+    old.tables["runs"]._columns.remove(old.tables["runs"].c.created_by)
+    old.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO datasets VALUES ('d', 'n', 's', 'h', 'single', 'c', 1, '[]', '{}', '[]', "
+                             "'2024-01-01 00:00:00', NULL)"))
+    with pytest.raises(StoreVersionError, match="older version"):
+        Store(store_url)
+    assert migrate.upgrade(engine) == (None, SCHEMA_REVISION)
+    store = Store(store_url)
+    assert [d["id"] for d in store.list_datasets()] == ["d"]
+    rid = store.create_run("d", {"metrics": []}, "x", "r", created_by="ann")
+    assert store.get_run(rid)["created_by"] == "ann" and store.reviews(rid) == []
+    engine.dispose()
