@@ -139,3 +139,34 @@ def test_an_older_store_lacking_recent_tables_and_columns_is_brought_up(store_ur
     rid = store.create_run("d", {"metrics": []}, "x", "r", created_by="ann")
     assert store.get_run(rid)["created_by"] == "ann" and store.reviews(rid) == []
     engine.dispose()
+
+
+def test_a_store_main_wrote_between_with_batches_and_saved_metrics_upgrades_keeping_them(tmp_path):
+    """A store written before migrations by a main that already had judge_batches and saved_metrics (made by its
+    own start-up): db upgrade keeps their rows and every other table's, and adds what is missing."""
+    db = tmp_path / "evals.db"
+    shutil.copy(FIXTURE, db)
+    with sqlite3.connect(db) as c:  # the two tables as that main's start-up made them, each with a row
+        c.execute("CREATE TABLE saved_metrics (name VARCHAR(63) NOT NULL, version INTEGER NOT NULL, format "
+                  "VARCHAR(20) NOT NULL, text TEXT NOT NULL, description TEXT NOT NULL, created_at DATETIME NOT NULL, "
+                  "created_by VARCHAR(200), PRIMARY KEY (name, version))")
+        c.execute("INSERT INTO saved_metrics VALUES ('politeness', 1, 'template', 'the text', 'polite?', "
+                  "'2026-11-24 20:00:00.000000', 'ann')")
+        c.execute("CREATE TABLE judge_batches (id VARCHAR(32) NOT NULL PRIMARY KEY, run_id VARCHAR(32) NOT NULL "
+                  "REFERENCES runs (id) ON DELETE CASCADE, round INTEGER NOT NULL, input_file_id VARCHAR(200), "
+                  "batch_id VARCHAR(200), status VARCHAR(30) NOT NULL, custom_ids JSON NOT NULL, total INTEGER NOT "
+                  "NULL, completed INTEGER NOT NULL, failed INTEGER NOT NULL, expires_at DATETIME, created_at "
+                  "DATETIME NOT NULL, updated_at DATETIME NOT NULL)")
+        run_id = c.execute("SELECT id FROM runs LIMIT 1").fetchone()[0]
+        c.execute("INSERT INTO judge_batches VALUES ('b1', ?, 1, 'file-1', 'batch-1', 'in_progress', '[\"0.coherence.0.0\"]', "
+                  "1, 0, 0, NULL, '2026-11-24 20:00:00.000000', '2026-11-24 20:00:00.000000')", (run_id,))
+    before = dump(db)
+    p = cli("db", "upgrade", "--db", f"sqlite:///{db}")
+    assert p.returncode == 0, p.stderr
+    assert dump(db) == before
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT name, version, created_by FROM saved_metrics").fetchall() == [("politeness", 1, "ann")]
+        assert c.execute("SELECT id, batch_id, status FROM judge_batches").fetchall() == [("b1", "batch-1", "in_progress")]
+        assert c.execute("SELECT version_num FROM alembic_version").fetchone()[0] == SCHEMA_REVISION
+    store = Store(f"sqlite:///{db}")
+    assert store.saved_metric("politeness")["text"] == "the text"
