@@ -237,3 +237,24 @@ def test_a_workers_key_goes_only_to_the_url_it_was_given_for():
         assert queue.key_for(RunSpec(metrics=["bleu"])) is None
     finally:
         queue.URL_KEYS.clear()
+
+
+def test_submit_takes_run_s_metric_files_and_prices_and_refuses_batch(tmp_path, pg_url, judge_server):
+    code = ROOT / "examples" / "metrics" / "word_count.py"
+    p = cli("submit", SINGLE, "--metrics", "word_count,fluency", "--metric-file", code, "--judge-base-url",
+            judge_server.url, "--judge-model", "gpt-4o-mini", "--price", "2,0.5,8", "--chunk-rows", "16", url=pg_url)
+    assert p.returncode == 0, p.stderr
+    rid = p.stdout.strip().splitlines()[-1].split()[-1]
+    spec = Store(pg_url).get_run(rid)["spec"]
+    assert spec["prices"]["gpt-4o-mini"]["input"] == 2 and spec["definitions"]["word_count"]["format"] == "code"
+    workers = [worker(pg_url)]
+    try:
+        w = cli("wait", rid, "--out", tmp_path / "out", url=pg_url)
+    finally:
+        stop(*workers)
+    assert w.returncode == 0, w.stderr
+    rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
+    ds = load_dataset(SINGLE)
+    assert [r["outputs.word_count.word_count"] for r in rows] == [float(len(r["response"].split())) for r in ds.records]
+    b = cli("submit", SINGLE, "--metrics", "fluency", "--judge-base-url", judge_server.url, "--batch", url=pg_url)
+    assert b.returncode == 2 and "--batch is for `run`" in b.stderr and "Traceback" not in b.stderr

@@ -42,10 +42,15 @@ def cmd_submit(a) -> int:
     from evaluators.cli import main as m
 
     metrics = [x.strip() for x in a.metrics.split(",") if x.strip()]
+    m.cli_custom.register_for_run(a, metrics)  # --metric-file: the run records each definition for the workers
+    if a.batch:
+        raise UsageError("--batch is for `run`: a queued run's chunks are judged by direct calls (its workers "
+                         "share the judge's limits instead)")
     thresholds = m._floats(a.threshold, "--threshold")
     api_key = m._api_key_from_args(a)
     judge = m._judge_from_args(a)
     ds, judged = m._checked_dataset(a, metrics, judge, thresholds, api_key)
+    cost = m.cli_cost.settings(a, judge, m._jury_from_args(a, judge), judged)  # prices and --budget, as run takes them
     if a.chunk_rows < 1:
         raise UsageError("--chunk-rows must be at least 1")
     probe = None
@@ -66,7 +71,8 @@ def cmd_submit(a) -> int:
         if probe.error is not None:
             raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
-                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=m._jury_from_args(a, judge))
+                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=m._jury_from_args(a, judge),
+                      cost=cost)
     n = enqueue_run(store, rid, a.chunk_rows)
     print(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
