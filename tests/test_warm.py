@@ -25,3 +25,23 @@ def test_the_pages_modules_are_imported_at_server_start():
     # and app.py starts the warming when streamlit imports it to find its server (outside any page)
     source = (ROOT / "app.py").read_text()
     assert "warm.warm(" in source.split("get_script_run_ctx(suppress_warning=True) is None")[1].split("else:")[0]
+
+
+def test_the_newest_ended_run_is_opened_into_the_caches_at_start(home_store, fresh_caches):
+    from evaluators import load_dataset
+    from evaluators.store.schema import Result
+    from ui import warm
+
+    did = home_store.save_dataset(load_dataset([{"query": f"q{i}", "response": f"a{i}"} for i in range(4)]))
+    done = home_store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 4}}, "h1", "ended")
+    home_store.write_results(done, [Result(i, "coherence", 0, "ok", float(i + 2), {"coherence": float(i + 2)})
+                                    for i in range(4)])
+    home_store.update_run(done, status="completed", tasks_total=4, tasks_done=4)
+    home_store.create_run(did, {"metrics": ["coherence"]}, "h2", "still running")  # newer, but not ended
+    assert warm.newest_run() == done
+    views = home_store.engine.url.database.rsplit("/", 1)[0] + "/views"
+    from pathlib import Path
+
+    names = [p.name for p in Path(views).iterdir()]
+    assert any(n.startswith(done) and n.endswith(".npz") for n in names)  # its columns, built and kept
+    assert any(n.startswith(f"cost-{done}-") for n in names)  # its cost, summed once
