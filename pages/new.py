@@ -69,7 +69,10 @@ with w.guard():
     st.subheader("Before you start")
     cost = judge_form.estimate_panel(did, spec)  # the prices entered, batch mode, budget and the estimate
     name = st.text_input("Run name", key="new.name", placeholder=f"{ds.name} · {', '.join(spec.metrics)}")
-    if st.button("Start evaluation", type="primary", key="new.start"):
+    blocked = judge_form.failed_test(judge, api_key)  # Start waits for settings the judge answers
+    if blocked:
+        st.caption("The judge did not answer the connection test with these settings: change them, or test again.")
+    if st.button("Start evaluation", type="primary", key="new.start", disabled=blocked):
         store = loaders.store()
         run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
                              options=options, repeat=repeat, jury=jury, cost=cost)

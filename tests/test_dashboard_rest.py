@@ -230,3 +230,21 @@ def test_a_retry_sent_elsewhere_does_not_carry_the_key_typed_for_the_first_judge
         assert len(elsewhere.calls) == 1
         assert not any(secret in (c["_auth"] or "") for c in elsewhere.calls + elsewhere.probes)
     assert home_store.get_run(rid)["spec"]["judge"]["base_url"] == elsewhere.url
+
+
+def test_start_waits_after_a_failed_connection_test_and_the_test_is_where_it_will_be(home_store, judge_server):
+    judge_server.require_key = "right-key"
+    app()
+    at = app("pages/new.py", dataset=sample_id(home_store))
+    at.checkbox(key="new.metric.coherence").check().run()
+    assert at.button(key="judge.test").disabled  # shown before the model and URL are given, not yet usable
+    at.text_input(key="judge.base_url").input(judge_server.url)
+    at.text_input(key="judge.model").input("loopback")
+    at.text_input(key="judge_api_key").input("sk-wrong-key-0123456789").run()
+    assert not at.button(key="new.start").disabled
+    at.button(key="judge.test").click().run()
+    assert at.button(key="new.start").disabled and "did not answer the connection test" in shown(at)
+    at.text_input(key="judge_api_key").input("right-key").run()  # other settings: Start again
+    assert not at.button(key="new.start").disabled
+    at.button(key="judge.test").click().run()
+    assert "The judge answered" in shown(at) and not at.button(key="new.start").disabled

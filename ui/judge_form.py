@@ -117,6 +117,8 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
                                         ("the Azure endpoint", endpoint if provider == "azure" else 1)) if not value]
     if missing:
         st.info(f"Give {' and '.join(missing)} of the judge.")
+        st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:", disabled=True,
+                  help=f"Give {' and '.join(missing)} first")  # where it will be, so no one looks for it
         return None, typed
     cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None, **sampling)
     test_connection(prefix, cfg, typed)
@@ -156,8 +158,24 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
         if cfg.judge_name:  # a named judge's address stays on the server
             msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
         st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
+        st.session_state[f"{prefix}.failed"] = _tested(cfg, api_key)
         return
+    st.session_state.pop(f"{prefix}.failed", None)
     st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
+
+
+def _tested(cfg: JudgeConfig, api_key: str | None) -> str:
+    """Names these judge settings (the key by a digest, held in this browser session's memory only)."""
+    import hashlib
+    import json
+
+    key = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
+    return json.dumps([cfg.identity(), key], sort_keys=True, default=str)
+
+
+def failed_test(cfg: JudgeConfig | None, api_key: str | None, prefix: str = "judge") -> bool:
+    """Whether the connection test failed for exactly these settings (changing any of them clears it)."""
+    return cfg is not None and st.session_state.get(f"{prefix}.failed") == _tested(cfg, api_key)
 
 
 def estimate_panel(dataset_id: str, spec: RunSpec) -> dict:
