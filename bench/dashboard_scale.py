@@ -389,7 +389,7 @@ def _expected(home: Path, run_id: str) -> dict:
     return expect
 
 
-def serve(app: Path, home: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
+def serve(app: Path, home: Path, port: int | None = None, database_url: str | None = None) -> tuple[subprocess.Popen, str]:
     """``streamlit run app.py`` from ``app`` (this checkout, or another through export_scale's --app) on a free
     loopback port over the bench's store; (process, URL) once it answers."""
     from tests.browser import free_port
@@ -397,6 +397,8 @@ def serve(app: Path, home: Path, port: int | None = None) -> tuple[subprocess.Po
     port = port or free_port()
     env = {**os.environ, "EVAL_HOME": str(home), "PYTHONPATH": str(app)}
     env.pop("EVAL_DATABASE_URL", None)
+    if database_url:  # a store elsewhere (bench/dashboard_scale_pg.py: PostgreSQL)
+        env["EVAL_DATABASE_URL"] = database_url
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=app, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -17,11 +17,9 @@ import datetime as dt
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,27 +130,6 @@ def expected(url: str, run_id: str) -> dict:
     return expect
 
 
-def serve(url: str, home: Path) -> tuple[subprocess.Popen, str]:
-    from tests.browser import free_port
-
-    port = free_port()
-    env = {**os.environ, "EVAL_HOME": str(home), "PYTHONPATH": str(ROOT), "EVAL_DATABASE_URL": url}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    web = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if urllib.request.urlopen(web + "/_stcore/health", timeout=1).read() == b"ok":
-                return proc, web
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                proc.terminate()
-                raise SystemExit("the dashboard did not start")
-            time.sleep(0.2)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -172,7 +149,7 @@ def main() -> None:
         print(f"store: {args.rows:,} rows x 6 metrics + {args.runs - 1} small runs written to PostgreSQL with COPY "
               f"in {time.perf_counter() - t:.0f} s")
         expect = expected(url, run_id)
-        proc, web = serve(url, Path(home))
+        proc, web = ds.serve(ROOT, Path(home), database_url=url)
         try:
             got = ds.measure(web, run_id, proc.pid, expect, args.reps)
             with open(f"/proc/{proc.pid}/status") as f:  # VmRSS counts the memory-mapped search text's pages too

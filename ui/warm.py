@@ -47,9 +47,8 @@ def newest_run() -> str | None:
     if ended is None:
         return None
     run = loaders.run(ended["id"])
-    specs = RunSpec.from_dict(run["spec"]).specs()
-    res = loaders.results(run, {s.name: float(run["spec"]["thresholds"].get(s.name, s.default_threshold))
-                                for s in specs})
+    spec = RunSpec.from_dict(run["spec"])
+    res = loaders.results(run, {s.name: spec.threshold(s) for s in spec.specs()})
     for s in res.specs:
         res.summary(s)
     loaders.run_cost(run)

@@ -50,7 +50,8 @@ def cmd_submit(a) -> int:
     api_key = m._api_key_from_args(a)
     judge = m._judge_from_args(a)
     ds, judged = m._checked_dataset(a, metrics, judge, thresholds, api_key)
-    cost = m.cli_cost.settings(a, judge, m._jury_from_args(a, judge), judged)  # prices and --budget, as run takes them
+    jury = m._jury_from_args(a, judge)
+    cost = m.cli_cost.settings(a, judge, jury, judged)  # prices and --budget, as run takes them
     if a.chunk_rows < 1:
         raise UsageError("--chunk-rows must be at least 1")
     probe = None
@@ -71,8 +72,7 @@ def cmd_submit(a) -> int:
         if probe.error is not None:
             raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
-                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=m._jury_from_args(a, judge),
-                      cost=cost)
+                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
     n = enqueue_run(store, rid, a.chunk_rows)
     print(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
