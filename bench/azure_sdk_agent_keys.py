@@ -88,17 +88,8 @@ PROMPT_BOUND = {"prompt_tokens": int, "completion_tokens": int, "total_tokens": 
                 "finish_reason": str}
 
 
-# SDK 1.18's task_adherence and task_completion pass a 0/1 score at 1 whatever the threshold, and write 3 (their
-# base class's default) as K_threshold; ours writes the threshold it applies (1)
-WHY_THRESHOLD = ("K_threshold of a 0/1 metric: the SDK writes 3 (a threshold it does not apply; it passes at 1), "
-                 "ours the 1 it applies; K_passed and K_result equal")
-SDK_UNUSED_THRESHOLD = {"task_adherence": 3, "task_completion": 3}
-
-
 def classify(metric: str, key: str, what: str, sdk_v, ours_v) -> str:
     leaf = key.rsplit(".", 1)[-1]
-    if leaf == f"{metric}_threshold" and sdk_v == SDK_UNUSED_THRESHOLD.get(metric) and ours_v == 1:
-        return WHY_THRESHOLD
     if what != "missing" and metric in JUDGE_METRICS and leaf in PROMPT_BOUND:
         t = PROMPT_BOUND[leaf]
         if isinstance(sdk_v, t) and isinstance(ours_v, t):

@@ -46,6 +46,8 @@ def test_scores_verdicts_and_properties_as_the_sdk_writes_them(store):
     assert list(props)[:2] == ["seen", "prompt_tokens"] and props["seen"] == "yes"  # the reply's own first
     t = "outputs.task_adherence.task_adherence"
     assert (a0[t], a0[f"{t}_result"], a1[t], a1[f"{t}_result"]) == (0.0, "fail", 1.0, "pass")
+    # SDK 1.18 writes its base class's default threshold (3) here while passing at 1 (_task_adherence.py)
+    assert (a0[f"{t}_threshold"], a1[f"{t}_threshold"], a1[f"{t}_passed"]) == (3, 3, True)
 
 
 def test_rows_not_judged_say_why_in_the_sdks_words(store):

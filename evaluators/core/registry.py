@@ -80,6 +80,9 @@ class MetricSpec:
         levels: for severities, ``((upper_bound, name), ...)`` naming ranges of the scale.
         properties: ``properties(spec, outputs, threshold) -> dict`` writing the row's ``K_properties`` in place
             of the kind's (a computed metric whose SDK evaluator writes its own, e.g. document_retrieval).
+        stated_threshold: the value written as ``K_threshold`` when the SDK writes one it does not apply
+            (SDK 1.18's task_adherence and task_completion write 3 and pass a 0/1 score at 1); None: the threshold
+            applied is written.
         definition: for a metric defined in a file or saved in the store, what a run records to build it
             again (``evaluators.metrics.custom.MetricDefinition.to_dict``); None for the built-ins.
     """
@@ -107,6 +110,7 @@ class MetricSpec:
     properties: Callable[["MetricSpec", dict, float], dict] | None = field(default=None, compare=False)
     choices: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # run options that take one of a few values
     definition: dict | None = field(default=None, compare=False, hash=False)
+    stated_threshold: float | None = None
 
     @property
     def is_judge(self) -> bool:

@@ -21,6 +21,10 @@ from evaluators.core.replies import ReplyError, answer_body, objects_with, parse
 from evaluators.core.tasks import RowTask
 
 VERSION = "1"
+# SDK 1.18's task_adherence and task_completion do not hand their threshold to their base class, whose default (3)
+# is what they write as K_threshold; their verdict is score >= 1 whatever the threshold. Written as they write it so
+# that rows compare key by key; the pass rule applied is still 1.
+SDK_STATED_THRESHOLD = 3
 INTERMEDIATE = "Intermediate response. Please provide the agent's final response for evaluation."
 PROPS = "_properties"  # the output key holding the reply's own properties (the SDK puts them first)
 
@@ -102,9 +106,9 @@ def percent(part: Any, whole: Any, empty: float = 100.0) -> float:
 def agent_metric(name: str, description: str, fields: tuple[str, ...], template: str, binary: bool = False,
                  outputs: tuple[str, ...] = (), skip: Callable[[dict], str | None] | None = None,
                  defs: Callable[[dict], dict] | None = None, inputs_first: bool = False,
-                 extra: Callable[[dict], dict] | None = None) -> MetricSpec:
+                 extra: Callable[[dict], dict] | None = None, stated_threshold: float | None = None) -> MetricSpec:
     """Register a judged agent metric: 1-5 passing at 3, or (``binary``) 0/1 passing at 1; ``extra`` adds
-    figures computed from the reply's properties."""
+    figures computed from the reply's properties; ``stated_threshold``: see :class:`MetricSpec`."""
     if extra:
         _EXTRA[name] = extra
     return register(MetricSpec(
@@ -112,4 +116,4 @@ def agent_metric(name: str, description: str, fields: tuple[str, ...], template:
         outputs=(name, *outputs), score_range=(0.0, 1.0) if binary else (1.0, 5.0), higher_is_better=True,
         default_threshold=1.0 if binary else 3.0, integer=True, description=description,
         templates=JudgeTemplates(single=template), version=VERSION, parse=parse, row_tasks=planner(skip, defs, inputs_first),
-        properties=properties))
+        properties=properties, stated_threshold=stated_threshold))

@@ -190,7 +190,8 @@ class Kind:
         return {k: value, f"{k}_score": value, f"{k}_passed": passed,
                 f"{k}_result": self.result_label(spec, passed, status), f"{k}_reason": reason,
                 f"{k}_status": self.STATUS.get(status, "pending") if status else "pending",
-                f"{k}_threshold": threshold, f"{k}_properties": properties}
+                f"{k}_threshold": threshold if spec.stated_threshold is None else spec.stated_threshold,
+                f"{k}_properties": properties}
 
     def row_keys(self, spec: "MetricSpec", cell: MetricCell | None, threshold: float,
                  conversation: bool, inputs: "JudgeInputs | None" = None) -> dict[str, Any]:
