@@ -45,3 +45,20 @@ def test_the_newest_ended_run_is_opened_into_the_caches_at_start(home_store, fre
     names = [p.name for p in Path(views).iterdir()]
     assert any(n.startswith(done) and n.endswith(".npz") for n in names)  # its columns, built and kept
     assert any(n.startswith(f"cost-{done}-") for n in names)  # its cost, summed once
+
+
+def test_streamlits_once_per_process_work_is_done_at_start():
+    """What Streamlit does once per process when a page first draws (its emoji table, compiled to check the page
+    icon; the REPL check's inspect.stack(), which resolves every loaded module's file the first time; the skills
+    modules a new session imports) is done by the warm-up, not on the first visitor's request."""
+    files = [f for f, _ in app_pages()]
+    probe = ("['streamlit.emojis' in sys.modules, 'streamlit.web.skills' in sys.modules, "
+             "'pandas' in inspect._filesbymodname]")
+    code = ("import sys, inspect; from pathlib import Path; from ui import warm; "
+            f"before = {probe}; "
+            f"warm.warm(Path({str(ROOT)!r}), {files!r}).join(); "
+            f"print(before, {probe})")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[False, False, False] [True, True, True]"

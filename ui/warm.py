@@ -36,6 +36,21 @@ def _import_all(names: list[str]) -> None:
             log.exception("importing %s ahead of the first page", name)
 
 
+def streamlit_once() -> None:
+    """What Streamlit does once per process when a page first draws, done ahead (py-spy, on the first request to
+    a fresh server under bench/dashboard_scale.py): checking the page icon compiles its table of every emoji into
+    one regular expression (~0.4 s here), and the first element drawn checks for a Python REPL with
+    ``inspect.stack()``, which resolves the file of every loaded module the first time (~0.4 s; later calls find
+    them in inspect's cache); a new browser session imports the modules that decide whether to suggest installing
+    Streamlit's agent skills (~0.2 s, on the server's event loop)."""
+    import streamlit.runtime.backend_operation_handler  # noqa: F401
+    import streamlit.web.skills  # noqa: F401
+    from streamlit import env_util, string_util
+
+    string_util.is_emoji("\N{BAR CHART}")
+    env_util.is_repl()
+
+
 def newest_run() -> str | None:
     """Open the newest ended run as its Results page first does (its columns, each metric's summary at the run's
     own thresholds, its cost) into the dashboard's caches: the run a team opens after a restart is most often the
@@ -57,6 +72,10 @@ def newest_run() -> str | None:
 
 def _warm(names: list[str]) -> None:
     _import_all(names)
+    try:
+        streamlit_once()
+    except Exception:  # noqa: BLE001 — an optimisation (Streamlit's internals may move): pages work without it
+        log.exception("Streamlit's once-per-process work ahead of the first page")
     from evaluators.core.errors import EvalError
 
     try:
