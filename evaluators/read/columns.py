@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import threading
 from collections import OrderedDict, defaultdict
@@ -213,7 +214,6 @@ class SearchText:
     def ensure(self) -> None:
         """Build (or open) the buffer, once."""
         import io
-        import mmap
 
         with self._lock:
             if self._offsets is not None:
@@ -254,6 +254,11 @@ class SearchText:
             row = int(np.searchsorted(offsets, pos, side="right")) - 1
             hit[row] = True
             pos = buf.find(pat, int(offsets[row + 1]))
+        if isinstance(buf, mmap.mmap):
+            # A search reads the whole file: without this its pages stay mapped into the server (2.3 GB of a
+            # 1,000,000-row dataset's text counted in its RSS). The kernel keeps them in its page cache, so the
+            # next search finds them there.
+            buf.madvise(mmap.MADV_DONTNEED)
         return hit
 
 
