@@ -98,6 +98,9 @@ def test_runs_with_file_metrics_read_in_a_dashboard_that_never_loaded_the_files(
     assert "No completed run with a judged metric" not in shown_text(at)
 
 
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
+
+
 def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store, tmp_path, monkeypatch):
     """A code metric reaches a dashboard as an installed package's entry point (no one uploads Python to a shared
     server): New evaluation offers it, its worker computes it, the Results page reads it."""
