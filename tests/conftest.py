@@ -136,8 +136,11 @@ def start_queue_worker(url: str):
 
     if PASS["store"] != "postgresql":
         return None
+    env = env_for_subprocess(EVAL_DATABASE_URL=url)
+    if os.environ.get("PYTHONPATH"):  # what the test installed for the workers (as a team installs it on theirs)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]])
     return subprocess.Popen([sys.executable, "-m", "evaluators", "worker"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env_for_subprocess(EVAL_DATABASE_URL=url))
+                            stderr=subprocess.DEVNULL, env=env)
 
 
 def stop_queue_worker(proc) -> None:

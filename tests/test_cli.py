@@ -340,8 +340,11 @@ def test_a_finished_cli_run_has_its_results_page_columns_built_in_the_background
 
     store = default_store(home)
     views = views_dir(store)  # beside the SQLite file, or (PostgreSQL) under EVAL_HOME
-    wait_until(lambda: any(views.glob(f"{rid}-*.npz")), 60, "the run's columns written beside the store")
-    before = {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")}
+
+    def built() -> dict:  # the finished files (not one still being written, *.tmpN.npz, renamed when whole)
+        return {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz") if ".tmp" not in f.name}
+    wait_until(built, 60, "the run's columns written beside the store")
+    before = built()
     view = open_view(store, rid)  # the first open reads them: nothing is built again
-    assert {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")} == before
+    assert built() == before
     assert len(view) == 31 and os.environ.get("OPENAI_API_KEY") is None

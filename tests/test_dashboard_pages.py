@@ -31,9 +31,9 @@ def test_datasets_page_lists_and_previews(home_store):
     assert any("20 rows · conversation" in m.value for m in at.markdown)
 
 
+
+
 @pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
-
-
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
     conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
@@ -97,9 +97,9 @@ def run_with_an_errored_row(store, judge_server) -> str:
     return evaluate(SINGLE, ["fluency"], judge=judge, store=store).run_id
 
 
+
+
 @pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
-
-
 def test_results_page_errors_tab_offers_retry(home_store, judge_server):
     app()
     rid = run_with_an_errored_row(home_store, judge_server)

@@ -164,9 +164,9 @@ def test_connection_test_shows_the_exact_error_never_the_key(home_store, judge_s
     assert "0123456789" not in shown(at) and "wrong-key" not in shown(at)
 
 
+
+
 @pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
-
-
 def test_retry_with_another_judge_is_recorded_with_the_run(home_store, judge_server):
     from tests.test_dashboard_pages import run_with_an_errored_row
 
@@ -212,9 +212,9 @@ def test_empty_pages_say_what_to_run(home_store, page, says):
     assert any(says in i.value for i in at.info)
 
 
+
+
 @pytest.mark.sqlite_only(TYPED_KEY_REASON)
-
-
 def test_a_retry_sent_elsewhere_does_not_carry_the_key_typed_for_the_first_judge(home_store, judge_server):
     from tests.judge_server import Action, JudgeServer
     from evaluators.data.loading import load_dataset

@@ -94,9 +94,9 @@ def test_signed_out_every_address_and_deep_link_shows_only_the_sign_in_form(home
             assert {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()} == query  # link kept
 
 
+
+
 @pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
-
-
 def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store, judge_server, password_on):
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=home_store).run_id
