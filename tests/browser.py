@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, env_for_subprocess
+from tests.conftest import PASS, ROOT, default_store, env_for_home, home_url, start_queue_worker, stop_queue_worker
 from tests.procs import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -35,15 +35,17 @@ def free_port() -> int:
 def start_dashboard(home: Path, stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
     """``streamlit run app.py`` on a free loopback port with its store under ``home``; (process, URL) once healthy."""
     port = free_port()
+    # PostgreSQL pass: home's own database (a module's dashboard starts before any test sets EVAL_DATABASE_URL)
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, env=env_for_subprocess(EVAL_HOME=str(home)),
+                            cwd=ROOT, env=env_for_home(home),
                             stdout=subprocess.DEVNULL, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
             if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                proc.queue_worker = start_queue_worker(home_url(home))  # PostgreSQL: what runs its runs
                 return proc, url
         except OSError:
             time.sleep(0.2)
@@ -52,6 +54,7 @@ def start_dashboard(home: Path, stderr=subprocess.DEVNULL) -> tuple[subprocess.P
 
 
 def stop(proc: subprocess.Popen) -> None:
+    stop_queue_worker(getattr(proc, "queue_worker", None))
     proc.terminate()
     proc.wait(10)
 
@@ -65,11 +68,9 @@ def settle(page, text: str | None = None, timeout: float = 60_000) -> None:
 
 def served(home: Path):
     """A dashboard on its own store under ``home``, for a fixture: yields (url, that Store), then stops it."""
-    from evaluators import Store
-
     proc, url = start_dashboard(home)
     try:
-        yield url, Store(f"sqlite:///{home / 'evals.db'}")
+        yield url, default_store(home)
     finally:
         stop(proc)
 
@@ -123,6 +124,9 @@ class Dashboard:
         full = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(home)), "PYTHONPATH": str(ROOT),
                 "EVAL_HOME": str(home), "HTTP_PROXY": recorder.url, "HTTPS_PROXY": recorder.url,
                 "http_proxy": recorder.url, "https_proxy": recorder.url, "NO_PROXY": "", "no_proxy": "", **env}
+        if PASS["store"] == "postgresql":  # home's own database, and a queue worker for the runs started there
+            full["EVAL_DATABASE_URL"] = home_url(home)
+        self.queue_worker = start_queue_worker(home_url(home))
         self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port)],
                                      cwd=ROOT, env=full, stdout=self.out.open("wb"), stderr=self.err.open("wb"))
         deadline = time.time() + 60
@@ -145,6 +149,7 @@ class Dashboard:
         self.proc.wait(10)
 
     def stop(self):
+        stop_queue_worker(self.queue_worker)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

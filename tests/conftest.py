@@ -1,4 +1,11 @@
-"""Shared fixtures: a real loopback judge server, a real SQLite store, the samples and ../shared."""
+"""Shared fixtures: a real loopback judge server, a real store, the samples and ../shared.
+
+``--store sqlite`` (the default) gives each test a SQLite file under its ``EVAL_HOME``; ``--store postgresql``
+gives each test a fresh database on the session's PostgreSQL server (tests.pg) as ``EVAL_DATABASE_URL``, which
+CLI subprocesses, dashboards and workers inherit. Markers: ``both_stores`` (run on each store),
+``sqlite_only(reason)`` (about SQLite itself: skipped, saying why, in the PostgreSQL pass), ``no_store`` (never
+opens a store: deselected in the PostgreSQL pass; in the SQLite pass any store it opens fails the test).
+"""
 from __future__ import annotations
 
 import os
@@ -23,37 +30,188 @@ def judge_server():
 
 
 STORES = ("sqlite", "postgresql")
+# The pass's default store (--store) and, in the PostgreSQL pass, the server and each EVAL_HOME's database.
+PASS: dict = {"store": "sqlite", "server": None, "homes": {}}
+# sqlite_only reasons shared by several tests
+DETACHED_WORKER = ("a run's detached worker process (its pid, its environment, killing it): on PostgreSQL the "
+                   "dashboard's runs go to the job queue's workers instead (run.workers._enqueue; the queue is tested in test_queue.py)")
+TYPED_KEY_REASON = ("a key typed in the dashboard reaches the run's detached worker: on PostgreSQL runs go to the team's "
+                    'queue workers, which by design refuse a typed key (run.workers._enqueue)')
+# What a no_store test's EVAL_DATABASE_URL is in the SQLite pass: nothing listens there (port 9, discard).
+UNREACHABLE = "postgresql+psycopg://no-store@127.0.0.1:9/no_store_test_opened_a_store"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store", choices=STORES, default="sqlite",
+                     help="every test's default store: a SQLite file (default) or a fresh database on a PostgreSQL "
+                          "server the session starts (tests marked no_store are deselected, sqlite_only skipped)")
 
 
 def pytest_configure(config):
+    PASS["store"] = config.getoption("store")
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on a real PostgreSQL server "
-                            "(the store_url / store fixtures are parametrized)")
+                            "(the store_url / store fixtures are parametrized; the PostgreSQL pass runs only the latter)")
+    config.addinivalue_line("markers", "sqlite_only(reason): the test is about SQLite itself; skipped, with the "
+                            "reason, in the PostgreSQL pass (--store postgresql)")
+    config.addinivalue_line("markers", "no_store: the module never opens a store (checked in the SQLite pass: "
+                            "Store() raises); deselected in the PostgreSQL pass")
 
 
 def pytest_generate_tests(metafunc):
-    """Tests marked ``both_stores`` (or in a module so marked) run once per store: SQLite and PostgreSQL."""
+    """Tests marked ``both_stores`` (or in a module so marked) run once per store: SQLite and PostgreSQL (only the
+    PostgreSQL copy in the PostgreSQL pass, whose SQLite copy ran in the SQLite pass)."""
     if metafunc.definition.get_closest_marker("both_stores") and "store_url" in metafunc.fixturenames:
-        metafunc.parametrize("store_url", STORES, indirect=True)
+        metafunc.parametrize("store_url", STORES if PASS["store"] == "sqlite" else ("postgresql",), indirect=True)
 
 
-@pytest.fixture(scope="session")
-def postgres():
-    """A PostgreSQL server for the session (tests.pg); the tests that need it skip, saying why, without its binaries."""
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark and not (mark.args or mark.kwargs.get("reason")):
+            raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
+    if PASS["store"] != "postgresql":
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker("no_store") else kept).append(item)
+        mark = item.get_closest_marker("sqlite_only")
+        if mark:
+            item.add_marker(pytest.mark.skip(reason="sqlite_only: " + (mark.args[0] if mark.args else mark.kwargs["reason"])))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def _start_postgres():
     from tests.pg import PostgresServer, pg_bin
 
     if pg_bin() is None:
         pytest.skip("PostgreSQL binaries absent (/usr/lib/postgresql/*/bin): install Debian's postgresql package "
                     "(scripts/setup.sh --dev does) to run the PostgreSQL half of the store tests")
-    with PostgresServer() as pg:
+    return PostgresServer()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for the session (tests.pg); the tests that need it skip, saying why, without its binaries.
+    In the PostgreSQL pass it is the one that holds every test's default store."""
+    if PASS["server"] is not None:
+        yield PASS["server"]
+        return
+    with _start_postgres() as pg:
         yield pg
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_pass():
+    """In the PostgreSQL pass, the server of every test's (and every module dashboard's) default store."""
+    if PASS["store"] != "postgresql":
+        yield
+        return
+    with _start_postgres() as pg:
+        PASS["server"] = pg
+        try:
+            yield
+        finally:
+            PASS["server"] = None
+
+
+def home_url(home: Path) -> str:
+    """The store a dashboard, CLI or worker whose ``EVAL_HOME`` is ``home`` uses in this pass: the SQLite file under
+    ``home``, or (PostgreSQL pass) a database of its own, made the first time ``home`` is asked for."""
+    if PASS["store"] != "postgresql":
+        return f"sqlite:///{Path(home) / 'evals.db'}"
+    key = str(Path(home))
+    if key not in PASS["homes"]:
+        PASS["homes"][key] = PASS["server"].new_database()
+    return PASS["homes"][key]
+
+
+def start_queue_worker(url: str):
+    """PostgreSQL pass: ``python -m evaluators worker`` on the store at ``url`` (runs started from a dashboard on
+    PostgreSQL go to the job queue, run.queue, done by such workers); None in the SQLite pass (runs are the
+    dashboard's own child processes there). Stop it with :func:`stop_queue_worker`."""
+    import subprocess
+    import sys
+
+    if PASS["store"] != "postgresql":
+        return None
+    env = env_for_subprocess(EVAL_DATABASE_URL=url)
+    if os.environ.get("PYTHONPATH"):  # what the test installed for the workers (as a team installs it on theirs)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]])
+    return subprocess.Popen([sys.executable, "-m", "evaluators", "worker"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+
+
+def stop_queue_worker(proc) -> None:
+    import subprocess
+
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture
-def store_url(request, tmp_path) -> str:
-    """The store's URL: a SQLite file in the test's folder, or (``both_stores``) a fresh PostgreSQL database."""
+def queue_worker(_isolated_home):
+    """For a test that starts runs from the dashboard: in the PostgreSQL pass a queue worker on its store."""
+    proc = start_queue_worker(os.environ.get("EVAL_DATABASE_URL", ""))
+    yield proc
+    stop_queue_worker(proc)
+
+
+def env_for_home(home: Path, **extra: str) -> dict[str, str]:
+    """A subprocess's environment with ``EVAL_HOME=home`` and, in the PostgreSQL pass, that home's own database."""
+    store = {"EVAL_DATABASE_URL": home_url(home)} if PASS["store"] == "postgresql" else {}
+    return env_for_subprocess(EVAL_HOME=str(home), **store, **extra)
+
+
+def default_store(home: Path) -> Store:
+    """The store a dashboard or CLI with ``EVAL_HOME=home`` wrote to (see :func:`home_url`)."""
+    return Store(home_url(home))
+
+
+def default_store_made(home: Path) -> bool:
+    """Whether anything opened the default store of ``home``: its SQLite file exists, or its database has tables."""
+    url = home_url(home)
+    if url.startswith("sqlite"):
+        return (Path(home) / "evals.db").exists()
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return bool(sa.inspect(c).get_table_names())
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def store_url(request, tmp_path, _isolated_home) -> str:
+    """The store's URL: a SQLite file in the test's folder, or (``both_stores``) a fresh PostgreSQL database; in
+    the PostgreSQL pass, the test's default store (its ``EVAL_DATABASE_URL``)."""
+    if PASS["store"] == "postgresql":
+        return os.environ["EVAL_DATABASE_URL"]
     if getattr(request, "param", "sqlite") == "postgresql":
         return request.getfixturevalue("postgres").new_database()
     return f"sqlite:///{tmp_path / 'evals.db'}"
+
+
+def store_url_in(folder: Path, name: str) -> str:
+    """A new empty store's URL: a SQLite file ``name.db`` in ``folder``, or (PostgreSQL pass) a fresh database."""
+    if PASS["store"] == "postgresql":
+        return PASS["server"].new_database()
+    return f"sqlite:///{Path(folder) / (name + '.db')}"
+
+
+@pytest.fixture
+def new_store_url(tmp_path, _isolated_home):
+    """``new_store_url(name)``: another empty store of the test (:func:`store_url_in` its folder)."""
+    return lambda name: store_url_in(tmp_path, name)
 
 
 @pytest.fixture
@@ -69,11 +227,20 @@ def judge_config(judge_server) -> JudgeConfig:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path, monkeypatch):
+def _isolated_home(request, tmp_path, monkeypatch):
     # No test may touch the user's ~/.evaldash store; subprocesses inherit this.
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "evalhome"))
     monkeypatch.delenv("EVAL_DATABASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    if request.node.get_closest_marker("no_store"):
+        # the marker may not lie: a store opened here or in a subprocess fails the test
+        monkeypatch.setenv("EVAL_DATABASE_URL", UNREACHABLE)
+
+        def refuse(self, url=None):
+            raise AssertionError(f"a test marked no_store opened a store ({url or 'the default one'})")
+        monkeypatch.setattr(Store, "__init__", refuse)
+    elif PASS["store"] == "postgresql":
+        monkeypatch.setenv("EVAL_DATABASE_URL", home_url(tmp_path / "evalhome"))
 
 
 @pytest.fixture
@@ -138,9 +305,9 @@ def fresh_caches():
 
 
 @pytest.fixture
-def home_store(tmp_path) -> Store:
-    """The dashboard's store (EVAL_HOME is set per test above)."""
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+def home_store(tmp_path, _isolated_home) -> Store:
+    """The dashboard's store (EVAL_HOME is set per test above; in the PostgreSQL pass, its EVAL_DATABASE_URL)."""
+    return default_store(tmp_path / "evalhome")
 
 
 @pytest.fixture
@@ -151,3 +318,4 @@ def recorder():
     r = Recorder()
     yield r
     r.close()
+

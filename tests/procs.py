@@ -57,6 +57,8 @@ def stored_results(db, where: str = "") -> int:
     (0 before it exists); ``where``: an SQL condition on the results table (e.g. ``metric != 'f1_score'``)."""
     import sqlite3
 
+    if isinstance(db, str) and db.startswith("sqlite:///"):
+        db = Path(db[len("sqlite:///"):])  # a SQLite URL is its file: 0 until the file exists
     if isinstance(db, str):
         return _stored_results_at(db, where)
     if not db.exists():

@@ -13,7 +13,7 @@ import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
 from tests.browser import needs_chromium, screenshot, settle, start_dashboard, stop
-from tests.conftest import ROOT
+from tests.conftest import ROOT, default_store
 from tests.judge_server import JudgeServer
 
 pytestmark = needs_chromium
@@ -32,7 +32,7 @@ def reply(prompt: str, request: dict) -> str:
 @pytest.fixture
 def app(tmp_path):
     home = tmp_path / "evalhome"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     with JudgeServer(reply) as server:
         res = evaluate(str(SAMPLE), ["task_navigation_efficiency", "tool_call_accuracy"], store=store,
                        judge=JudgeConfig(model="m", provider="compatible", base_url=server.url, max_retries=1))

@@ -14,6 +14,8 @@ from evaluators import get_metric
 from evaluators.core.kinds import MetricCell
 from evaluators.core.kinds.columns import columns_of
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 
 def _cells(spec, values):
     """None: pending; "error"/"skip": that status; else an ok cell with that primary value."""

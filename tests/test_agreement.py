@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from evaluators.core import agreement as ag
 from evaluators.core import inference as inf
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn (requirements-dev.txt) gives the reference kappas")
 krippendorff = pytest.importorskip("krippendorff", reason="the krippendorff package gives the reference alpha")
 scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference rho, t and binomial tests")

@@ -11,11 +11,11 @@ from evaluators.core.asyncrun import run_to_end
 from tests.conftest import SINGLE
 
 
-def test_an_evaluation_inside_a_running_loop_equals_one_outside(tmp_path):
-    plain = evaluate(SINGLE, ["f1_score"], store=Store(f"sqlite:///{tmp_path / 'a.db'}")).metrics
+def test_an_evaluation_inside_a_running_loop_equals_one_outside(tmp_path, new_store_url):
+    plain = evaluate(SINGLE, ["f1_score"], store=Store(new_store_url("a"))).metrics
 
     async def notebook_cell():
-        return evaluate(SINGLE, ["f1_score"], store=Store(f"sqlite:///{tmp_path / 'b.db'}")).metrics
+        return evaluate(SINGLE, ["f1_score"], store=Store(new_store_url("b"))).metrics
 
     inside = asyncio.run(notebook_cell())
     assert inside["f1_score.f1_score"] == plain["f1_score.f1_score"] and inside["f1_score.scored_rows"] == 31

@@ -44,12 +44,12 @@ def test_custom_ids_and_splitting_at_the_limits():
         split_requests(lines, max_bytes=5)
 
 
-def test_batch_gives_the_direct_values_with_no_chat_call(tmp_path, judge_server):
-    direct = Store(f"sqlite:///{tmp_path / 'direct.db'}")
+def test_batch_gives_the_direct_values_with_no_chat_call(tmp_path, judge_server, new_store_url):
+    direct = Store(new_store_url("direct"))
     rid = prepare_run(direct, SINGLE, ["coherence", "fluency"], judge_at(judge_server))
     assert Runner(direct, rid).run() == "completed"
     calls_before = len(judge_server.requests)
-    batched = Store(f"sqlite:///{tmp_path / 'batch.db'}")
+    batched = Store(new_store_url("batch"))
     bid = prepare_run(batched, SINGLE, ["coherence", "fluency"], judge_at(judge_server),
                       cost={"batch": True, "prices": {"gpt-4o-mini": PRICE}})
     assert Runner(batched, bid).run() == "completed"
@@ -88,16 +88,16 @@ def test_direct_retry_of_what_a_batch_left(store, judge_server):
     assert all(r.status == "ok" for r in store.load_results(rid))
 
 
-def test_killed_cli_resumes_polling_the_same_batch(tmp_path, judge_server):
+def test_killed_cli_resumes_polling_the_same_batch(tmp_path, judge_server, store_url):
     judge_server.batch_api.hold()  # the batch stays in progress until released
-    out, db = tmp_path / "out", tmp_path / "evals.db"
+    out, db = tmp_path / "out", store_url
     cmd = [sys.executable, "-m", "evaluators", "run", SINGLE, "--metrics", "coherence", "--out", out, "--db",
-           f"sqlite:///{db}", "--judge-base-url", judge_server.url, "--judge-model", "gpt-4o-mini", "--batch",
+           db, "--judge-base-url", judge_server.url, "--judge-model", "gpt-4o-mini", "--batch",
            "--price", "2,0.5,8"]
     env = env_for_subprocess(EVAL_BATCH_POLL="0.05")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    store = Store(f"sqlite:///{db}")
-    wait_until(lambda: db.exists() and any(b["batch_id"] for r in store.list_runs()
+    store = Store(db)
+    wait_until(lambda: any(b["batch_id"] for r in store.list_runs()
                                              for b in store.run_batches(r["id"])), timeout=60)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
@@ -131,12 +131,12 @@ def test_a_refused_batch_api_fails_the_run_in_one_line(store, judge_server):
     assert store.get_run(rid)["status"] == "failed" and not judge_server.batch_api.created
 
 
-def test_repeated_judgments_go_in_the_batch_each_with_its_own_id(tmp_path, judge_server):
+def test_repeated_judgments_go_in_the_batch_each_with_its_own_id(tmp_path, judge_server, new_store_url):
     import random
 
     rng = random.Random(7)  # the scripted judge answers each ask of a prompt anew: repeats can differ
     judge_server.responder = lambda prompt, req: json.dumps({"reason": "r", "score": rng.randint(1, 5)})
-    batched = Store(f"sqlite:///{tmp_path / 'batch.db'}")
+    batched = Store(new_store_url("batch"))
     rid = prepare_run(batched, SINGLE, ["fluency"], judge_at(judge_server), repeat=3, cost={"batch": True})
     assert Runner(batched, rid).run() == "completed"
     assert len(judge_server.requests) == 0 and judge_server.batch_api.requests == 93

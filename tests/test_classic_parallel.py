@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -16,7 +18,7 @@ from evaluators.run.classic_worker import ENV, MIN_TASKS
 from evaluators.read.outputs import write_run_outputs
 from evaluators.run.runner import Runner
 from evaluators.store.store import Store
-from tests.conftest import SINGLE
+from tests.conftest import ROOT, SINGLE, env_for_subprocess, store_url_in
 
 METRICS = ["f1_score", "bleu", "gleu", "rouge", "meteor"]
 
@@ -44,7 +46,7 @@ def batches(runner) -> int:
 def run_once(tmp_path, name, data, monkeypatch, setting, on_runner=None):
     """Run the classic metrics on ``data`` with the worker setting; returns (runner, status, out dir)."""
     monkeypatch.setenv(ENV, setting)
-    store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
+    store = Store(store_url_in(tmp_path, name))
     rid = prepare_run(store, str(data), METRICS)
     holder = {}
     runner = Runner(store, rid, on_progress=lambda p: on_runner(holder["r"], p) if on_runner else None)
@@ -98,7 +100,7 @@ def test_a_killed_worker_loses_no_row(tmp_path, pairs_file, one_process, monkeyp
         assert (out / name).read_bytes() == (one_process / name).read_bytes(), name
 
 
-def test_setting_and_threshold(tmp_path, monkeypatch):
+def test_setting_and_threshold(tmp_path, monkeypatch, new_store_url):
     from evaluators.run import classic_worker as parallel
 
     monkeypatch.setenv(ENV, "0")
@@ -113,14 +115,14 @@ def test_setting_and_threshold(tmp_path, monkeypatch):
         parallel.wanted(MIN_TASKS)
     # a small run (31 rows x 3 metrics) stays in one process without any setting
     monkeypatch.delenv(ENV)
-    store = Store(f"sqlite:///{tmp_path / 'small.db'}")
+    store = Store(new_store_url("small"))
     runner = Runner(store, prepare_run(store, SINGLE, ["f1_score", "bleu", "rouge"]))
     assert runner.run() == "completed" and runner.classic_split is None
 
 
-def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_file, one_process, monkeypatch):
+def test_cancel_with_a_worker_then_resume_gives_the_same_files(tmp_path, pairs_file, one_process, monkeypatch, new_store_url):
     monkeypatch.setenv(ENV, "1")
-    store = Store(f"sqlite:///{tmp_path / 'cancel.db'}")
+    store = Store(new_store_url("cancel"))
     rid = prepare_run(store, str(pairs_file), METRICS)
     pids = []
 
@@ -148,7 +150,7 @@ def live_run(tmp_path, name, data, monkeypatch, setting, metrics=METRICS):
     from evaluators.read.outputs import LiveRunOutputs
 
     monkeypatch.setenv(ENV, setting)
-    store = Store(f"sqlite:///{tmp_path / (name + '.db')}")
+    store = Store(store_url_in(tmp_path, name))
     rid = prepare_run(store, str(data), metrics)
     out = tmp_path / name
     live = LiveRunOutputs(store, rid, out)
@@ -172,13 +174,13 @@ def test_files_written_during_the_run_equal_the_files_read_from_the_store(tmp_pa
 
 
 def test_live_files_give_way_to_the_store_when_the_run_does_not_compute_every_row(tmp_path, pairs_file, one_process,
-                                                                                 monkeypatch):
+                                                                                 monkeypatch, new_store_url):
     """A resumed run (part of its results from before) abandons the live files: nothing is written and no
     temporary file is left, so the caller reads the store."""
     from evaluators.read.outputs import LiveRunOutputs
 
     monkeypatch.setenv(ENV, "0")
-    store = Store(f"sqlite:///{tmp_path / 'resume.db'}")
+    store = Store(new_store_url("resume"))
     rid = prepare_run(store, str(pairs_file), METRICS)
     store.write_results(rid, [r for r in _first_rows(pairs_file, 7)])
     out = tmp_path / "out"
@@ -205,7 +207,7 @@ def _first_rows(data, n):
     return out
 
 
-def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs_file, monkeypatch):
+def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs_file, monkeypatch, new_store_url):
     """With live files the runner skips re-reading every stored key at the end only when the live files
     saw every row's every result; a task lost on the way is still found: the run ends failed, nothing
     is written live (the files then come from the store, the lost task an error row)."""
@@ -221,7 +223,7 @@ def test_a_lost_classic_task_still_fails_the_run_with_live_files(tmp_path, pairs
             super()._write_classic(seq, part, outcomes)
 
     monkeypatch.setenv(ENV, "0")
-    store = Store(f"sqlite:///{tmp_path / 'leak.db'}")
+    store = Store(new_store_url("leak"))
     rid = prepare_run(store, str(pairs_file), METRICS)
     live = LiveRunOutputs(store, rid, tmp_path / "out")
     runner = Leaky(store, rid, outputs=live)
@@ -258,7 +260,7 @@ def cli_run(tmp_path, name, data, monkeypatch, setting="1"):
     from evaluators.cli import main as cli
 
     monkeypatch.setenv(ENV, setting)
-    out, db = tmp_path / name, f"sqlite:///{tmp_path / (name + '.db')}"
+    out, db = tmp_path / name, store_url_in(tmp_path, name)
     code = cli.main(["run", str(data), "--metrics", ",".join(METRICS), "--out", str(out), "--db", db,
                      "--fresh", "--quiet"])
     return code, out, Store(db)
@@ -456,3 +458,21 @@ def test_a_worker_whose_runner_was_killed_ends(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_classic_cli_run_imports_no_scipy_pandas_plotly_or_openai(tmp_path):
+    """A run of the classic metrics starts without the heavy modules it never uses (start-up time);
+    NLTK's optional SciPy import is skipped and SciPy still imports afterwards."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['evaluators', 'run', {str(SINGLE)!r}, '--metrics', 'f1_score,bleu,gleu,rouge,meteor',"
+        f" '--out', {str(tmp_path / 'out')!r}, '--db', 'sqlite:///{tmp_path / 'x.db'}', '--quiet']\n"
+        # the CLI's own entry (`python -m evaluators` runs it, then leaves by os._exit, which would end this check)
+        "from evaluators.cli.main import main\nassert main() == 0\n"
+        "print(sorted(m for m in ('scipy', 'pandas', 'plotly', 'openai', 'streamlit') if m in sys.modules))\n"
+        "import scipy.stats; print('nltk' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for_subprocess(), capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-2:] == ["[]", "True"]
+    assert (tmp_path / "out" / "rows.jsonl").exists()

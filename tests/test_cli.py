@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 
 import pytest
+import sqlalchemy as sa
 
 from evaluators.data.loading import load_dataset
 from evaluators.store.store import Store
-from tests.conftest import CONVERSATIONS, ROOT, SINGLE, env_for_subprocess
+from tests.conftest import (CONVERSATIONS, ROOT, SINGLE, default_store, default_store_made, env_for_subprocess,
+                            home_url)
 from tests.judge_server import expected_score, prompt_text
 from tests.procs import stored_results, wait_until
 
@@ -156,7 +157,7 @@ def test_gate_names_are_checked_before_the_run(tmp_path, judge_server):
                 judge_server.url, "--fail-under", gate)
         assert p.returncode == 2 and p.stderr.startswith("error:") and p.stderr.count("\n") == 1, (gate, p.stderr)
     assert judge_server.requests == []  # no judge call, not even the check
-    assert not (tmp_path / "evalhome" / "evals.db").exists()  # refused before the store was even opened
+    assert not default_store_made(tmp_path / "evalhome")  # refused before the store was even opened
 
 
 def test_fail_under_fails_when_measured_rows_errored(tmp_path, judge_server):
@@ -221,9 +222,10 @@ def test_judge_check_stops_a_wrong_url_key_or_model_at_once(tmp_path):
         p = cli(*base, "--out", tmp_path / "d", "--judge-model", "real-model", "--judge-api-key-env", "RIGHT", env=env)
         assert p.returncode == 0, p.stderr
         assert len(server.calls) == 31
-    db = tmp_path / "evalhome" / "evals.db"
-    with sqlite3.connect(db) as c:
-        runs = c.execute("select status, judge_calls, error from runs order by created_at").fetchall()
+    engine = sa.create_engine(home_url(tmp_path / "evalhome"))  # the CLI's default store, read in plain SQL
+    with engine.connect() as c:
+        runs = c.execute(sa.text("select status, judge_calls, error from runs order by created_at")).fetchall()
+    engine.dispose()
     assert [r[0] for r in runs] == ["failed", "failed", "failed", "completed"]
     assert [r[1] for r in runs] == [1, 1, 1, 32]  # the check is counted as the call it is
     assert "judge check failed" in runs[1][2]
@@ -255,7 +257,7 @@ def test_every_refusal_comes_before_the_judge_is_called(tmp_path, judge_server):
                 *extra)
         assert p.returncode == 2 and msg in p.stderr and p.stderr.count("\n") == 1, (extra, p.stderr)
         assert judge_server.requests == [], (extra, msg)
-    assert not (tmp_path / "o").exists() and not (tmp_path / "evalhome" / "evals.db").exists()
+    assert not (tmp_path / "o").exists() and not default_store_made(tmp_path / "evalhome")
     p = cli("run", SINGLE, "--metrics", "coherence", "--out", tmp_path / "o", "--judge-base-url", judge_server.url)
     assert p.returncode == 0, p.stderr
     assert len(judge_server.probes) == 1 and len(judge_server.calls) == 31
@@ -333,13 +335,16 @@ def test_a_finished_cli_run_has_its_results_page_columns_built_in_the_background
             judge_server.url, "--quiet", env=env_for_subprocess(EVAL_HOME=str(home)))
     assert p.returncode == 0, p.stderr
     rid = p.stdout.split("run ")[1].split(":")[0]
-    views = home / "views"
-    wait_until(lambda: any(views.glob(f"{rid}-*.npz")), 60, "the run's columns written beside the store")
+    from evaluators.read.columns import views_dir
     from evaluators.read.view import open_view
-    from evaluators.store.store import Store
 
-    store = Store(f"sqlite:///{home / 'evals.db'}")
-    before = {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")}
+    store = default_store(home)
+    views = views_dir(store)  # beside the SQLite file, or (PostgreSQL) under EVAL_HOME
+
+    def built() -> dict:  # the finished files (not one still being written, *.tmpN.npz, renamed when whole)
+        return {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz") if ".tmp" not in f.name}
+    wait_until(built, 60, "the run's columns written beside the store")
+    before = built()
     view = open_view(store, rid)  # the first open reads them: nothing is built again
-    assert {f.name: f.stat().st_mtime_ns for f in views.glob(f"{rid}-*.npz")} == before
+    assert built() == before
     assert len(view) == 31 and os.environ.get("OPENAI_API_KEY") is None

@@ -14,6 +14,9 @@ from tests.test_cost import PRICE, by_hand
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_batch_run_started_from_the_dashboard_shows_its_cost_and_batch(home_store, judge_server, monkeypatch):
     monkeypatch.setenv("EVAL_BATCH_POLL", "0.05")  # (passed to the worker)
     app()
@@ -43,6 +46,9 @@ def test_batch_run_started_from_the_dashboard_shows_its_cost_and_batch(home_stor
     assert "(round 1): collected, 31 of 31 done, 0 failed" in text
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_budget_stop_resumed_from_the_results_page(home_store, judge_server):
     app()
     judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url, max_retries=0,

@@ -46,6 +46,7 @@ def test_the_preview_follows_a_field_remapped_away_from_a_column_of_its_name(hom
 
 
 # ---------------------------------------------------------------- 2. the ticked metrics and thresholds are kept
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_ticked_metrics_and_thresholds_are_kept_for_the_browser_session(home_store):
     app()
     did = sample_id(home_store)

@@ -7,7 +7,7 @@ import pytest
 
 from evaluators import JudgeConfig, Store, evaluate
 from evaluators.read.results import open_results
-from tests.conftest import CONVERSATIONS, SINGLE, wait_for_run
+from tests.conftest import CONVERSATIONS, DETACHED_WORKER, SINGLE, wait_for_run
 from tests.apptest import app
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -31,6 +31,9 @@ def test_datasets_page_lists_and_previews(home_store):
     assert any("20 rows · conversation" in m.value for m in at.markdown)
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_new_run_gates_metrics_estimates_and_starts(home_store, judge_server):
     app()  # seeds the samples
     conv = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "conversation")
@@ -94,6 +97,9 @@ def run_with_an_errored_row(store, judge_server) -> str:
     return evaluate(SINGLE, ["fluency"], judge=judge, store=store).run_id
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_results_page_errors_tab_offers_retry(home_store, judge_server):
     app()
     rid = run_with_an_errored_row(home_store, judge_server)
@@ -163,7 +169,9 @@ def _start_from_dashboard(home_store, judge_server, metrics, concurrency=8, data
 
 
 @pytest.mark.skipif(not __import__("pathlib").Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
-def test_sigkilled_worker_resumed_from_the_dashboard_equals_an_uninterrupted_run(home_store, judge_server, tmp_path):
+@pytest.mark.sqlite_only(DETACHED_WORKER)
+def test_sigkilled_worker_resumed_from_the_dashboard_equals_an_uninterrupted_run(home_store, judge_server, tmp_path,
+                                                                                  new_store_url):
     import os
     import signal
 
@@ -189,7 +197,7 @@ def test_sigkilled_worker_resumed_from_the_dashboard_equals_an_uninterrupted_run
     # every row judged once, plus only the calls that were in flight or unwritten at the kill
     assert len(judge_server.calls) == calls_at_kill + (62 - stored_at_kill)
     got = {(r.row_idx, r.metric, r.turn): r for r in home_store.load_results(rid)}
-    ref_store = Store(f"sqlite:///{tmp_path / 'reference.db'}")
+    ref_store = Store(new_store_url("reference"))
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     ref = {(r.row_idx, r.metric, r.turn): r for r in
            ref_store.load_results(evaluate(SINGLE, ["coherence", "fluency"], judge=judge, store=ref_store).run_id)}

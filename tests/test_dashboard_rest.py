@@ -10,7 +10,7 @@ from evaluators import JudgeConfig, Store, evaluate
 from evaluators.read.results import open_results
 from evaluators.api import prepare_run
 from evaluators.store.schema import Result, utcnow
-from tests.conftest import SINGLE, wait_for_run
+from tests.conftest import SINGLE, TYPED_KEY_REASON, wait_for_run
 from tests import apptest
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -32,6 +32,7 @@ def sample_id(store: Store) -> str:
 
 
 # ---------------------------------------------------------------- home
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_home_says_what_it_does_and_a_sample_is_one_click_from_a_result(home_store):
     at = app()
     text = shown(at)
@@ -163,6 +164,9 @@ def test_connection_test_shows_the_exact_error_never_the_key(home_store, judge_s
     assert "0123456789" not in shown(at) and "wrong-key" not in shown(at)
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_retry_with_another_judge_is_recorded_with_the_run(home_store, judge_server):
     from tests.test_dashboard_pages import run_with_an_errored_row
 
@@ -208,6 +212,9 @@ def test_empty_pages_say_what_to_run(home_store, page, says):
     assert any(says in i.value for i in at.info)
 
 
+
+
+@pytest.mark.sqlite_only(TYPED_KEY_REASON)
 def test_a_retry_sent_elsewhere_does_not_carry_the_key_typed_for_the_first_judge(home_store, judge_server):
     from tests.judge_server import Action, JudgeServer
     from evaluators.data.loading import load_dataset

@@ -19,7 +19,7 @@ from evaluators.data.loading import load_dataset
 from evaluators.run.workers import KEY_ENV, worker_env
 from tests.apptest import configured_app as app, shown_text
 from tests.browser import LOCAL_HOSTS, Dashboard, hosts, needs_chromium, settle, watched_page
-from tests.conftest import wait_for_run
+from tests.conftest import DETACHED_WORKER, TYPED_KEY_REASON, default_store, wait_for_run
 from tests.judge_server import JudgeServer, expected_score, prompt_text
 from tests.procs import cmdline, environ, needs_proc, wait_for_worker, wait_until
 
@@ -78,6 +78,7 @@ def _start(at, metrics: list[str]):
 
 
 @needs_proc
+@pytest.mark.sqlite_only(DETACHED_WORKER)
 def test_dashboard_worker_never_sees_the_servers_key(home_store, judge_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SERVER_KEY)
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
@@ -100,6 +101,7 @@ def test_dashboard_worker_never_sees_the_servers_key(home_store, judge_server, m
 
 
 @needs_proc
+@pytest.mark.sqlite_only(DETACHED_WORKER)
 def test_named_judge_is_picked_by_name_with_its_own_key_only(home_store, judge_server, monkeypatch, tmp_path):
     _judges_file(tmp_path / "evalhome", judge_server)
     monkeypatch.setenv("TEAM_JUDGE_KEY", TEAM_KEY)
@@ -237,6 +239,7 @@ def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path
 
 @needs_chromium
 @needs_proc
+@pytest.mark.sqlite_only(TYPED_KEY_REASON)
 def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart(browser, recorder, judge_server,
                                                                                tmp_path):
     home, logs = tmp_path / "evalhome", tmp_path / "server-logs"
@@ -248,7 +251,7 @@ def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart
         page = watched_page(browser, requests)
         page.goto(dash.url)
         settle(page, "Runs")
-        store = Store(f"sqlite:///{home / 'evals.db'}")
+        store = default_store(home)
         did = next(d["id"] for d in store.list_datasets() if d["shape"] == "single")
         page.goto(f"{dash.url}/new?dataset={did}")
         settle(page, "Pick at least one metric")
@@ -314,7 +317,7 @@ def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart
 @needs_chromium
 def test_hostile_content_is_inert_in_every_view_and_nothing_leaves_the_machine(browser, recorder, tmp_path):
     home = tmp_path / "evalhome"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     with JudgeServer(responder=hostile_responder) as server:
         ids = _hostile_runs(store, tmp_path, server)
     store.engine.dispose()

@@ -332,6 +332,7 @@ def test_a_big_dataset_is_estimated_in_the_background_while_the_page_answers(hom
 
 
 # ---------------------------------------------------------------- found on the walk: two datasets of one name
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_new_evaluation_starts_on_the_dataset_the_link_names_when_two_read_alike(home_store):
     from evaluators import load_dataset
     from tests.conftest import wait_for_run

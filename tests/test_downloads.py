@@ -15,6 +15,8 @@ from ui import downloads
 from ui.auth import PASSWORD_ENV
 from ui.downloads import Export, Issued, browser_key
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from evaluators.store.schema import Result
 from tests.browser import Dashboard, needs_chromium, settle, start_dashboard, stop
 from tests.test_exports_stream import _expected_report_rows, _pandas_csv, _previous_jsonl, _Rows
 from ui.downloads import GONE
+from tests.conftest import default_store
 
 pytestmark = needs_chromium
 N = 1100  # three chunks of 500 rows; errors and notes first appear after the first chunk
@@ -32,7 +33,7 @@ def _result(i: int) -> Result:
 
 
 def _run(home) -> tuple[Store, str]:
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     rows = [{"query": f"=Question {i}, \"quoted\"", "response": f"Answer {i}\nÉLAN <script>x</script>"} for i in range(N)]
     spec = {"metrics": ["coherence"], "thresholds": {"coherence": 3}}  # the URL's threshold, 4, is in force
     rid = store.create_run(store.save_dataset(load_dataset(rows)), spec, "h", "export run")

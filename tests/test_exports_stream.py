@@ -21,6 +21,7 @@ import pytest
 from evaluators.read.exports import iter_rows, write_csv, write_export, write_jsonl
 from evaluators.read.results import open_results
 from evaluators.read.view import open_view
+from tests.conftest import store_url_in
 from tests.test_results_scale import CONV_METRICS, SINGLE_METRICS, _store_run
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -120,19 +121,19 @@ def _expected_report_rows(res) -> list[list[str]]:
 
 
 @pytest.fixture(params=["single", "conversation"])
-def run(request, tmp_path):
+def run(request, store_url):
     if request.param == "single":
         words = ["alpha", "=Beta", "gamma, \"quoted\"", "DELTA\nline", "epsilon", "Zeta <b>bold</b>"]
         records = [{"query": f"Question {i} about {words[i % 6]}", "response": f"Answer {i}: {words[(i * 5) % 6]} ÉLAN",
                     "ground_truth": "x", "context": "c", "model_A": "a"} for i in range(60)]
-        return _store_run(f"sqlite:///{tmp_path / 'evals.db'}", records, SINGLE_METRICS, lambda i: 1, seed=7)
+        return _store_run(store_url, records, SINGLE_METRICS, lambda i: 1, seed=7)
     records = []
     for i in range(24):
         msgs = []
         for t in range(1 + i % 3):
             msgs += [{"role": "user", "content": f"user {i}.{t} Gamma"}, {"role": "assistant", "content": f"bot {i}.{t}"}]
         records.append({"messages": msgs})
-    return _store_run(f"sqlite:///{tmp_path / 'evals.db'}", records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
+    return _store_run(store_url, records, CONV_METRICS, lambda i: 1 + i % 3, seed=11)
 
 
 def test_streamed_exports_equal_the_stored_rows_written_whole(run, tmp_path):
@@ -181,7 +182,7 @@ def _export_peaks(folder, n: int) -> dict[str, int]:
     from evaluators import Store, load_dataset
     from evaluators.store.schema import Result
 
-    store = Store(f"sqlite:///{folder / f'{n}.db'}")
+    store = Store(store_url_in(folder, str(n)))
     did = store.save_dataset(load_dataset([{"query": f"What does clause {i} say about delivery?",
                                             "response": f"Clause {i} says delivery happens within {i % 30 + 1} days. " * 3,
                                             "ground_truth": f"Within {i % 30 + 1} days."} for i in range(n)]))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 
 import pytest
+import sqlalchemy as sa
 
 from evaluators import open_results, prepare_run
 from evaluators.data.loading import load_dataset
@@ -19,7 +19,7 @@ from evaluators.judge.config import JudgeConfig
 from evaluators.run.runner import Runner
 from evaluators.run.planning import plan_tasks
 from evaluators.store.store import Store
-from tests.conftest import ROOT, SINGLE, env_for_subprocess
+from tests.conftest import ROOT, SINGLE, env_for_home, env_for_subprocess, home_url
 from tests.judge_server import Action, Faults, JudgeServer, JudgeServerProcess, expected_score, prompt_text
 from tests.procs import stored_results, wait_until
 
@@ -84,10 +84,10 @@ def test_a_runner_that_loses_a_task_cannot_say_completed(judge_server, store):
     assert store.result_keys(rid) == planned_keys(store, rid)
 
 
-def test_every_row_failing_ends_the_run_failed_with_the_first_error_and_url(tmp_path):
+def test_every_row_failing_ends_the_run_failed_with_the_first_error_and_url(tmp_path, new_store_url):
     with JudgeServer(responder=lambda prompt, req: "I cannot grade this.") as server:
         cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, **FAST)
-        store = Store(f"sqlite:///{tmp_path / 'e.db'}")
+        store = Store(new_store_url("e"))
         rid = prepare_run(store, SINGLE, ["coherence"], judge=cfg)
         assert Runner(store, rid).run() == "failed"
         run = store.get_run(rid)
@@ -128,14 +128,14 @@ FAULTS = Faults(rate_429_retry_after=0.10, rate_429=0.10, rate_500=0.05, rate_ha
 METRICS = ["coherence", "fluency", "groundedness"]
 
 
-def test_fault_suite_nothing_lost_and_retry_matches_a_fault_free_run(tmp_path):
+def test_fault_suite_nothing_lost_and_retry_matches_a_fault_free_run(tmp_path, new_store_url):
     """1,000 rows x 3 judge metrics against 20% 429 (half with Retry-After), 5% 500, 2% hangs past the
     client timeout, 5% malformed and 1% poison replies. The server runs in its own process, as a judge does."""
     data = _rows(1000)
     cfg = dict(model="m", provider="compatible", timeout=0.5, max_retries=4, backoff_base=0.005,
                backoff_max=0.02, concurrency=32)
     with JudgeServerProcess(faults=FAULTS) as server:
-        store = Store(f"sqlite:///{tmp_path / 'faults.db'}")
+        store = Store(new_store_url("faults"))
         rid = prepare_run(store, data, METRICS, judge=JudgeConfig(base_url=server.url, **cfg))
         assert Runner(store, rid).run() == "completed"
         stats = server.stats()
@@ -163,7 +163,7 @@ def test_fault_suite_nothing_lost_and_retry_matches_a_fault_free_run(tmp_path):
         assert server.stats()["calls"] - stats["calls"] >= len(errored)
         faulted = open_results(store, rid)
     with JudgeServerProcess() as clean:
-        store2 = Store(f"sqlite:///{tmp_path / 'clean.db'}")
+        store2 = Store(new_store_url("clean"))
         rid2 = prepare_run(store2, data, METRICS, judge=JudgeConfig(base_url=clean.url, **cfg))
         assert Runner(store2, rid2).run() == "completed"
         reference = open_results(store2, rid2)
@@ -172,10 +172,10 @@ def test_fault_suite_nothing_lost_and_retry_matches_a_fault_free_run(tmp_path):
     assert faulted.rows() == reference.rows()
 
 
-def test_rate_limited_judge_token_bucket(tmp_path):
+def test_rate_limited_judge_token_bucket(tmp_path, new_store_url):
     """A server that allows 200 calls/s (burst 10) answers 429 + Retry-After beyond; all rows complete."""
     with JudgeServer(rate_limit=(200.0, 10.0)) as server:
-        store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+        store = Store(new_store_url("r"))
         cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, concurrency=32, timeout=2,
                           max_retries=50, backoff_base=0.005, backoff_max=0.02)
         rid = prepare_run(store, _rows(150), ["fluency"], judge=cfg)
@@ -200,7 +200,7 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     metrics = "coherence,fluency,f1_score"
     with JudgeServer() as server:
         server.hold_calls(after=15)  # fifteen calls answered, the next three held: the kill lands mid-run
-        out, db = tmp_path / "out", tmp_path / "evalhome" / "evals.db"
+        out, db = tmp_path / "out", home_url(tmp_path / "evalhome")  # the CLI's default store
         cmd = [sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", metrics, "--out", str(out),
                "--judge-base-url", server.url, "--concurrency", "3", "--quiet"]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_subprocess(), stdout=subprocess.PIPE,
@@ -214,10 +214,12 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
         first = [prompt_text(c) for c in server.calls]
         assert stored_results(db, "metric != 'f1_score'") == 15  # killed part way: what was stored stays, the held calls left nothing
         _whole_or_absent(out)
-        with sqlite3.connect(db) as c:
-            kept = {(r, m) for r, m in c.execute("select row_idx, metric from results where status = 'ok' "
-                                                  "and metric != 'f1_score'")}
-            assert c.execute("select count(*) from results where status = 'ok' and value is null").fetchone()[0] == 0
+        engine = sa.create_engine(db)  # read in plain SQL, not through the code under test
+        with engine.connect() as c:
+            kept = {(r, m) for r, m in c.execute(sa.text("select row_idx, metric from results where status = 'ok' "
+                                                          "and metric != 'f1_score'"))}
+            assert c.execute(sa.text("select count(*) from results where status = 'ok' and value is null")).scalar() == 0
+        engine.dispose()
         server.release()
         p = subprocess.run(cmd, cwd=ROOT, env=env_for_subprocess(), capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
@@ -231,7 +233,7 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
         resumed_rows = (out / "rows.jsonl").read_text()
         resumed_metrics = json.loads((out / "metrics.json").read_text())
         # the same command, uninterrupted, into a fresh store
-        env = env_for_subprocess(EVAL_HOME=str(tmp_path / "home2"))
+        env = env_for_home(tmp_path / "home2")
         p = subprocess.run([*cmd[:8], str(tmp_path / "out2"), *cmd[9:]], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=120)
         assert p.returncode == 0, p.stderr

@@ -18,7 +18,7 @@ from evaluators.data.loading import inspect_file, load_dataset, upload_name
 from evaluators.core.errors import DataValidationError
 from evaluators.store.store import Store
 from tests.browser import ARGS, CHROMIUM, settle, start_dashboard, stop
-from tests.conftest import ROOT, env_for_subprocess
+from tests.conftest import ROOT, default_store, env_for_subprocess
 
 CORPUS = ROOT / "tests" / "hostile"
 ROLES = "role must be one of assistant, developer, system, tool, user; this message has no role"
@@ -93,8 +93,8 @@ def test_engine_accepts_and_reads_exact_values(name):
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_cli_refuses_in_one_line_and_stores_nothing(name, tmp_path, capsys):
-    db = f"sqlite:///{tmp_path / 'evals.db'}"
+def test_cli_refuses_in_one_line_and_stores_nothing(name, tmp_path, capsys, new_store_url):
+    db = new_store_url("evals")
     # a run checks the fields its metrics read: a bad query refuses a run that reads it (coherence's judge is never
     # called: the data is refused first), not an f1_score run (see test_a_bad_column_no_metric_reads_is_left_out)
     metrics = ["--metrics", "coherence", "--judge-base-url", "http://127.0.0.1:9/v1"] if name == "object_as_text.jsonl" \
@@ -113,10 +113,10 @@ def test_cli_refuses_in_one_line_and_stores_nothing(name, tmp_path, capsys):
     assert Store(db).list_datasets() == [] and not (tmp_path / "out" / "rows.jsonl").exists()
 
 
-def test_a_bad_column_no_metric_reads_is_left_out(tmp_path, capsys):
+def test_a_bad_column_no_metric_reads_is_left_out(tmp_path, capsys, new_store_url):
     out = tmp_path / "out"
     code = cli.main(["run", str(CORPUS / "object_as_text.jsonl"), "--metrics", "f1_score", "--out", str(out), "--quiet",
-                     "--db", f"sqlite:///{tmp_path / 'evals.db'}"])
+                     "--db", new_store_url("evals")])
     assert code == cli.EXIT_OK, capsys.readouterr().err
     rows = [json.loads(x) for x in (out / "rows.jsonl").read_text(encoding="utf-8").split("\n") if x]
     assert rows[2]["inputs.query"] == {"text": "q"}  # as the file wrote it
@@ -124,10 +124,10 @@ def test_a_bad_column_no_metric_reads_is_left_out(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_cli_runs_accepted_files(name, tmp_path, capsys):
+def test_cli_runs_accepted_files(name, tmp_path, capsys, new_store_url):
     out = tmp_path / "out"
     code = cli.main(["run", str(CORPUS / name), "--metrics", "f1_score", "--out", str(out), "--quiet",
-                     "--db", f"sqlite:///{tmp_path / 'evals.db'}"])
+                     "--db", new_store_url("evals")])
     assert code == cli.EXIT_OK, capsys.readouterr().err
     # split on "\n" only: str.splitlines() would also split at a U+2028 inside a JSON string
     rows = [json.loads(x) for x in (out / "rows.jsonl").read_text(encoding="utf-8").split("\n") if x]
@@ -146,8 +146,8 @@ def fifty_mb_field(tmp_path_factory) -> Path:
     return p
 
 
-def test_fifty_mb_field_through_the_real_cli(fifty_mb_field, tmp_path):
-    db = f"sqlite:///{tmp_path / 'evals.db'}"
+def test_fifty_mb_field_through_the_real_cli(fifty_mb_field, tmp_path, new_store_url):
+    db = new_store_url("evals")
     p = subprocess.run([sys.executable, "-m", "evaluators", "run", str(fifty_mb_field), "--metrics", "f1_score",
                         "--out", str(tmp_path / "out"), "--db", db], cwd=ROOT, capture_output=True, text=True,
                        env=env_for_subprocess(), timeout=120)
@@ -191,7 +191,7 @@ def test_an_upload_name_is_text_never_a_path(raw, shown):
 
 @pytest.fixture
 def home_store(tmp_path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+    return default_store(tmp_path / "evalhome")
 
 
 @pytest.fixture
@@ -295,7 +295,7 @@ def served_app(tmp_path):
         pytest.skip("Debian chromium is not installed (scripts/setup.sh --dev)")
     home = tmp_path / "evalhome"
     proc, url = start_dashboard(home, stderr=subprocess.PIPE)
-    yield url, Store(f"sqlite:///{home / 'evals.db'}"), proc
+    yield url, default_store(home), proc
     stop(proc)
 
 

@@ -18,6 +18,8 @@ from evaluators.read.report import html_report
 from evaluators.read.results import RunResults, mean_ci, wilson
 from evaluators.store.schema import Result
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 try:
     import scipy.stats as scipy_stats
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 LINT = Path(sys.executable).with_name("lint-imports")
 needs_linter = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed (requirements-dev.txt)")
 

@@ -98,13 +98,16 @@ def test_runs_with_file_metrics_read_in_a_dashboard_that_never_loaded_the_files(
     assert "No completed run with a judged metric" not in shown_text(at)
 
 
-def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store, tmp_path, monkeypatch):
+
+
+def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store, tmp_path, monkeypatch, request):
     """A code metric reaches a dashboard as an installed package's entry point (no one uploads Python to a shared
     server): New evaluation offers it, its worker computes it, the Results page reads it."""
+    import os
     import sys
 
     from evaluators.metrics.custom import register_entry_points
-    from tests.conftest import wait_for_run
+    from tests.conftest import start_queue_worker, stop_queue_worker, wait_for_run
 
     (tmp_path / "acme_shout.py").write_text(
         "from evaluators import metric\n\n@metric(name='shouting', fields=['response'], threshold=0.2,"
@@ -116,6 +119,8 @@ def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store
     (info / "entry_points.txt").write_text("[evaluators.metrics]\nshouting = acme_shout:shouting\n")
     monkeypatch.syspath_prepend(str(tmp_path))  # installed for this process (the dashboard) ...
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # ... and for the worker it starts
+    worker = start_queue_worker(os.environ.get("EVAL_DATABASE_URL", ""))  # (PostgreSQL: the queue's, installed too)
+    request.addfinalizer(lambda: stop_queue_worker(worker))
     register_entry_points()
     app()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")

@@ -17,7 +17,7 @@ from evaluators.read.results import open_results
 from evaluators.store import migrate
 from evaluators.store.schema import SCHEMA_REVISION, Base
 from evaluators.store.store import Store
-from tests.conftest import ROOT, SINGLE, env_for_subprocess
+from tests.conftest import ROOT, SINGLE, default_store, env_for_subprocess
 
 FIXTURE = ROOT / "tests" / "fixtures" / "pre_alembic_store.db"
 TABLES = ("datasets", "dataset_records", "runs", "results", "reviews", "review_queues", "judge_cache")
@@ -38,6 +38,7 @@ def dump(db) -> dict[str, list]:
         return out
 
 
+@pytest.mark.sqlite_only("upgrades a SQLite file from before migrations (the committed fixture is a SQLite file)")
 def test_a_store_from_before_migrations_is_refused_then_upgraded_in_place_with_every_row(tmp_path):
     db = tmp_path / "evals.db"
     shutil.copy(FIXTURE, db)
@@ -65,17 +66,18 @@ def test_a_store_from_a_newer_version_is_refused_by_the_cli_and_the_dashboard(tm
     from tests.apptest import app
 
     home = tmp_path / "evalhome"
-    Store(f"sqlite:///{home / 'evals.db'}")
-    with sqlite3.connect(home / "evals.db") as c:
-        c.execute("UPDATE alembic_version SET version_num = 'f00dfeed'")
+    engine = default_store(home).engine  # the dashboard's and the CLI's store: SQLite, or the PostgreSQL pass's
+    with engine.begin() as c:
+        c.execute(sa.text("UPDATE alembic_version SET version_num = 'f00dfeed'"))
     p = cli("db", "upgrade")
     assert p.returncode == 2 and "newer version" in p.stderr and "Traceback" not in p.stderr, p.stderr
     p = cli("run", SINGLE, "--metrics", "bleu", "--out", tmp_path / "o")
     assert p.returncode == 2 and "newer version" in p.stderr and "f00dfeed" in p.stderr, p.stderr
     at = app(allow_errors=True)  # (app.py opens the store before any page runs)
     assert len(at.error) == 1 and "newer version of evaluators" in at.error[0].value
-    with sqlite3.connect(home / "evals.db") as c:
-        c.execute("DROP TABLE alembic_version")  # as a store from before migrations
+    with engine.begin() as c:
+        c.execute(sa.text("DROP TABLE alembic_version"))  # as a store from before migrations
+    engine.dispose()
     at = app(allow_errors=True)
     assert len(at.error) == 1 and "python -m evaluators db upgrade" in at.error[0].value
 
@@ -141,6 +143,7 @@ def test_an_older_store_lacking_recent_tables_and_columns_is_brought_up(store_ur
     engine.dispose()
 
 
+@pytest.mark.sqlite_only("upgrades a SQLite file from before migrations (the committed fixture is a SQLite file)")
 def test_a_store_main_wrote_between_with_batches_and_saved_metrics_upgrades_keeping_them(tmp_path):
     """A store written before migrations by a main that already had judge_batches and saved_metrics (made by its
     own start-up): db upgrade keeps their rows and every other table's, and adds what is missing."""

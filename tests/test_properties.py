@@ -21,6 +21,8 @@ from evaluators.core.errors import DataValidationError, UsageError  # noqa: E402
 from evaluators.core.registry import FIELDS  # noqa: E402
 from evaluators.core.replies import ReplyError, parse_score_reply
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 # no example database: nothing is written into the checkout
 settings.register_profile("ci", max_examples=150, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow])

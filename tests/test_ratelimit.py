@@ -103,7 +103,7 @@ def test_a_check_that_signalled_a_limit_starts_no_ramp():
     assert acquired_at(lim, now, [100.3, 101.0]) == [16, 16]
 
 
-def test_a_run_has_its_concurrency_in_flight_before_any_call_is_answered(tmp_path):
+def test_a_run_has_its_concurrency_in_flight_before_any_call_is_answered(tmp_path, new_store_url):
     """End to end: 160 rows at concurrency 64 against a judge answering in 500 ms, which holds every row call
     until 64 of them wait at once. The ramp after the check gets there with no answer back (slow start alone
     sent 16 and waited for answers, which never came: the judge would have stopped holding at 20 s with 16);
@@ -120,7 +120,7 @@ def test_a_run_has_its_concurrency_in_flight_before_any_call_is_answered(tmp_pat
                             for i in range(160)))
     with JudgeServerProcess(latency=0.5) as server:
         server.hold_calls(until=64, at_most=20)  # (well within the client's 60 s timeout)
-        store = Store(f"sqlite:///{tmp_path}/r.db")
+        store = Store(new_store_url("r"))
         cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, concurrency=64)
         rid = prepare_run(store, str(path), ["fluency"], judge=cfg)
         assert Runner(store, rid).run() == "completed"

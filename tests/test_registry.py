@@ -9,6 +9,8 @@ from evaluators.core.errors import UsageError
 from evaluators.run.spec import resolve_templates
 from tests.conftest import CONVERSATIONS, SINGLE
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 SPECS = all_metrics()
 ROW = {"query": "What colour is the sky on a clear day?", "response": "The sky is blue on a clear day.",
        "ground_truth": "The sky is blue on a clear day.", "context": "A clear sky looks blue."}

@@ -147,6 +147,9 @@ def test_a_jury_of_three_judges(tmp_path, monkeypatch):
         [t[0] >= 3 for t in triples], [t[1] >= 3 for t in triples]))
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_new_evaluation_asks_each_row_k_times(home_store, fresh_caches):
     from tests.apptest import app
     from tests.conftest import wait_for_run

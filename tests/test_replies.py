@@ -11,6 +11,8 @@ import pytest
 from evaluators import get_metric
 from evaluators.core.replies import ReplyError, answer_body
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 # (metric, a verdict in the reply format its template asks for, the primary output that verdict gives)
 VERDICTS = [
     ("coherence", '{"reason": "clear", "score": 4}', 4.0),

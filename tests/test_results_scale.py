@@ -19,6 +19,7 @@ from evaluators.read.results import open_results
 from evaluators.core.registry import get_metric
 from evaluators.read.view import open_view
 from evaluators.store.schema import Result
+from tests.conftest import default_store
 
 SINGLE_METRICS = ["coherence", "rouge", "violence", "indirect_attack", "wildbench_score", "wildbench_pairwise"]
 CONV_METRICS = ["coherence", "violence", "protected_material"]
@@ -153,9 +154,9 @@ def test_columnar_reads_equal_in_memory(which, request, store_url):
             pd.testing.assert_frame_equal(fast.table(**f), ref.table(**f), check_dtype=False, check_index_type=False)
 
 
-def test_by_hand_counts(tmp_path):
+def test_by_hand_counts(tmp_path, store_url):
     """Four rows of coherence, counted by hand: scored 5, 2 (passes at 4: one), one error, one pending."""
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    store = Store(store_url)
     did = store.save_dataset(load_dataset([{"query": f"q{i}", "response": f"r{i}"} for i in range(4)]))
     rid = store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 4}}, "h", "hand")
     store.write_results(rid, [Result(0, "coherence", 0, "ok", 5.0, {"coherence": 5.0}),
@@ -223,7 +224,7 @@ def test_rows_tab_puts_scores_and_verdicts_first_coloured(tmp_path, monkeypatch)
     monkeypatch.setenv("EVAL_HOME", str(home))
     st.cache_resource.clear()
     st.cache_data.clear()
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     did = store.save_dataset(load_dataset([{"query": f"q{i}", "response": f"r{i}"} for i in range(5)]))
     rid = store.create_run(did, {"metrics": ["coherence"], "thresholds": {"coherence": 3}}, "h", "colours")
     store.write_results(rid, [Result(i, "coherence", 0, "ok", float(i + 1), {"coherence": float(i + 1)}) for i in range(5)])

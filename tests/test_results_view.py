@@ -49,7 +49,7 @@ def test_query_pages_and_counts(res):
     assert total == 2 and list(page.index) == [3, 5]
 
 
-def test_two_builders_of_one_datasets_search_text_at_once_both_succeed(tmp_path, monkeypatch):
+def test_two_builders_of_one_datasets_search_text_at_once_both_succeed(tmp_path, monkeypatch, new_store_url):
     """Two servers (or two runs of one dataset) building the same search files at the same moment: each
     writes its own temporary files, so neither loses its file to the other's rename."""
     import threading
@@ -59,7 +59,7 @@ def test_two_builders_of_one_datasets_search_text_at_once_both_succeed(tmp_path,
     from evaluators import Store
     from evaluators.read.columns import SearchText
 
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    store = Store(new_store_url("evals"))
     ds = load_dataset([{"query": f"Question {i}", "response": f"Answer {i} about PYTHON"} for i in range(50)])
     did = store.save_dataset(ds)
     both_saved = threading.Barrier(2, timeout=30)

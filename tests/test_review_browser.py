@@ -17,7 +17,7 @@ from evaluators.read.view import open_view
 from evaluators.review import make_queue
 from evaluators.store.schema import Result
 from tests.browser import needs_chromium, screenshot, settle, start_dashboard, stop
-from tests.conftest import ROOT, SINGLE
+from tests.conftest import ROOT, SINGLE, default_store
 from tests.procs import wait_until
 
 pytestmark = needs_chromium
@@ -38,7 +38,7 @@ def reviewed_run(tmp_path):
     """A completed 40-row run (coherence, violence) built from the sample's real questions and answers, and
     a blind stratified queue of 8 rows given to both reviewers."""
     home = tmp_path / "evalhome"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     src = [json.loads(x) for x in SINGLE.read_text().splitlines()]
     recs = [{**src[i % len(src)], "id": f"r{i + 1:02d}", "query": f"{src[i % len(src)]['query']} (case {i + 1})"}
             for i in range(N)]

@@ -176,6 +176,9 @@ def test_with_only_classic_runs_review_and_compare_lead_to_a_new_evaluation(home
     assert "No completed run with a judged metric" in shown_text(app("pages/review.py"))
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_new_evaluation_opens_on_the_sample_just_evaluated(home_store):
     from tests.conftest import wait_for_run
 

@@ -15,6 +15,7 @@ import pytest
 from evaluators import Store, load_dataset
 from evaluators.store.schema import Result
 from tests.browser import needs_chromium, settle, start_dashboard, stop
+from tests.conftest import default_store
 
 pytestmark = needs_chromium
 N = 300  # more than one page of 100 rows, even of failing ones (120)
@@ -27,7 +28,7 @@ def coherence(i: int) -> float:
 @pytest.fixture
 def app(tmp_path):
     home = tmp_path / "evalhome"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     ds = load_dataset([{"query": f"Question number {i}", "response": f"Answer text {i}" + (" needle" if i % 2 == 0 else "")}
                        for i in range(N)])
     did = store.save_dataset(ds)

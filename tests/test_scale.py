@@ -16,6 +16,7 @@ from evaluators.run import runner as runner_mod
 from evaluators.run.runner import Runner
 from evaluators.store.store import Store
 from tests.judge_server import JudgeServerProcess
+from tests.conftest import default_store, store_url_in
 
 
 def write_rows(path, n: int) -> str:
@@ -32,7 +33,7 @@ def traced_peak(tmp_path, server_url: str, n: int) -> int:
     from evaluators.data.loading import load_dataset
     from evaluators.read.outputs import write_run_outputs
 
-    store = Store(f"sqlite:///{tmp_path}/m{n}.db")
+    store = Store(store_url_in(tmp_path, f"m{n}"))
     cfg = JudgeConfig(model="m", provider="compatible", base_url=server_url, concurrency=16, timeout=10)
     ds = load_dataset(write_rows(tmp_path / f"rows{n}.jsonl", n))
     tracemalloc.start()
@@ -131,7 +132,7 @@ def test_remaining_headers_slow_calls_down_before_a_429():
     assert lim.waiting_for() == 360.0
 
 
-def test_a_run_says_until_when_it_is_rate_limited(tmp_path):
+def test_a_run_says_until_when_it_is_rate_limited(tmp_path, new_store_url):
     """A 429 asking for 3 s: while the run waits, the store says until when (for the dashboard)."""
     import datetime as dt
     import threading
@@ -141,7 +142,7 @@ def test_a_run_says_until_when_it_is_rate_limited(tmp_path):
 
     with JudgeServer() as server:
         server.queue.append(Action(status=429, headers={"Retry-After": "3"}))
-        store = Store(f"sqlite:///{tmp_path}/rl.db")
+        store = Store(new_store_url("rl"))
         cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, concurrency=4, timeout=10)
         rid = prepare_run(store, write_rows(tmp_path / "rows.jsonl", 5), ["fluency"], judge=cfg)
         out: dict = {}
@@ -173,7 +174,7 @@ def test_the_dashboard_says_a_run_is_rate_limited_and_for_how_long(tmp_path):
     st.cache_resource.clear()  # the dashboard's store is cached per process: not an earlier test's
     st.cache_data.clear()
 
-    store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")  # the dashboard's (EVAL_HOME per test)
+    store = default_store(tmp_path / "evalhome")  # the dashboard's (EVAL_HOME per test)
     cfg = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")
     rid = prepare_run(store, str(SINGLE), ["fluency"], judge=cfg)
     now = utcnow()
@@ -212,7 +213,7 @@ def _streamed(store, rid, out, thresholds=None):
     return rows, metrics
 
 
-def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeypatch, judge_server, judge_config):
+def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeypatch, judge_server, judge_config, new_store_url):
     """write_run_outputs reads records and results a chunk at a time (7 rows here, so the 31 rows
     and 20 conversations span several) and keeps one slim cell per row for the aggregates; its files
     must equal what RunResults builds from every result in memory: judged and classic metrics,
@@ -224,7 +225,7 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
     from tests.judge_server import Action
 
     monkeypatch.setattr(store_mod, "RECORD_CHUNK", 7)
-    store = Store(f"sqlite:///{tmp_path}/s.db")
+    store = Store(new_store_url("s"))
     ds = load_dataset(SINGLE)
     judge_server.on_prompt(ds.records[3]["response"], *[Action(status=500)] * 10)  # errors for good
     judge_server.on_prompt(ds.records[9]["response"], Action(content="no verdict here"))  # unusable reply
@@ -246,14 +247,14 @@ def test_streamed_rows_and_metrics_equal_the_in_memory_results(tmp_path, monkeyp
     assert _streamed(store, conv, tmp_path / "conv")[1]["groundedness.scored_rows"] == 20
 
 
-def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch):
+def test_a_stored_datasets_records_are_read_in_chunks_and_equal_the_loaded_ones(tmp_path, monkeypatch, new_store_url):
     from evaluators.store import store as store_mod
     from evaluators.data.loading import load_dataset
     from evaluators.store.records import KeySet
     from tests.conftest import CONVERSATIONS
 
     monkeypatch.setattr(store_mod, "RECORD_CHUNK", 6)
-    store = Store(f"sqlite:///{tmp_path}/s.db")
+    store = Store(new_store_url("s"))
     ds = load_dataset(CONVERSATIONS)
     did = store.save_dataset(ds)
     lazy = store.open_dataset(did)

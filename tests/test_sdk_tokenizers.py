@@ -15,6 +15,8 @@ from evaluators.metrics._punkt import sent_tokenize
 from evaluators.metrics._text import (rouge_tokenize, sdk_word_tokenize, treebank_tokenize, treebank_tokenize_sentences, unicode_word_tokenize)
 from tests.sdk_reference import sdk_tokenize, use_reference_data
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 WILDBENCH = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wildbench" / "eval_results"
 
 # Texts that split differently under a rule-of-thumb sentence splitter, or that take the NIST path.

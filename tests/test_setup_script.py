@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 FAKE_APT = """#!/bin/bash
 echo "$*" >> "$APT_LOG"
 timeout=0

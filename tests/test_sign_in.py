@@ -13,7 +13,7 @@ from evaluators import JudgeConfig, Store, evaluate
 from evaluators.data.loading import load_dataset
 from tests.apptest import configured_app as app, shown_text
 from tests.browser import LOCAL_HOSTS, Dashboard, hosts, needs_chromium, settle, watched_page
-from tests.conftest import CONVERSATIONS, ROOT, SINGLE, app_pages, wait_for_run
+from tests.conftest import CONVERSATIONS, ROOT, SINGLE, app_pages, default_store, wait_for_run
 from ui.auth import USER
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -94,6 +94,9 @@ def test_signed_out_every_address_and_deep_link_shows_only_the_sign_in_form(home
             assert {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()} == query  # link kept
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store, judge_server, password_on):
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = evaluate(SINGLE, ["coherence", "f1_score"], judge=judge, store=home_store).run_id
@@ -179,8 +182,8 @@ def test_sign_in_is_off_without_configuration(home_store):
     assert any("Score what" in m.value for m in at.markdown) and not at.text_input
 
 
-def test_created_by_column_is_added_to_an_existing_store(tmp_path):
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+def test_created_by_column_is_added_to_an_existing_store(tmp_path, new_store_url):
+    url = new_store_url("old")
     s = Store(url)
     rid = evaluate(SINGLE, ["f1_score"], store=s).run_id
     with s.engine.begin() as c:  # a store made before the column existed (and before schema versions)
@@ -228,7 +231,7 @@ def _only_the_form(page, hidden: list[str], link: str) -> None:
 def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens_once_signed_in(
         browser, recorder, judge_server, tmp_path):
     home = tmp_path / "evalhome"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     deep, hidden = _runs_to_hide(store, judge_server)
     store.engine.dispose()
     paths = [f"/{path}" for _, path in app_pages()]

@@ -14,7 +14,7 @@ import pytest
 from evaluators import JudgeConfig, Store, evaluate
 from tests.apptest import shown_text
 from tests.browser import LOCAL_HOSTS, Dashboard, hosts, needs_chromium, settle, watched_page
-from tests.conftest import ROOT, SINGLE, app_pages
+from tests.conftest import ROOT, SINGLE, app_pages, default_store
 from ui.auth import PASSWORD_ENV
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -158,7 +158,7 @@ def test_a_readable_secrets_file_turns_sign_in_on_and_none_leaves_it_off(secrets
 def test_unparseable_secrets_file_serves_only_what_is_wrong_at_every_address(browser, recorder, judge_server,
                                                                              tmp_path):
     home, server_home = tmp_path / "evalhome", tmp_path / "home"
-    store = Store(f"sqlite:///{home / 'evals.db'}")
+    store = default_store(home)
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = evaluate(SINGLE, ["coherence"], judge=judge, store=store).run_id
     store.update_run(rid, name="quarterly-eval-do-not-leak")

@@ -42,6 +42,7 @@ def test_one_worker_holds_a_run(store):
     assert Runner(store, rid).run() == "completed"
 
 
+@pytest.mark.sqlite_only("compares SQLite's driver-level executemany path with SQLAlchemy's upsert, in SQLite files")
 def test_sqlite_batch_write_stores_what_sqlalchemy_stores(tmp_path):
     """The driver-level executemany stores, column by column, the text SQLAlchemy's own upsert stores
     (JSON, None as JSON null, booleans, timestamps), and replaces a key's row as it does."""

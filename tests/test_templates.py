@@ -10,6 +10,8 @@ from evaluators.read.results import mean_ci
 from evaluators.core.replies import ReplyError, parse_score_reply
 from evaluators.judge.templates import load_template, parse_template
 
+pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
+
 
 @pytest.mark.parametrize("reply,score,reason", [
     ('{"reason": "clear", "score": 4}', 4, "clear"),

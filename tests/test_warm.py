@@ -39,10 +39,9 @@ def test_the_newest_ended_run_is_opened_into_the_caches_at_start(home_store, fre
     home_store.update_run(done, status="completed", tasks_total=4, tasks_done=4)
     home_store.create_run(did, {"metrics": ["coherence"]}, "h2", "still running")  # newer, but not ended
     assert warm.newest_run() == done
-    views = home_store.engine.url.database.rsplit("/", 1)[0] + "/views"
-    from pathlib import Path
+    from evaluators.read.columns import views_dir
 
-    names = [p.name for p in Path(views).iterdir()]
+    names = [p.name for p in views_dir(home_store).iterdir()]  # beside the SQLite file, or under EVAL_HOME
     assert any(n.startswith(done) and n.endswith(".npz") for n in names)  # its columns, built and kept
     assert any(n.startswith(f"cost-{done}-") for n in names)  # its cost, summed once
 

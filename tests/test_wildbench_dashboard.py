@@ -116,6 +116,9 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     page.close()
 
 
+
+
+@pytest.mark.usefixtures("queue_worker")  # PostgreSQL: the run goes to the job queue
 def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_server):
     from evaluators.data.loading import load_dataset
     from tests.conftest import wait_for_run

@@ -33,8 +33,8 @@ def _score_files(wb_dir):
     return sorted((wb_dir / "eval_results" / "v2.0625" / "score.v2" / "eval=gpt-4o-2024-05-13").glob("*.json"))
 
 
-def test_import_reproduces_published_wb_scores(wb_dir, tmp_path):
-    db = f"sqlite:///{tmp_path / 'evals.db'}"
+def test_import_reproduces_published_wb_scores(wb_dir, tmp_path, new_store_url):
+    db = new_store_url("evals")
     p = cli("wildbench", "import", *_score_files(wb_dir), "--out", tmp_path / "lb", "--db", db)
     assert p.returncode == 0, p.stderr
     board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
@@ -155,9 +155,9 @@ def test_pairwise_import_by_hand(tmp_path, store):
     assert r["WB_reward"] == pytest.approx((50 - 100) / 4)
 
 
-def test_pairwise_import_from_the_cli_writes_rewards(tmp_path):
+def test_pairwise_import_from_the_cli_writes_rewards(tmp_path, new_store_url):
     path = _pairwise_file(tmp_path)
-    p = cli("wildbench", "import", path, "--out", tmp_path / "lb", "--db", f"sqlite:///{tmp_path / 'e.db'}",
+    p = cli("wildbench", "import", path, "--out", tmp_path / "lb", "--db", new_store_url("e"),
             "--length-penalty", "-1")
     assert p.returncode == 0, p.stderr
     board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
@@ -184,9 +184,9 @@ def test_bad_files_are_refused_naming_record_and_field(tmp_path, store, records,
     assert store.list_runs() == [] and store.list_datasets() == []  # nothing half-imported
 
 
-def test_cli_import_error_is_one_line(tmp_path):
+def test_cli_import_error_is_one_line(tmp_path, new_store_url):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    p = cli("wildbench", "import", bad, "--out", tmp_path / "lb", "--db", f"sqlite:///{tmp_path / 'e.db'}")
+    p = cli("wildbench", "import", bad, "--out", tmp_path / "lb", "--db", new_store_url("e"))
     assert p.returncode == 2 and p.stderr.startswith("error: ") and "bad.json" in p.stderr
     assert not (tmp_path / "lb").exists()

@@ -3,19 +3,24 @@ from __future__ import annotations
 
 import time
 
+import pytest
+import sqlalchemy as sa
+
 from evaluators import JudgeConfig, Store
+from evaluators.read.columns import views_dir
 from evaluators.read.results import open_results
 from evaluators.api import prepare_run
 from evaluators.read.exports import csv_text, jsonl_text
 from evaluators.read.report import html_report
 from evaluators.run.workers import spawn_worker
-from tests.conftest import SINGLE, wait_for_run
+from tests.conftest import SINGLE, default_store, wait_for_run
 
 SECRET = "sk-test-9f8e7d6c5b4a-never-store-me"
+pytestmark = pytest.mark.sqlite_only("detached per-run worker processes (pid files, reaping, a typed key in the worker's environment): on PostgreSQL runs go to the job queue's workers instead (run.workers._enqueue), tested in test_queue.py")
 
 
 def test_worker_uses_the_key_and_leaves_no_trace(tmp_path, judge_server):
-    store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+    store = default_store(tmp_path / "evalhome")
     judge = JudgeConfig(model="loopback", provider="openai", base_url=judge_server.url)
     rid = prepare_run(store, SINGLE, ["coherence"], judge=judge)
     spawn_worker(store, rid, api_key=SECRET)
@@ -26,24 +31,27 @@ def test_worker_uses_the_key_and_leaves_no_trace(tmp_path, judge_server):
     assert any(p.name.startswith("run-") for p in files)  # the worker's log exists
     for p in files:  # ...the database (and its WAL) and the logs never did
         assert SECRET.encode() not in p.read_bytes(), p
+    with store.engine.connect() as c:  # every table's every row, read in plain SQL (a server database too)
+        for table in sa.inspect(c).get_table_names():
+            assert SECRET not in str(c.execute(sa.text(f'SELECT * FROM "{table}"')).fetchall()), table
     res = open_results(store, rid)
     for text in (csv_text(res.rows()), jsonl_text(res.rows()), html_report(res, store.get_run(rid)), str(store.get_run(rid))):
         assert SECRET not in text
 
 
-def test_worker_without_a_key_fails_the_run_with_the_reason(tmp_path, monkeypatch):
+def test_worker_without_a_key_fails_the_run_with_the_reason(tmp_path, monkeypatch, store_url):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    store = Store(store_url)
     rid = prepare_run(store, SINGLE, ["coherence"], judge=JudgeConfig(model="gpt-4o-mini", provider="openai"))
     spawn_worker(store, rid)
     run = wait_for_run(store, rid)
     assert run["status"] == "failed" and "OPENAI_API_KEY" in run["error"]
 
 
-def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server):
+def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server, store_url):
     # three rows judged, the fourth call held at the judge: the run cannot end by itself, only by the cancel
     judge_server.hold_calls(after=3)
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    store = Store(store_url)
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, concurrency=1)
     rid = prepare_run(store, SINGLE, ["fluency"], judge=judge)
     spawn_worker(store, rid)
@@ -61,7 +69,6 @@ def test_cancel_through_the_store_stops_a_worker(tmp_path, judge_server):
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-import pytest  # noqa: E402
 
 from evaluators import evaluate  # noqa: E402
 from evaluators.run.workers import WorkerBusy, retry_failed  # noqa: E402
@@ -89,9 +96,9 @@ def _run_with_one_error(store, judge_server) -> str:
 
 
 @needs_proc
-def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_server):
+def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_server, store_url):
     judge_server.hold_calls(after=2)  # the worker holds the run, its third call held at the judge, until released
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+    store = Store(store_url)
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url, concurrency=1)
     rid = prepare_run(store, SINGLE, ["fluency"], judge=judge)
     first = spawn_worker(store, rid)
@@ -109,8 +116,9 @@ def test_resume_while_the_worker_runs_starts_no_second_worker(tmp_path, judge_se
 
 
 @needs_proc
-def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keeps_errors(tmp_path, judge_server):
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keeps_errors(tmp_path, judge_server,
+                                                                                          store_url):
+    store = Store(store_url)
     rid = _run_with_one_error(store, judge_server)
     judge_server.hold_calls(after=len(judge_server.calls))  # the resumed worker's one call is held: it holds the run
     spawn_worker(store, rid)
@@ -127,8 +135,8 @@ def test_retry_while_held_is_refused_by_the_dashboard_and_by_the_worker_and_keep
     assert wait_for_run(store, rid)["status"] == "completed" and _errors(store, rid) == 0
 
 
-def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_server, monkeypatch):
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_server, monkeypatch, store_url):
+    store = Store(store_url)
     rid = _run_with_one_error(store, judge_server)
     monkeypatch.setattr("evaluators.run.workers.sys.executable", str(tmp_path / "no-such-python"))
     with pytest.raises(Exception, match="could not start"):
@@ -142,8 +150,8 @@ def test_retry_keeps_the_errors_when_its_worker_cannot_start(tmp_path, judge_ser
     assert wait_for_run(store, rid)["status"] == "completed" and _errors(store, rid) == 0
 
 
-def test_retry_errors_flag_clears_only_once_the_worker_holds_the_run(tmp_path, judge_server):
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def test_retry_errors_flag_clears_only_once_the_worker_holds_the_run(tmp_path, judge_server, store_url):
+    store = Store(store_url)
     rid = _run_with_one_error(store, judge_server)
     calls = len(judge_server.calls)
     proc = subprocess.run([sys.executable, "-m", "evaluators", "worker", rid, "--retry-errors", "--db", store.url],
@@ -152,8 +160,8 @@ def test_retry_errors_flag_clears_only_once_the_worker_holds_the_run(tmp_path, j
     assert _errors(store, rid) == 0 and len(judge_server.calls) == calls + 1  # only the errored row again
 
 
-def test_a_finished_worker_is_reaped_not_left_a_zombie(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'evals.db'}")
+def test_a_finished_worker_is_reaped_not_left_a_zombie(tmp_path, store_url):
+    store = Store(store_url)
     rid = prepare_run(store, SINGLE, ["f1_score"])
     pid = spawn_worker(store, rid)
     assert wait_for_run(store, rid)["status"] == "completed"
@@ -174,13 +182,13 @@ def test_a_finished_worker_leaves_the_results_page_its_columns_and_search(tmp_pa
     the worker wrote them as the run ended, and opening the view leaves those files untouched."""
     from evaluators.read.view import open_view
 
-    store = Store(f"sqlite:///{tmp_path / 'evalhome' / 'evals.db'}")
+    store = default_store(tmp_path / "evalhome")
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = prepare_run(store, SINGLE, ["coherence", "f1_score"], judge=judge)
     spawn_worker(store, rid)
     assert wait_for_run(store, rid)["status"] == "completed"
     wait_until(lambda: not worker_pids(rid), what="the worker's exit")
-    views = tmp_path / "evalhome" / "views"
+    views = views_dir(store)  # beside the SQLite file, or (PostgreSQL) under EVAL_HOME
     columns, search = sorted(views.glob(f"{rid}-*.npz")), sorted(views.glob("ds-*.search"))
     assert len(columns) == 1 and len(search) == 1
     stamps = [p.stat().st_mtime_ns for p in (*columns, *search)]
