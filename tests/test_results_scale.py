@@ -189,7 +189,12 @@ def test_columns_are_kept_per_state_of_a_finished_run(conv_run, store_url):
     row, turn = next((i, t) for i in range(len(first)) for t in range(1 + i % 3) if (i, "coherence", t) not in have)
     before = first.cell("coherence", row)
     store.write_results(rid, [Result(row, "coherence", turn, "ok", 5.0, {"coherence": 5.0})])
+    # another server writing the same run's columns at this moment: its file, half written, is not an old state
+    writing = views_dir(store) / f"{rid}-{'0' * 20}.tmp999.1.npz"
+    writing.write_bytes(b"half")
     fresh, ref = open_view(store, rid), open_results(store, rid)
+    assert writing.exists()
+    writing.unlink()
     assert fresh.cell("coherence", row) == ref.cell("coherence", row) != before
     assert fresh.summary(fresh.specs[0]) == ref.summary(fresh.specs[0]) != first.summary(first.specs[0])
     assert len(list(views_dir(store).glob(f"{rid}-*.npz"))) == 1  # the old state is removed

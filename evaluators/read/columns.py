@@ -312,7 +312,7 @@ def _save(path: Path, metrics: dict[str, MetricColumns], specs: list[MetricSpec]
     np.savez(tmp, **arrays)
     os.replace(tmp, path)  # whole or absent
     for old in path.parent.glob(f"{path.name.split('-')[0]}-*.npz"):
-        if old != path:
+        if old != path and ".tmp" not in old.name:  # another builder's file being written is not a state
             old.unlink(missing_ok=True)  # an earlier state of the same run
 
 
