@@ -59,8 +59,11 @@ def test_rows_table_spans_the_tab_and_the_detail_reads_under_it(dash, browser):
     heading = page.get_by_role("heading", name="Row 1").bounding_box()
     assert heading["y"] > table["y"] + table["height"]
     # the row's inputs and its scores side by side under the table
-    query = page.get_by_text("question 0", exact=True).first.bounding_box()
-    reason = page.get_by_text("coherence reason 0", exact=True).first.bounding_box()
+    # the shown texts (the grid also keeps its cells' text in a hidden copy, which may come first)
+    shown = [page.get_by_text(t, exact=True).filter(visible=True).first for t in ("question 0", "coherence reason 0")]
+    for el in shown:
+        el.wait_for()
+    query, reason = (el.bounding_box() for el in shown)
     assert abs(query["y"] - reason["y"]) < 200 and reason["x"] > query["x"] + 0.4 * table["width"]
     screenshot(page, SHOTS, "results-rows-full-width")
 
