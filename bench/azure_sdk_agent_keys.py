@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from azure_sdk_keys import _plain, diff, ensure_sdk  # noqa: E402  the sibling's SDK venv and comparison
+from azure_sdk_keys import _plain, diff, dump, ensure_sdk  # noqa: E402  the sibling's SDK venv and comparison
 
 from agent_rows import JUDGE_METRICS, RUNS, judge_reply, write_files  # noqa: E402
 
@@ -133,9 +133,7 @@ def main() -> None:
             for s in servers.values():
                 s.__exit__(None, None, None)
     if args.dump:
-        Path(args.dump).mkdir(parents=True, exist_ok=True)
-        (Path(args.dump) / "sdk.json").write_text(json.dumps(sdk, ensure_ascii=False, indent=1))
-        (Path(args.dump) / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1, default=str))
+        dump(Path(args.dump), sdk, ours)
     sys.exit(report(runs, sdk, ours, time.perf_counter() - started))
 
 

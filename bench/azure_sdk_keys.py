@@ -371,6 +371,13 @@ def classify(file: str, key: str, what: str, sdk_v, ours_v, nltk_real: bool) -> 
     return "UNEXPECTED"
 
 
+def dump(folder: Path, sdk, ours) -> None:
+    """``--dump``: both sides' rows and metrics, as JSON files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sdk.json").write_text(json.dumps(sdk, ensure_ascii=False, indent=1))
+    (folder / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1, default=str))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sdk-venv", default=str(ROOT / "bench" / ".sdk-venv"))
@@ -416,9 +423,7 @@ def main() -> None:
             for s in servers.values():
                 s.__exit__(None, None, None)
     if args.dump:
-        Path(args.dump).mkdir(parents=True, exist_ok=True)
-        (Path(args.dump) / "sdk.json").write_text(json.dumps(sdk, ensure_ascii=False, indent=1))
-        (Path(args.dump) / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1, default=str))
+        dump(Path(args.dump), sdk, ours)
     report(sdk, ours, sdk_prompts, our_prompts, units, time.perf_counter() - started)
 
 

@@ -49,13 +49,19 @@ def _bodies(server: JudgeServer) -> list[dict]:
                   key=lambda b: json.dumps(b, sort_keys=True))
 
 
-def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store, tmp_path):
+def sdk_requests() -> tuple[dict, JudgeServer]:
+    """The SDK's own coherence evaluator run on ROWS in its virtualenv: what it printed, and the loopback judge
+    it asked (its requests recorded)."""
     py = _sdk_python()
     with JudgeServer() as sdk_judge:
         done = subprocess.run([py, "-c", SDK_SIDE, sdk_judge.url, json.dumps(ROWS)], capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
-        sdk = json.loads(done.stdout.strip().splitlines()[-1])
+        return json.loads(done.stdout.strip().splitlines()[-1]), sdk_judge
+
+
+def test_sdk_coherence_prompty_sends_what_the_sdk_sends(store, tmp_path):
+    sdk, sdk_judge = sdk_requests()
     assert sdk["version"].startswith("1.18.")
     try:
         with JudgeServer() as ours:
@@ -87,12 +93,7 @@ def test_sdk_coherence_prompty_pasted_in_the_new_metric_page_sends_what_the_sdk_
     from evaluators import load_dataset
     from tests.apptest import app
 
-    py = _sdk_python()
-    with JudgeServer() as sdk_judge:
-        done = subprocess.run([py, "-c", SDK_SIDE, sdk_judge.url, json.dumps(ROWS)], capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        sdk = json.loads(done.stdout.strip().splitlines()[-1])
+    sdk, sdk_judge = sdk_requests()
     did = home_store.save_dataset(load_dataset(ROWS))
     try:
         with JudgeServer() as ours:
