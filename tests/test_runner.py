@@ -120,8 +120,10 @@ def test_relevance_turns_see_query_and_response_and_the_older_rubric_is_opt_in(j
                           {"role": "user", "content": "And Spain?"}, {"role": "assistant", "content": "Madrid."}]}]
     evaluate(data, ["relevance"], judge=judge_config, store=store)
     prompts = judge_server.prompts()
-    # as SDK 1.18's RelevanceEvaluator: each turn's query and response, no history or ground truth
-    assert len(prompts) == 2 and "Madrid." in prompts[1] and "Capital of France?" not in prompts[1]
+    # as SDK 1.18's RelevanceEvaluator: each turn's query and response, no history or ground truth (the two
+    # turns' calls leave together: either may arrive first)
+    second = [p for p in prompts if "Madrid." in p]
+    assert len(prompts) == 2 and len(second) == 1 and "Capital of France?" not in second[0]
     assert not any("Paris is the capital." in p for p in prompts)
     evaluate(data, ["relevance"], judge=judge_config, store=store,
              templates={"relevance": "builtin:relevance_turn_ground_truth.md"})
