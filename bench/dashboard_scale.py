@@ -298,20 +298,26 @@ def _in_app(tm: _Timer, last, run_id: str, expect: dict, reps: int) -> None:
 
 
 def measure(url: str, run_id: str, pid: int, expect: dict, reps: int = 3, locator_waits: bool = False,
-            restart=None) -> dict:
+            restart=None, profile: str | None = None) -> dict:
     """Each figure ``reps`` times (a list of seconds), but the cold first render (once). ``restart`` (for
     --fresh-first): a function that stops the server and starts a new one on the same port, returning its
     pid; first of all, the big run's Results page is then opened as a fresh server's very first request,
     once by a browser that has never seen the dashboard (it downloads Streamlit's frontend) and once, after
-    ``restart``, by that same browser as a returning user's (its cache holds the frontend)."""
+    ``restart``, by that same browser as a returning user's (its cache holds the frontend). ``profile``: the
+    browser keeps a profile in that folder, as a person's browser does (its disk cache and V8's cache of compiled
+    scripts, which Playwright's default incognito contexts do not keep), instead of an incognito context."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser import ARGS, CHROMIUM
 
     tm = _Timer(url, locator_waits)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
+        if profile:
+            browser = ctx = p.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), args=ARGS,
+                                                                 viewport={"width": 1600, "height": 1400})
+        else:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
         if restart:
             tm.out["first_open_fresh_browser"] = _first_request(tm, ctx, run_id, expect)
             pid = restart()  # the same port, so the browser's cache of the frontend still applies
@@ -465,6 +471,9 @@ def main() -> None:
                     help="first of all, open the big run's Results page as a fresh server's very first request, "
                          "from a new browser, then (the server restarted on the same port) from that browser "
                          "again, as a returning user's; the cold figure is then the run's second open")
+    ap.add_argument("--profile", action="store_true",
+                    help="the browser keeps a profile (a new temporary folder), as a person's browser does, instead "
+                         "of Playwright's incognito context: its disk cache and cache of compiled scripts")
     ap.add_argument("--settle", type=float, default=3.0,
                     help="with --fresh-first: seconds between the server answering and its first request (the "
                          "pages' modules it imports as it starts take about 1 s here); 0 = at once")
@@ -487,7 +496,8 @@ def main() -> None:
 
     try:
         got = measure(url, run_id, procs[0].pid, expect, args.reps, args.locator_waits,
-                      restart if args.fresh_first else None)
+                      restart if args.fresh_first else None,
+                      tempfile.mkdtemp(prefix="evaldash-profile-") if args.profile else None)
     finally:
         procs[-1].terminate()
         procs[-1].wait(10)
