@@ -23,7 +23,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium tries Google's hosts at every start.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (scripts/setup.sh --dev)")
+CHROMIUM_REASON = "Debian chromium is not installed (scripts/setup.sh --dev)"
+# also marks the test ``chromium`` (tests/conftest.py)
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=CHROMIUM_REASON)
 
 
 def free_port() -> int:

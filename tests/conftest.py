@@ -31,7 +31,7 @@ def judge_server():
 
 STORES = ("sqlite", "postgresql")
 # The pass's default store (--store) and, in the PostgreSQL pass, the server and each EVAL_HOME's database.
-PASS: dict = {"store": "sqlite", "server": None, "homes": {}}
+PASS: dict = {"store": "sqlite", "server": None, "homes": {}, "servers": [], "pg_copies": True}
 # sqlite_only reasons shared by several tests
 DETACHED_WORKER = ("a run's detached worker process (its pid, its environment, killing it): on PostgreSQL the "
                    "dashboard's runs go to the job queue's workers instead (run.workers._enqueue; the queue is tested in test_queue.py)")
@@ -45,31 +45,66 @@ def pytest_addoption(parser):
     parser.addoption("--store", choices=STORES, default="sqlite",
                      help="every test's default store: a SQLite file (default) or a fresh database on a PostgreSQL "
                           "server the session starts (tests marked no_store are deselected, sqlite_only skipped)")
+    parser.addoption("--no-pg-copies", action="store_true",
+                     help="SQLite pass: the both_stores tests run only on SQLite (scripts/test.sh, whose PostgreSQL "
+                          "pass runs them on PostgreSQL)")
 
 
 def pytest_configure(config):
     PASS["store"] = config.getoption("store")
+    PASS["pg_copies"] = not config.getoption("no_pg_copies")
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on a real PostgreSQL server "
                             "(the store_url / store fixtures are parametrized; the PostgreSQL pass runs only the latter)")
     config.addinivalue_line("markers", "sqlite_only(reason): the test is about SQLite itself; skipped, with the "
                             "reason, in the PostgreSQL pass (--store postgresql)")
     config.addinivalue_line("markers", "no_store: the module never opens a store (checked in the SQLite pass: "
                             "Store() raises); deselected in the PostgreSQL pass")
+    config.addinivalue_line("markers", "timing: measures a rate the code sustains against a judge server in "
+                            "another process (its own SQLite file); scripts/test.sh runs these alone first, as a "
+                            "machine busy with the two passes would slow both sides")
+    config.addinivalue_line("markers", "chromium: drives Debian's Chromium (set on every test that takes the "
+                            "browser fixture or is marked tests.browser.needs_chromium); CI's PostgreSQL pass "
+                            "leaves these to the SQLite pass (scripts/test.sh)")
 
 
 def pytest_generate_tests(metafunc):
     """Tests marked ``both_stores`` (or in a module so marked) run once per store: SQLite and PostgreSQL (only the
     PostgreSQL copy in the PostgreSQL pass, whose SQLite copy ran in the SQLite pass)."""
     if metafunc.definition.get_closest_marker("both_stores") and "store_url" in metafunc.fixturenames:
-        metafunc.parametrize("store_url", STORES if PASS["store"] == "sqlite" else ("postgresql",), indirect=True)
+        stores = (STORES if PASS["pg_copies"] else ("sqlite",)) if PASS["store"] == "sqlite" else ("postgresql",)
+        metafunc.parametrize("store_url", stores, indirect=True)
+
+
+# The longest test files (seconds, measured 2026-11-25 on either store), handed to the workers first, the rest
+# after in their usual order (scripts/test.sh passes --no-loadscope-reorder, else xdist hands out the files
+# with the most tests first and leaves these few-test, long browser files to the end, on one busy worker).
+LONGEST_FIRST = ("test_faults.py", "test_dashboard_security.py", "test_dashboard_walk.py", "test_newuser_browser.py",
+                 "test_dashboard_e2e.py", "test_runner.py", "test_exports_download.py", "test_review_browser.py",
+                 "test_results_browser.py", "test_cli.py", "test_hostile.py", "test_scale.py", "test_sign_in.py",
+                 "test_safety_dashboard.py", "test_rows_browser.py", "test_cost_dashboard.py", "test_metric_browser.py",
+                 "test_surprises_browser.py", "test_wildbench_dashboard.py", "test_review_cli.py",
+                 "test_sign_in_config.py", "test_exports_stream.py")
 
 
 def pytest_collection_modifyitems(config, items):
+    from tests.browser import CHROMIUM_REASON
+
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's tests keep their order
+
     for item in items:
+        if "browser" in item.fixturenames or any(m.kwargs.get("reason") == CHROMIUM_REASON
+                                                 for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.chromium)
         mark = item.get_closest_marker("sqlite_only")
         if mark and not (mark.args or mark.kwargs.get("reason")):
             raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
     if PASS["store"] != "postgresql":
+        if not PASS["pg_copies"]:  # the PostgreSQL pass that follows runs the tests of PostgreSQL itself
+            kept = [item for item in items if "postgres" not in item.fixturenames]
+            if len(kept) < len(items):
+                config.hook.pytest_deselected(items=[item for item in items if "postgres" in item.fixturenames])
+                items[:] = kept
         return
     kept, dropped = [], []
     for item in items:
@@ -88,7 +123,9 @@ def _start_postgres():
     if pg_bin() is None:
         pytest.skip("PostgreSQL binaries absent (/usr/lib/postgresql/*/bin): install Debian's postgresql package "
                     "(scripts/setup.sh --dev does) to run the PostgreSQL half of the store tests")
-    return PostgresServer()
+    server = PostgresServer()
+    PASS["servers"].append(server)  # each test's databases are dropped when it ends (_isolated_home)
+    return server
 
 
 @pytest.fixture(scope="session")
@@ -241,6 +278,16 @@ def _isolated_home(request, tmp_path, monkeypatch):
         monkeypatch.setattr(Store, "__init__", refuse)
     elif PASS["store"] == "postgresql":
         monkeypatch.setenv("EVAL_DATABASE_URL", home_url(tmp_path / "evalhome"))
+    made = {id(pg): len(pg.made) for pg in PASS["servers"]}
+    yield
+    # the databases made during the test (a module's dashboard made its own before): dropped, so that a
+    # PostgreSQL pass's cluster holds a few, not hundreds
+    for pg in [pg for pg in PASS["servers"] if pg.dir.exists()]:
+        dropped = pg.made[made.get(id(pg), 0):]
+        pg.drop_since(made.get(id(pg), 0))
+        gone = {pg.url(name) for name in dropped}
+        for key in [k for k, url in PASS["homes"].items() if url in gone]:
+            del PASS["homes"][key]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from evaluators.cli import main as cli
 from evaluators.data.loading import inspect_file, load_dataset, upload_name
 from evaluators.core.errors import DataValidationError
 from evaluators.store.store import Store
-from tests.browser import ARGS, CHROMIUM, settle, start_dashboard, stop
+from tests.browser import ARGS, CHROMIUM, needs_chromium, settle, start_dashboard, stop
 from tests.conftest import ROOT, default_store, env_for_subprocess
 
 CORPUS = ROOT / "tests" / "hostile"
@@ -291,14 +291,13 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 
 @pytest.fixture
 def served_app(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed (scripts/setup.sh --dev)")
     home = tmp_path / "evalhome"
     proc, url = start_dashboard(home, stderr=subprocess.PIPE)
     yield url, default_store(home), proc
     stop(proc)
 
 
+@needs_chromium
 def test_browser_upload_of_hostile_files(served_app, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     url, store, proc = served_app

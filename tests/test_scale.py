@@ -71,6 +71,7 @@ def test_a_judged_runs_memory_stays_flat_as_rows_grow(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- rate limits
+@pytest.mark.timing
 def test_a_run_sustains_a_rate_limited_judge_without_drowning_in_429s(tmp_path):
     """A server allowing R = 40 calls/s (token bucket of 10, 429 + Retry-After beyond), 50 ms a call:
     concurrency 32 is 16x what R needs. A fixed pool retrying on Retry-After had most of its calls
@@ -83,6 +84,7 @@ def test_a_run_sustains_a_rate_limited_judge_without_drowning_in_429s(tmp_path):
     assert m["share_429"] < 0.05, m
 
 
+@pytest.mark.timing
 def test_rpm_alone_keeps_a_run_under_its_budget(tmp_path):
     """--rpm 1200 (20/s) against a judge that would answer 100 calls in a fraction of a second:
     after the bucket's one second of saving, calls leave at 20/s. Counted where they arrive: in any one
