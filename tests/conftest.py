@@ -101,17 +101,20 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
     if PASS["store"] != "postgresql":
         if not PASS["pg_copies"]:  # the PostgreSQL pass that follows runs the tests of PostgreSQL itself
-            kept = [item for item in items if "postgres" not in item.fixturenames]
-            if len(kept) < len(items):
-                config.hook.pytest_deselected(items=[item for item in items if "postgres" in item.fixturenames])
-                items[:] = kept
+            _deselect(config, items, lambda item: "postgres" in item.fixturenames)
         return
-    kept, dropped = [], []
     for item in items:
-        (dropped if item.get_closest_marker("no_store") else kept).append(item)
         mark = item.get_closest_marker("sqlite_only")
         if mark:
             item.add_marker(pytest.mark.skip(reason="sqlite_only: " + (mark.args[0] if mark.args else mark.kwargs["reason"])))
+    _deselect(config, items, lambda item: item.get_closest_marker("no_store") is not None)
+
+
+def _deselect(config, items: list, drop) -> None:
+    """Take the items ``drop(item)`` is true of out of the session, reported as deselected."""
+    kept, dropped = [], []
+    for item in items:
+        (dropped if drop(item) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -283,9 +286,7 @@ def _isolated_home(request, tmp_path, monkeypatch):
     # the databases made during the test (a module's dashboard made its own before): dropped, so that a
     # PostgreSQL pass's cluster holds a few, not hundreds
     for pg in [pg for pg in PASS["servers"] if pg.dir.exists()]:
-        dropped = pg.made[made.get(id(pg), 0):]
-        pg.drop_since(made.get(id(pg), 0))
-        gone = {pg.url(name) for name in dropped}
+        gone = set(pg.drop_since(made.get(id(pg), 0)))
         for key in [k for k, url in PASS["homes"].items() if url in gone]:
             del PASS["homes"][key]
 

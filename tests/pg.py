@@ -113,9 +113,9 @@ class PostgresServer:
     def _admin(self) -> str:
         return f"host=127.0.0.1 port={self.port} user=evals dbname=postgres"
 
-    def drop_since(self, n: int) -> None:
+    def drop_since(self, n: int) -> list[str]:
         """Drop the databases made after the first ``n`` (``len(made)`` when a test began), closing their
-        connections (a dashboard or worker the test left running loses them)."""
+        connections (a dashboard or worker the test left running loses them); returns their URLs."""
         import psycopg
 
         with self._lock:
@@ -124,3 +124,4 @@ class PostgresServer:
             with psycopg.connect(self._admin, autocommit=True) as c:
                 for name in names:
                     c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        return [self.url(name) for name in names]
