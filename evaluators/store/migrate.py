@@ -23,7 +23,8 @@ from evaluators.store.schema import SCHEMA_REVISION, Base
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # Alembic's own bookkeeping table, as Alembic makes it.
 VERSION = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
-# Serializes schema changes on PostgreSQL (many workers and dashboards may open a new database at once).
+# Serializes schema changes on PostgreSQL (many workers and dashboards may open a new database at once;
+# SQLite's equivalent is BEGIN IMMEDIATE, its write lock).
 LOCK_ID = 0x65766C73  # "evls"
 
 
@@ -60,6 +61,8 @@ def ensure_current(engine: Engine) -> None:
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_ID})
+        elif engine.dialect.name == "sqlite":  # the write lock before looking: the driver would begin only at
+            conn.exec_driver_sql("BEGIN IMMEDIATE")  # the first insert, so two processes both saw no tables
         names = set(inspect(conn).get_table_names())
         if VERSION.name not in names and not names & set(Base.metadata.tables):
             Base.metadata.create_all(conn)
