@@ -20,8 +20,7 @@ if [ $# -gt 0 ]; then
   exec "${PYTEST[@]}" -n 2 "$@"
 fi
 # Without: the whole suite on SQLite and, at the same time, on PostgreSQL: every test that opens a store again,
-# each with a fresh database of a throw-away server (tests/pg.py); the 36 that drive Chromium run in the SQLite
-# pass only (they pass on PostgreSQL too: `bash scripts/test.sh --store postgresql`, ~13 min more here). Side by
+# each with a fresh database of a throw-away server (tests/pg.py), the 36 that drive Chromium included. Side by
 # side the two passes fill each other's waits (judge latencies, retries, servers starting) on the 2 cores, which
 # keeps CI inside its 20 minutes (figures in bench/RESULTS.md). The PostgreSQL pass's report follows the SQLite one's.
 # The two tests that measure a judged run's rate against a rate-limited server (marked timing, each on its own
@@ -31,7 +30,7 @@ echo "== rates measured against a rate-limited judge, alone"
 "${PYTEST[@]}" -n 0 -m timing || status=1
 mkdir -p artifacts
 PG_LOG=artifacts/pytest-postgresql.log
-"${PYTEST[@]}" -n 2 --store postgresql -m "not chromium and not timing" -p no:cacheprovider \
+"${PYTEST[@]}" -n 2 --store postgresql -m "not timing" -p no:cacheprovider \
   --basetemp="${TMPDIR:-/tmp}/evals-pg-pass-$$" >"$PG_LOG" 2>&1 &
 pg_pid=$!
 echo "== the whole suite on SQLite"

@@ -63,8 +63,8 @@ def pytest_configure(config):
                             "another process (its own SQLite file); scripts/test.sh runs these alone first, as a "
                             "machine busy with the two passes would slow both sides")
     config.addinivalue_line("markers", "chromium: drives Debian's Chromium (set on every test that takes the "
-                            "browser fixture or is marked tests.browser.needs_chromium); CI's PostgreSQL pass "
-                            "leaves these to the SQLite pass (scripts/test.sh)")
+                            "browser fixture or is marked tests.browser.needs_chromium): `-m chromium` runs "
+                            "the browser tests alone")
 
 
 def pytest_generate_tests(metafunc):
