@@ -32,6 +32,7 @@ from evaluators.run.budget import BudgetSection
 from evaluators.run.classic_section import ClassicSection
 from evaluators.run.planning import Progress, _Task, iter_tasks, render_judge_tasks
 from evaluators.run.repeats import jury_result, task_keys
+from evaluators.run.writes import WriteSection
 
 if TYPE_CHECKING:
     from evaluators.read.outputs import LiveRunOutputs
@@ -39,10 +40,9 @@ if TYPE_CHECKING:
 CHUNK = 500  # tasks planned, looked up in the cache and rendered at a time (memory stays flat in the rows)
 PENDING_MAX = 1000  # finished results held before a write, whatever the clock says
 FLUSH_SECONDS = 0.25  # judge results are written in one transaction this often (a crash loses at most this)
-WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
-class Runner(ClassicSection, BudgetSection, BatchSection):
+class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
     """Executes one stored run.
 
     Args:
@@ -285,7 +285,9 @@ class Runner(ClassicSection, BudgetSection, BatchSection):
                 continue  # past the budget: left pending, the run ends "stopped"
             await self._judge_one(*item)
             self._budget_settle(item[0], estimate)
-            if len(self._pending) >= PENDING_MAX:
+            if self.EAGER_WRITES:
+                await self._written()
+            elif len(self._pending) >= PENDING_MAX:
                 self._flush_results()
 
     def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
@@ -350,50 +352,6 @@ class Runner(ClassicSection, BudgetSection, BatchSection):
         self._pending, self._pending_cache = [], []  # calls made alongside a failed check do not count
         if self._phase is not None and not self._phase.done():
             self._phase.cancel()
-
-    def _flush_results(self) -> None:
-        if not self._trusted:
-            return  # held until the judge passed its check
-        results, cache = self._pending, self._pending_cache
-        self._pending, self._pending_cache = [], []
-        if not results and not cache:
-            self._settle_writes(wait=False)  # what the store's thread wrote since counts now, not with the next results
-            return
-        if not self._offloaded():
-            self.store.write_results(self.run_id, results, cache)
-            for r in results:
-                self._tick(r)
-            return
-        # written by the store's thread, in order; counted (and shown) once written: _settle_writes
-        self._writes.append((self._io.submit(self.store.write_results, self.run_id, results, cache), results))
-        self._settle_writes(wait=len(self._writes) > WRITES_QUEUED)  # a lagging thread is waited for: memory stays flat
-
-    def _offloaded(self) -> bool:
-        """Whether store work goes to the store's thread: yes, unless the judge has signalled a rate limit.
-        Then the provider sets the pace, not this loop, and the limiter's pacing met more 429s with a second
-        thread taking turns on the interpreter (bench/rate_limits.py at 64 in flight: 8% against 4%)."""
-        if self._io is None:
-            return False
-        if self._limiter is not None and self._limiter.signalled:
-            self._settle_writes(wait=True)  # (once: what the thread holds is written before anything here)
-            return False
-        return True
-
-    def _settle_writes(self, wait: bool, raise_: bool = True) -> None:
-        """Count the results the store's thread has written (all of them, waiting, with ``wait``); a
-        write that failed raises here, on the run's thread, as it did when writes were made here."""
-        writes = self._writes
-        while writes and (wait or writes[0][0].done()):
-            future, results = writes.popleft()
-            try:
-                future.result()
-            except BaseException:
-                if raise_:
-                    writes.clear()
-                    raise
-                continue
-            for r in results:
-                self._tick(r)
 
     async def _watch(self) -> None:
         """Writes finished results, heartbeat and progress; picks up cancel requests."""
