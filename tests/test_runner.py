@@ -415,3 +415,47 @@ def test_classic_metrics_planned_per_row_read_each_record_once(store, monkeypatc
     assert Runner(store, rid).run() == "completed"
     assert sorted(calls) == list(range(31))  # before: 3 metrics x 2 walks = 186
     assert open_results(store, rid).metrics()["bleu.scored_rows"] == 31
+
+
+class _EagerRunner(Runner):
+    EAGER_WRITES = True  # as a queue worker's chunk writes (run.chunked)
+
+
+@pytest.mark.parametrize("runner", [Runner, _EagerRunner], ids=["clock", "eager"])
+def test_a_store_refusing_every_result_fails_the_run_with_its_error_and_never_hangs(runner, judge_server,
+                                                                                      judge_config, store, tmp_path):
+    """The database refuses every result (a trigger on SQLite, a check constraint on PostgreSQL: the store's own
+    error, as a full disk or a lost table gives): the run ends "failed" with that error. 120 rows, 2 slots: more
+    tasks than the queue holds, so when a failed write ended the slot that met it and the clock's writer
+    (before), nobody judged the rest and the run hung with its feeder waiting on a full queue."""
+    import json
+
+    from sqlalchemy import text
+
+    data = tmp_path / "many.jsonl"
+    data.write_text("".join(json.dumps({"query": f"q{i}?", "response": f"answer number {i}."}) + "\n"
+                            for i in range(120)), encoding="utf-8")
+    import dataclasses
+
+    rid = prepare_run(store, str(data), ["fluency"], dataclasses.replace(judge_config, concurrency=2))
+    with store.engine.begin() as c:
+        if store.engine.dialect.name == "sqlite":
+            c.execute(text("CREATE TRIGGER refuse BEFORE INSERT ON results BEGIN SELECT RAISE(ABORT, 'store full'); END"))
+        else:
+            c.execute(text("ALTER TABLE results ADD CONSTRAINT store_full CHECK (row_idx < 0) NOT VALID"))
+    outcome: list = []
+
+    def go():
+        try:
+            outcome.append(runner(store, rid).run())
+        except Exception as e:  # noqa: BLE001 — what the caller sees
+            outcome.append(e)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)
+    assert outcome, "the run never ended"
+    assert isinstance(outcome[0], Exception), outcome
+    run = store.get_run(rid)
+    assert run["status"] == "failed" and ("store full" in run["error"] or "store_full" in run["error"]), run["error"]
+    assert store.load_results(rid) == []

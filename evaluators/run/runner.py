@@ -86,6 +86,7 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
         self._early = probe
         self._probe: asyncio.Task | None = None  # the judge's check, running alongside the first calls
         self._probe_error: BaseException | None = None
+        self._store_error: BaseException | None = None  # a write that failed in a slot or the watcher: the run's end
         self._trusted = True  # False from the judge's check until it passed: results are held, not written
         self._classic_worker: ClassicWorker | None = None  # a forked process computing classic batches too
         self._classic_batches = 0  # classic batches computed in this process
@@ -169,6 +170,8 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
                 except asyncio.CancelledError:
                     if self._probe_error is not None and not asyncio.current_task().cancelling():
                         raise self._probe_error from None  # the judge failed its check: nothing was written
+                    if self._store_error is not None and not asyncio.current_task().cancelling():
+                        raise self._store_error from None  # the store refused a write: the run fails with it
                     if not self._cancelled or asyncio.current_task().cancelling():
                         raise
             finally:
@@ -285,10 +288,14 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
                 continue  # past the budget: left pending, the run ends "stopped"
             await self._judge_one(*item)
             self._budget_settle(item[0], estimate)
-            if self.EAGER_WRITES:
-                await self._written()
-            elif len(self._pending) >= PENDING_MAX:
-                self._flush_results()
+            try:
+                if self.EAGER_WRITES:
+                    await self._written()
+                elif len(self._pending) >= PENDING_MAX:
+                    self._flush_results()
+            except Exception as e:  # noqa: BLE001 — the store refused a write: the whole run stops, saying why
+                self._store_failed(e)
+                return
 
     def _outcome(self, done: set, stored_before: set | None) -> tuple[str, str | None]:
         """The final status: never "completed" while a planned task has no stored result, and
@@ -354,7 +361,14 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
             self._phase.cancel()
 
     async def _watch(self) -> None:
-        """Writes finished results, heartbeat and progress; picks up cancel requests."""
+        """Writes finished results, heartbeat and progress; picks up cancel requests. A write the store
+        refused stops the run with its error (before, the watcher ended unseen and the run went on)."""
+        try:
+            await self._beat()
+        except Exception as e:  # noqa: BLE001 — said as the run's error
+            self._store_failed(e)
+
+    async def _beat(self) -> None:
         beat = 0
         while True:
             await asyncio.sleep(FLUSH_SECONDS)

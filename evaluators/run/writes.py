@@ -13,10 +13,10 @@ WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet wri
 class WriteSection:
     """The :class:`~evaluators.run.runner.Runner`'s methods that write results."""
 
-    # Each result written before its worker slot takes the next call (batched with those that came during the
+    # Each result written before its worker slot takes the next task (batched with those that came during the
     # write before), not on the clock: a process killed mid-run then loses no answered call but those of its
-    # slots, whose calls were in flight or being written (run.chunked: a queue worker's chunk, taken up by
-    # another). Off by default: the CLI's runs on SQLite with a fast judge gain from fewer, bigger transactions.
+    # slots' tasks, in flight or being written (one call a task; a repeated or jury task makes several), and
+    # run.chunked's chunk, taken up by another worker, asks only those again. Off by default: the CLI's runs on SQLite with a fast judge gain from fewer, bigger transactions.
     EAGER_WRITES = False
 
     def _flush_results(self) -> None:
@@ -38,7 +38,7 @@ class WriteSection:
 
     async def _written(self) -> None:
         """EAGER_WRITES: hand what is pending to the store and wait until it is written. A worker slot takes its
-        next call only then, so no more calls than slots are ever answered and not yet stored."""
+        next task only then, so no more tasks than slots are ever answered and not yet stored."""
         if not self._trusted:
             return  # held until the judge passed its check; written then, with the clock
         if self._writes and not self._writes[-1][0].done() and (self._pending or self._pending_cache):
@@ -47,6 +47,15 @@ class WriteSection:
             self._flush_results()  # another slot handed it over: then it is in the newest write)
         if self._writes:  # written in order, by one thread: the newest write ends after the one holding it
             await asyncio.wait({asyncio.wrap_future(self._writes[-1][0])})
+        self._settle_writes(wait=False)  # a write that failed raises here: no next call on an unwritten result
+
+    def _store_failed(self, e: BaseException) -> None:
+        """A write failed in a worker slot or the watcher: the run stops and fails with it (no slot, or no
+        watcher, left to end quietly while the others wait on a queue nobody empties)."""
+        if self._store_error is None:
+            self._store_error = e
+        if self._phase is not None and not self._phase.done():
+            self._phase.cancel()
 
     def _offloaded(self) -> bool:
         """Whether store work goes to the store's thread: yes, unless the judge has signalled a rate limit.
