@@ -18,6 +18,7 @@ from evaluators.store import migrate
 from evaluators.store.schema import SCHEMA_REVISION, Base
 from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, default_store, env_for_subprocess
+from tests.procs import wait_until
 
 FIXTURE = ROOT / "tests" / "fixtures" / "pre_alembic_store.db"
 TABLES = ("datasets", "dataset_records", "runs", "results", "reviews", "review_queues", "judge_cache")
@@ -110,24 +111,28 @@ def test_a_new_store_has_exactly_the_schema_the_migrations_make(store_url, tmp_p
 
 OPEN_AT = """
 import sys, time
+from pathlib import Path
 from evaluators.store.store import Store
-while time.time() < float(sys.argv[2]):
-    pass
+folder = Path(sys.argv[2])
+(folder / sys.argv[3]).touch()  # imported and ready
+while not (folder / "go").exists():
+    time.sleep(0.001)
 Store(sys.argv[1])
 """
 
 
-def test_processes_opening_one_new_store_at_once_all_open_it(new_store_url):
+def test_processes_opening_one_new_store_at_once_all_open_it(new_store_url, tmp_path):
     """A dashboard, a CLI run and a worker may open a new store at the same instant: each finds the tables
     or makes them, and none fails. (On SQLite all four looked before any wrote, and three failed with
     "table ... already exists" or "written by an older version", in 20 tries out of 20.)"""
-    import time
-
     for attempt in range(3):
         url = new_store_url(f"at-once-{attempt}")
-        start = f"{time.time() + 1.5:.3f}"  # every process imported and waiting, then all go together
-        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, url, start], cwd=ROOT, env=env_for_subprocess(),
-                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        gate = tmp_path / f"gate-{attempt}"
+        gate.mkdir()
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, url, str(gate), f"ready-{i}"], cwd=ROOT,
+                                  env=env_for_subprocess(), stderr=subprocess.PIPE, text=True) for i in range(4)]
+        wait_until(lambda: len(list(gate.glob("ready-*"))) == 4, what="four processes ready", timeout=60)
+        (gate / "go").touch()  # all four go together
         errors = [p.communicate(timeout=60)[1] for p in procs]
         assert [p.returncode for p in procs] == [0] * 4, errors
         assert Store(url).list_datasets() == []

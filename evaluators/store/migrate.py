@@ -61,16 +61,21 @@ def ensure_current(engine: Engine) -> None:
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_ID})
-        elif engine.dialect.name == "sqlite":  # the write lock before looking: the driver would begin only at
-            conn.exec_driver_sql("BEGIN IMMEDIATE")  # the first insert, so two processes both saw no tables
         names = set(inspect(conn).get_table_names())
-        if VERSION.name not in names and not names & set(Base.metadata.tables):
+        if engine.dialect.name == "sqlite" and _empty(names):  # SQLite's write lock, then a second look: the
+            conn.exec_driver_sql("BEGIN IMMEDIATE")  # driver begins only at the first insert, so two processes
+            names = set(inspect(conn).get_table_names())  # both saw no tables (an older store is read unlocked)
+        if _empty(names):
             Base.metadata.create_all(conn)
             VERSION.create(conn)
             conn.execute(VERSION.insert().values(version_num=SCHEMA_REVISION))
             return
         rev = conn.execute(select(VERSION.c.version_num)).scalar() if VERSION.name in names else None
     check(engine, rev)
+
+
+def _empty(names: set[str]) -> bool:
+    return VERSION.name not in names and not names & set(Base.metadata.tables)
 
 
 def check(engine: Engine, rev: str | None) -> None:
