@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 from evaluators.store.store import Store
 from tests.conftest import ROOT, SINGLE, env_for_subprocess
 from tests.procs import wait_until
+from tests.test_queue import stop
 
 SECRET = "sk-team-compose-2718"
 
@@ -97,7 +98,14 @@ def test_the_services_commands_serve_a_team_migrate_dashboard_workers_submit_wai
     migrate = subprocess.run(command("migrate"), cwd=ROOT, env=env_of("migrate"), capture_output=True, text=True,
                              timeout=120)
     assert migrate.returncode == 0, migrate.stderr
-    assert Store(url).list_datasets() == []  # the store is at this version's schema
+    from sqlalchemy import create_engine, text
+
+    from evaluators.store.schema import SCHEMA_REVISION
+
+    engine = create_engine(url)  # looked at before anything else opens it (Store() would make the tables itself)
+    with engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == SCHEMA_REVISION
+    engine.dispose()
 
     cmd = re.search(r"^CMD (\[.*\])$", (ROOT / "Dockerfile").read_text(encoding="utf-8"), re.M)
     dashboard_cmd = yaml.safe_load(cmd.group(1))
@@ -120,6 +128,9 @@ def test_the_services_commands_serve_a_team_migrate_dashboard_workers_submit_wai
             except OSError:
                 return False
         wait_until(healthy, what="the dashboard answering", timeout=60)
+        samples = len(list((ROOT / "data").glob("*.jsonl")))  # the dashboard, started, opens the store and adds them
+        wait_until(lambda: len(Store(url).list_datasets()) == samples, what="the bundled samples in the store",
+                   timeout=60)
         cli_env = env_for_subprocess(EVAL_DATABASE_URL=url, EVAL_JUDGES=str(judges), EVAL_HOME=str(tmp_path / "me"),
                                      TEAM_JUDGE_KEY=SECRET)  # submit checks the judge with one call, as run does
         p = subprocess.run([sys.executable, "-m", "evaluators", "submit", SINGLE, "--metrics", "fluency",
@@ -131,10 +142,7 @@ def test_the_services_commands_serve_a_team_migrate_dashboard_workers_submit_wai
                            cwd=ROOT, env=cli_env, capture_output=True, text=True, timeout=180)
         assert w.returncode == 0, w.stdout + w.stderr
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(20)
+        stop(*procs)
     run = Store(url).get_run(rid)
     assert (run["status"], run["tasks_done"], run["tasks_errored"]) == ("completed", 31, 0)
     assert len(judge_server.calls) == 31  # each row judged once, with the worker's key (any other gets 401)

@@ -93,6 +93,10 @@ def test_submit_two_workers_and_wait_write_what_run_writes(tmp_path, pg_url, jud
             assert c.exec_driver_sql(f"SELECT count(*) FROM {t} x WHERE x::text LIKE %s", (f"%{SECRET}%",)).scalar() == 0
 
 
+SLOW_CLOCK_WORKER = ("import sys; from evaluators.run import runner; runner.FLUSH_SECONDS = 2; "
+                     "from evaluators.cli import main; sys.argv = ['evaluators', 'worker']; sys.exit(main.main())")
+
+
 def test_a_worker_killed_mid_chunk_loses_no_row_and_scores_none_twice(tmp_path, pg_url, judge_server):
     ds = load_dataset(SINGLE)
     judge_server.hold_calls(after=5)  # five rows judged, then calls wait at the gate: the kill lands mid-chunk
@@ -101,11 +105,14 @@ def test_a_worker_killed_mid_chunk_loses_no_row_and_scores_none_twice(tmp_path, 
     assert p.returncode == 0, p.stderr
     rid = p.stdout.split()[-1]
     store = Store(pg_url)
-    first = worker(pg_url)
+    # the clock's writes 2 s apart in the first worker (its heartbeat stays within the 6 s that keep its chunk):
+    # only a write made before each slot's next call can have stored the five answered by the check below
+    first = subprocess.Popen([sys.executable, "-c", SLOW_CLOCK_WORKER], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=env_for_subprocess(EVAL_DATABASE_URL=pg_url))
     try:
         wait_until(lambda: judge_server.held == 2, what="two calls held", timeout=60)
         # each slot's result is stored before it takes its next call: with two calls held, the five answered
-        # are stored, none only in the killed worker's memory (with the clock's writes, 0.25 s apart, they were not)
+        # are stored, none only in the killed worker's memory (0 of 5 with the clock's writes alone)
         assert len(store.load_results(rid)) == 5
         first.send_signal(signal.SIGKILL)
         first.wait()

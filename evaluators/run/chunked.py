@@ -185,7 +185,7 @@ class ChunkRunner(Runner):
     """The run's rows ``start`` to ``stop`` (see the module's text); keys only from this process's environment
     or the run's named judges, never through the queue or the store."""
 
-    EAGER_WRITES = True  # a worker killed with SIGKILL: its chunk's next taker asks again at most one call a slot
+    EAGER_WRITES = True  # a worker killed with SIGKILL: its chunk's next taker asks again at most one task a slot
 
     def __init__(self, store: Store, run_id: str, start: int, stop: int, worker: str, api_key: str | None = None):
         spec = RunSpec.from_dict(store.get_run(run_id)["spec"])
