@@ -83,7 +83,7 @@ def test_build_try_save_run_and_edit_into_version_2(app, browser, judge_server):
     text = page.get_by_label("Definition (editable)").input_value()
     _type(page, "Definition (editable)", text.replace("threshold: 3", "threshold: 4"), area=True)
     page.get_by_role("button", name="Save", exact=True).click()
-    settle(page, "version 2")
+    settle(page, "version 2: it is in every teammate")  # what saving says (the caption says "makes version 2")
     screenshot(page, SHOTS, "5-edited-into-version-2")
     assert store.saved_metric_versions("politeness") == [1, 2]
     run = store.get_run(first)
