@@ -3,6 +3,8 @@ tried on 5 rows, saved, used in a run from New evaluation, edited into version 2
 Screenshots go to artifacts/custom-metric/."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.browser import needs_chromium, screenshot, served, settle
@@ -48,7 +50,11 @@ def test_build_try_save_run_and_edit_into_version_2(app, browser, judge_server):
     _type(page, "Name", "politeness")
     _type(page, "Description", "How polite the answer is, 1 (rude) to 5 (courteous).")
     _type(page, "Rubric: the criteria, and what each level means", "1 = rude\n3 = neutral\n5 = courteous", area=True)
-    assert "name: politeness" in page.get_by_label("Template (editable)").input_value()
+    # the template follows the fields once the rerun their last Enter started has drawn (polled: under CI's load
+    # that rerun may not have begun when settle() looked)
+    from playwright.sync_api import expect
+
+    expect(page.get_by_label("Template (editable)")).to_have_value(re.compile(r"name: politeness"), timeout=30_000)
     _judge(page, judge_server.url)
     screenshot(page, SHOTS, "1-built")
     page.get_by_role("button", name="Try on 5 rows").last.click()
