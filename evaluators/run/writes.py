@@ -1,6 +1,6 @@
 """How a run's judge results reach the store: written in one transaction with the clock (``FLUSH_SECONDS``,
 or ``PENDING_MAX`` results, in run.runner), by the store's thread while the event loop goes on calling, in
-order; or (``EAGER_WRITES``) each before its worker slot takes its next call. A mixin of
+order; or (``EAGER_WRITES``) each before its worker slot takes its next task. A mixin of
 :class:`evaluators.run.runner.Runner`, which owns the state it reads (``self._pending``, ``self._writes``,
 ``self._io``...)."""
 from __future__ import annotations
