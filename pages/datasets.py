@@ -99,7 +99,9 @@ with w.guard():
     if k is not None:
         state.write("dataset", saved[k]["id"])
     chosen = state.read("dataset")
-    if chosen in {d["id"] for d in saved}:
+    if chosen is not None and chosen not in {d["id"] for d in saved}:
+        state.not_found("dataset", "dataset", chosen)
+    if chosen is not None:
         ds = loaders.dataset(chosen)
         st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
         st.caption("Column mapping: which column of the file each field is read from")

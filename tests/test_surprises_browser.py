@@ -80,3 +80,39 @@ def test_overview_legend_names_the_colours(dash, browser):
     assert labels == ["meets the target", "too close to tell", "below the target", "no scored rows",
                       "scored", "errored", "skipped", "pending"]
     assert chart.locator(".role-legend-title text").all_text_contents() == ["Rate against the target"]
+
+
+NOT_FOUND = [("results?run=doesnotexist", "Run not found", "run = doesnotexist"),
+             ("safety?run=doesnotexist", "Run not found", "run = doesnotexist"),
+             ("compare?base=doesnotexist", "Baseline not found", "base = doesnotexist"),
+             ("datasets?dataset=doesnotexist", "Dataset not found", "dataset = doesnotexist")]
+
+
+def test_a_link_to_something_that_does_not_exist_says_so_and_shows_nothing_else(dash, browser):
+    """Issue 35: /results?run=doesnotexist opened the newest run and rewrote the URL, so a teammate read
+    another run's numbers as the linked one's. Every page now says what the link names is not found, keeps
+    the URL, and shows no run's numbers."""
+    url, store = dash
+    rid = stored_run(store, known_results())
+    stored_run(store, known_results())  # the compare page needs two completed runs to pick from
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    for path, message, shown in [*NOT_FOUND, (f"results?run={rid}&view=Rows&row=999", "Row not found", None),
+                                 (f"review?run={rid}&queue=doesnotexist", "Review queue not found",
+                                  "queue = doesnotexist")]:
+        page.goto(f"{url}/{path}")
+        if path.startswith("review"):  # the Review tab asks the reviewer's name before it reads a queue
+            settle(page, "Your name")
+            page.get_by_role("textbox", name="Your name").fill("alice")
+            page.get_by_role("button", name="Start reviewing").click()
+        settle(page, message)
+        assert page.url.endswith(path), page.url  # the link is kept, not rewritten to another run's
+        if shown:
+            page.get_by_text(shown, exact=True).wait_for()
+        if shown:  # no run's numbers beside the message (a missing row's run is there: its cards stay)
+            assert page.locator('[data-testid="stMetric"]').count() == 0
+        assert page.get_by_text("coherence reason", exact=False).count() == 0
+    page.goto(f"{url}/results?run=doesnotexist")
+    settle(page, "Run not found")
+    page.get_by_role("button", name="Open this page without it").click()
+    settle(page, "Score distributions")  # the newest run, now named in the URL
+    assert "run=doesnotexist" not in page.url

@@ -63,6 +63,8 @@ def pick_queue(run_id: str, queues: list[dict], who: str) -> dict | None:
                        "agreement, not towards a sample's corrected rate).")
             return None
     if not queues:
+        if st.query_params.get("queue") is not None:
+            state.not_found("review queue", "queue", st.query_params["queue"])
         return None
     ids = [q["id"] for q in queues]
     by_id = {q["id"]: q for q in queues}

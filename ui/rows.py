@@ -158,7 +158,10 @@ def rows_view(res: RunResults) -> None:
     filters = row_filters(res)
     row, listed = row_table(res, filters)
     review_ui.queue_of_filter(res, filters)
-    if row is None or not 0 <= row < len(res):
+    if row is not None and not 0 <= row < len(res):
+        st.error(f"Row not found: the link names a row this run does not have (it has {len(res):,} rows).")
+        return
+    if row is None:
         st.caption("Select a row (the box at its left) to read its inputs, scores and the judge's reasoning here.")
         return
     if not listed:

@@ -38,24 +38,47 @@ def pick(label: str, param: str, options: list[str], newest: str | None, **kwarg
     newer ones appear. Not bound natively: a bound widget drops its parameter at its default.
     """
     if not options:
+        if st.query_params.get(param) is not None:
+            not_found(label, param, st.query_params.get(param))
         return None
-    value = st.selectbox(label, options, index=options.index(current(param, options, newest)), **kwargs)
+    value = st.selectbox(label, options, index=options.index(current(param, options, newest, label)), **kwargs)
     write(param, value)
     return value
 
 
-def current(param: str, options: list[str], newest: str | None) -> str:
-    """The option the URL names, else the newest (then written in: a shared link keeps pointing at it)."""
+def current(param: str, options: list[str], newest: str | None, what: str | None = None) -> str:
+    """The option the URL names, else the newest (then written in: a shared link keeps pointing at it).
+
+    A URL naming something this page does not have (a mistyped link, a deleted run) stops the page with
+    :func:`not_found`: showing the newest in its place would have a teammate read another run's numbers
+    as the linked one's.
+    """
     chosen = st.query_params.get(param)
-    if chosen not in options:
+    if chosen is None:
         chosen = newest if newest in options else options[0]
         write(param, chosen)
+    elif chosen not in options:
+        not_found(what or param, param, chosen)
     return chosen
+
+
+def not_found(what: str, param: str, value: str) -> None:
+    """Say that the link names a ``what`` this page does not have, offer the page without it, and stop."""
+    st.error(f"{what.capitalize()} not found: the link names one this page does not have (it may have been deleted, "
+             "or it is not of the kind this page shows).")
+    st.text(f"{param} = {value}")  # as text: a link's value is anyone's
+    if st.button(f"Open this page without it (the newest {what.lower()})", key=f"state.not_found.{param}"):
+        st.query_params.pop(param, None)
+        st.rerun()
+    st.stop()
 
 
 def pick_many(label: str, param: str, options: list[str], **kwargs: Any) -> list[str]:
     """A multiselect whose choice lives in the URL as comma-separated values (order kept)."""
-    chosen = [x for x in (st.query_params.get(param) or "").split(",") if x in options]
+    named = [x for x in (st.query_params.get(param) or "").split(",") if x]
+    chosen = [x for x in named if x in options]
+    if len(chosen) < len(named):
+        not_found(label, param, ",".join(x for x in named if x not in options))
     value = st.multiselect(label, options, default=chosen, **kwargs)
     write(param, ",".join(value) or None)
     return value

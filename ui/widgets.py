@@ -179,7 +179,7 @@ def run_picker(runs: list[dict]) -> str:
     page, its code costs every first render ~0.2 s of the browser's main thread (bench/dashboard_scale.py).
     """
     ids = [r["id"] for r in runs]
-    chosen = state.current("run", ids, ids[0])
+    chosen = state.current("run", ids, ids[0], "run")
     label = run_label(runs)
     key = f"run_picker.{chosen}"  # a new run in the URL (a link) is a new widget, set from the URL
 
