@@ -22,7 +22,7 @@ with w.guard():
     thresholds = sw.severity_threshold(run, specs)
     res = loaders.results(run, thresholds)
     overview = defect_overview(res)
-    sw.headline(overview)
+    sw.headline(overview, len(res.dataset))
     st.subheader("Defect rates")
     st.caption("Share of scored rows that are defects (severity above the threshold, or labelled true), "
                "with 95% Wilson intervals. Errored rows are left out and counted apart.")

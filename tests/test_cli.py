@@ -29,8 +29,9 @@ def read_rows(out):
 
 def test_classic_metrics_offline(tmp_path):
     out = tmp_path / "out"
-    p = cli("run", SINGLE, "--metrics", "f1_score,bleu,gleu,rouge,meteor", "--out", out)
+    p = cli("run", SINGLE, "--metrics", "f1_score,bleu,gleu,rouge,meteor", "--out", f"{out}/")
     assert p.returncode == 0, p.stderr
+    assert f": completed; wrote {out}/rows.jsonl" in p.stdout  # not "out//rows.jsonl" for --out out/
     rows = read_rows(out)
     assert len(rows) == 31 and rows[0]["inputs.id"] == "st-001" and rows[-1]["inputs.id"] == "st-031"
     keys = set(rows[0])
@@ -42,6 +43,7 @@ def test_classic_metrics_offline(tmp_path):
     mean = sum(r["outputs.bleu.bleu_score"] for r in rows) / 31
     assert metrics["bleu.bleu_score"] == pytest.approx(mean)
     assert metrics["bleu.scored_rows"] == 31 and metrics["bleu.errored_rows"] == 0
+    assert "run.status" not in metrics  # a clean run's file is the SDK's keys alone
     assert "f1_score" in p.stdout and "pass rate" in p.stdout  # the summary table
 
 
@@ -172,6 +174,9 @@ def test_fail_under_fails_when_measured_rows_errored(tmp_path, judge_server):
     assert p.returncode == 3 and "coherence: 3 of 31 rows errored or unscored (--max-errors 0)" in p.stderr
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
     assert metrics["coherence.errored_rows"] == 3 and metrics["coherence.coherence"] >= 1
+    # issue 35: a run with errored cells is never the same "completed" as a clean run, in the CLI or the file
+    assert ": completed with errors; wrote" in p.stdout
+    assert metrics["run.status"] == "completed with errors" and metrics["run.errored_tasks"] == 3
     assert cli(*base, "--out", tmp_path / "a", "--max-errors", "3").returncode == 0
     p = cli(*base, "--out", tmp_path / "a", "--max-errors", "9%")  # 3/31 = 9.7%
     assert p.returncode == 3 and "(--max-errors 9.0%)" in p.stderr

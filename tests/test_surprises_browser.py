@@ -116,3 +116,31 @@ def test_a_link_to_something_that_does_not_exist_says_so_and_shows_nothing_else(
     page.get_by_role("button", name="Open this page without it").click()
     settle(page, "Score distributions")  # the newest run, now named in the URL
     assert "run=doesnotexist" not in page.url
+
+
+def test_a_rate_on_few_rows_says_its_n_and_interval_and_a_run_with_errors_says_so(dash, browser):
+    """Issue 35: "pass rate 100%" rested on 2 scored rows of 8 with the rest errored, and the run showed the
+    same green "completed" as a clean one. The card now says its rule, its n and its interval (scipy's
+    Wilson), marks fewer than 10 scored rows, and the run reads "completed with errors" on Results and Runs."""
+    from scipy.stats import binomtest
+
+    from evaluators.store.schema import Result
+    from tests.test_results_page import ROWS, judged
+
+    url, store = dash
+    results = [judged(i, "coherence", 5, {"coherence": 5.0}, f"fine {i}") for i in range(2)]
+    results += [Result(i, "coherence", 0, "error", error="HTTP 500 from the judge") for i in range(2, 8)]
+    rid = stored_run(store, results, metrics=["coherence"], rows=ROWS[:8])
+    store.update_run(rid, tasks_done=2, tasks_errored=6, name="two of eight")
+    ci = binomtest(2, 2).proportion_ci(method="wilson")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/results?run={rid}")
+    settle(page, "coherence pass rate")
+    under = (f"too few to say · coherence ≥ 3 · 2 of 8 rows scored, 6 errored · "
+             f"95% CI {ci.low:.0%}–{ci.high:.0%}")
+    page.get_by_text(under, exact=True).wait_for()
+    page.get_by_text("Completed with errors: 6 judged tasks of 8", exact=False).wait_for()
+    screenshot(page, SHOTS, "results-few-rows-with-errors")
+    page.goto(f"{url}/runs")
+    settle(page, "two of eight")
+    page.get_by_text("completed with errors", exact=False).first.wait_for()

@@ -6,7 +6,7 @@ import streamlit as st
 
 from evaluators.core.kinds.severity import LEVELS
 from ui import state
-from ui.widgets import count, metric_cards, table
+from ui.widgets import count, metric_cards, rate_card, table
 
 LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}
 PCT = "percent"  # a rate's format in ui.widgets.table
@@ -24,16 +24,18 @@ def severity_threshold(run: dict, specs: list) -> dict[str, float]:
     return {s.name: float(value) for s in harms}
 
 
-def headline(overview: list[dict]) -> None:
-    """A card per harm and label: its defect rate, the interval in the help; the cards wrap, never cut."""
+def headline(overview: list[dict], rows: int) -> None:
+    """A card per harm and label: its defect rate, under it the threshold, the rows it rests on and the
+    interval (ui.widgets.rate_card); the cards wrap, never cut."""
     cards = []
     for o in overview:
         if ":" in o["measure"]:
             continue  # XPIA's categories: in the chart and the table
-        rate = o["defect_rate"]
-        ci = "" if rate is None else f"95% interval {o['ci95_low']:.1%}–{o['ci95_high']:.1%}; "
-        cards.append((f"{o['measure']} defect rate", "–" if rate is None else f"{rate:.1%}",
-                      f"{ci}{o['defects']:,} of {count(o['scored'], 'scored row')}; {o['errored']:,} errored (left out)"))
+        rule = "labelled true" if o["threshold"] is None else f"severity > {o['threshold']:g}"
+        cards.append(rate_card(f"{o['measure']} defect rate", o["defect_rate"], o["ci95_low"], o["ci95_high"],
+                               o["scored"], rows, o["errored"],
+                               f"{o['defects']:,} of {count(o['scored'], 'scored row')} are defects; "
+                               f"{o['errored']:,} errored (left out)", rule))
     metric_cards(cards)
 
 

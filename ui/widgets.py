@@ -15,7 +15,7 @@ import streamlit as st
 from evaluators import EvalError
 from evaluators.read.charts_overview import number, output_label, rate_of
 from evaluators.core.registry import MetricSpec
-from evaluators.read.results import RunResults
+from evaluators.read.results import RunResults, status_text
 from evaluators.run.planning import eta_seconds
 from evaluators.store.schema import utcnow
 from evaluators.run.workers import spawn_worker, worker_stopped
@@ -137,8 +137,8 @@ def session_key() -> str | None:
 
 def status_word(run: dict) -> str:
     """A run's state in one word, as every view shows it: "stopped" for an active-looking run whose
-    worker is gone, else the stored status."""
-    return "stopped" if worker_stopped(run) else run["status"]
+    worker is gone, "completed with errors" for a completed run with errored cells, else the stored status."""
+    return "stopped" if worker_stopped(run) else status_text(run)
 
 
 def run_label(runs: list[dict]):
@@ -191,7 +191,7 @@ def run_picker(runs: list[dict]) -> str:
     return chosen
 
 
-STATUS_ICONS = {"completed": ":material/check_circle:", "running": ":material/pending:", "queued": ":material/schedule:",
+STATUS_ICONS = {"completed": ":material/check_circle:", "completed with errors": ":material/warning:", "running": ":material/pending:", "queued": ":material/schedule:",
                 "failed": ":material/error:", "cancelled": ":material/cancel:", "stopped": ":material/pause_circle:"}
 
 
@@ -236,6 +236,10 @@ def run_status(run: dict) -> None:
         st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
     elif run["status"] == "cancelled":
         st.info("The run was cancelled. Results so far are kept.")
+    elif status_text(run) == "completed with errors":
+        st.warning(f"Completed with errors: {count(run['tasks_errored'], 'judged task')} of {run['tasks_total']:,} "
+                   "ended in an error and are left out of every rate below: the Errors tab says why, and runs them "
+                   "again (with other judge settings if need be).", icon=":material/warning:")
     elif run["status"] == "stopped":  # at its budget: resumed with a higher one (ui.cost)
         from ui import cost
 
@@ -362,8 +366,12 @@ def _threshold_to_url(name: str, default: float) -> None:
     state.write(f"th.{name}", f"{value:g}" if value != default else None)
 
 
+MIN_N = 10  # fewer scored rows than this and a card's rate is marked "too few to say"
+
+
 def headline(res: RunResults) -> None:
-    """Rows, errored rows and each metric's pass (or defect) rate, as cards that wrap onto more rows."""
+    """Rows, errored rows and each metric's pass (or defect) rate, as cards that wrap onto more rows. Under
+    each rate: its rule (threshold), how many rows it rests on of how many, the errored ones, its interval."""
     cards = [("Rows", f"{len(res):,}", None), ("Errored rows", f"{res.errored_rows():,}", None)]
     for s in res.specs:
         r = rate_of(s, res.summary(s))
@@ -373,17 +381,33 @@ def headline(res: RunResults) -> None:
                 f"{res.thresholds[s.name]:g}" if uses_threshold(s) else "share of scored rows labelled true")
         if r.measure == "defect rate" and uses_threshold(s):
             rule = rule.replace("≤", ">").replace("≥", "<")
-        cards.append((f"{s.name} {r.measure}", "–" if r.rate is None else f"{r.rate:.0%}", rule + more))
+        short = rule.split(" with ")[-1] if uses_threshold(s) else "labelled true"
+        cards.append(rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
+                               r.counts["errored_rows"], rule + more, short, digits=0))
     metric_cards(cards)
 
 
-def metric_cards(cards: list[tuple[str, str, str | None]]) -> None:
-    """(label, value, help) cards in a wrapping row, each as wide as its own text: nothing is cut to
-    "coh…" or "hate_unfairn…", however many metrics or however narrow the window (fixed columns squeeze
-    every card to 1/n of the row)."""
+def rate_card(label: str, rate: float | None, low: float | None, high: float | None, scored: int, rows: int,
+              errored: int, help_: str, rule: str = "", digits: int = 1) -> tuple:
+    """A rate's card: the rate, and under it what decides its meaning (the rule, "2 of 8 scored, 6 errored",
+    the 95% interval), marked "too few to say" below :data:`MIN_N` scored rows. One rule for every page's cards."""
+    n = f"{scored:,} of {count(rows, 'row')} scored" + (f", {errored:,} errored" if errored else "")
+    lead = f"{rule} · " if rule else ""
+    if rate is None:
+        return label, "–", help_, f"{lead}no scored rows · {n}", "gray"
+    few = scored < MIN_N
+    under = ("too few to say · " if few else "") + lead + n + f" · 95% CI {low:.{digits}%}–{high:.{digits}%}"
+    return label, f"{rate:.{digits}%}", help_, under, "orange" if few else "gray"
+
+
+def metric_cards(cards: list[tuple]) -> None:
+    """(label, value, help[, under, colour]) cards in a wrapping row, each as wide as its own text: nothing is
+    cut to "coh…" or "hate_unfairn…", however many metrics or however narrow the window (fixed columns squeeze
+    every card to 1/n of the row). ``under`` is a line under the value (no arrow), in ``colour``."""
     with st.container(horizontal=True, gap="small"):
-        for label, value, help_ in cards:
-            st.metric(label, value, border=True, help=help_, width="content")
+        for label, value, help_, *under in cards:
+            delta, colour = (under + [None, "gray"])[:2]
+            st.metric(label, value, delta, colour, border=True, help=help_, width="content", delta_arrow="off")
 
 
 def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:

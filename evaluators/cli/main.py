@@ -243,6 +243,26 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
+def finished_line(store, rid: str, out_dir: str, metrics: dict) -> dict:
+    """Print the run's end state as every view says it ("completed with errors" when cells errored) and, for
+    such a run, add ``run.status`` and ``run.errored_tasks`` to ``metrics.json`` (written again in place), so a
+    CI job reading the file alone cannot take it for a clean run. Returns the metrics as written."""
+    import json
+    from pathlib import Path
+
+    from evaluators.read.exports import write_atomic
+    from evaluators.read.results import status_text
+
+    run = store.get_run(rid)
+    shown = status_text(run)
+    print(f"run {rid}: {shown}; wrote {out_dir.rstrip('/') or out_dir}/rows.jsonl and metrics.json")
+    if shown == run["status"]:
+        return metrics
+    merged = {**metrics, "run.status": shown, "run.errored_tasks": run["tasks_errored"]}
+    write_atomic(Path(out_dir) / "metrics.json", json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    return merged
+
+
 def print_summary(res, out=None) -> None:
     out = out or sys.stdout  # the stream in force now, not the one at import (a test's may be closed)
     rows = [("metric", "scored", "errored", "skipped", "pending", "mean", "95% CI", "pass rate")]
@@ -403,7 +423,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
         res = write_run_outputs(store, rid, a.out)  # streamed from the store: flat in the rows
     metrics_out = cli_review.add_review_keys(store, rid, a.out, res.metrics(), ds.columns,
                                               a.repeat > 1 or len(a.judge or []) > 1)
-    print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
+    metrics_out = finished_line(store, rid, a.out, metrics_out)
     if status == "completed":
         _views_in_background(store, rid)
     print_summary(res)

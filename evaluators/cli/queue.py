@@ -110,7 +110,7 @@ def cmd_wait(a) -> int:
     columns = store.dataset_info(run["dataset_id"])["columns"]
     metrics_out = add_review_keys(store, rid, a.out, res.metrics(), columns,
                                   (spec.get("repeat") or 1) > 1 or bool(spec.get("jury")))
-    print(f"run {rid}: {status}; wrote {a.out}/rows.jsonl and metrics.json")
+    metrics_out = m.finished_line(store, rid, a.out, metrics_out)
     m.print_summary(res)
     if status == "cancelled":
         return m.EXIT_CANCELLED

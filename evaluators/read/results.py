@@ -20,6 +20,14 @@ from evaluators.store.schema import Result
 from evaluators.store.store import Store
 
 
+def status_text(run: Mapping[str, Any]) -> str:
+    """A run's state as every view says it (Runs, Results, the CLI, ``metrics.json``): a completed run with
+    errored cells is "completed with errors", never the same "completed" as a clean run."""
+    if run["status"] == "completed" and (run.get("tasks_errored") or 0) > 0:
+        return "completed with errors"
+    return run["status"]
+
+
 def combine(spec: MetricSpec, results: list[Result]) -> MetricCell:
     """Aggregate a row's results for one metric, as its kind does (mean, worst turn, any label...)."""
     return spec.kind_impl.combine(spec, results)
