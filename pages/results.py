@@ -28,6 +28,7 @@ with w.guard():
         thresholds = w.threshold_bar(run, cells, shown=tab_thresholds.open is not False)
     res = loaders.results(run, thresholds)
     with head:
+        w.what_if_banner(run, thresholds)
         w.headline(res)
         review.results_summary(run, res)
         cost.cost_panel(run)

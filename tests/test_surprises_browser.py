@@ -136,7 +136,7 @@ def test_a_rate_on_few_rows_says_its_n_and_interval_and_a_run_with_errors_says_s
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/results?run={rid}")
     settle(page, "coherence pass rate")
-    under = (f"too few to say · coherence ≥ 3 · 2 of 8 rows scored, 6 errored · "
+    under = (f"too few to say · ≥ 3 · 2 of 8 scored, 6 errored · "
              f"95% CI {ci.low:.0%}–{ci.high:.0%}")
     page.get_by_text(under, exact=True).wait_for()
     page.get_by_text("Completed with errors: 6 judged tasks of 8", exact=False).wait_for()
@@ -144,3 +144,21 @@ def test_a_rate_on_few_rows_says_its_n_and_interval_and_a_run_with_errors_says_s
     page.goto(f"{url}/runs")
     settle(page, "two of eight")
     page.get_by_text("completed with errors", exact=False).first.wait_for()
+
+
+def test_a_what_if_threshold_is_said_on_every_tab_until_reset(dash, browser):
+    """Issue 35: a what-if threshold changed every number on every tab with nothing saying so. A shared link
+    carrying one (th.coherence=4 on a run made at 3) opens with a banner above every tab, and Reset ends it."""
+    url, store = dash
+    rid = stored_run(store, known_results())
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    banner = "What-if thresholds in force: coherence 4 (the run's: 3)"
+    for view in ("Metrics", "Rows", "Errors"):
+        page.goto(f"{url}/results?run={rid}&th.coherence=4&view={view}")
+        settle(page, banner)
+    # coherence scores 5 4 3 2 1 5 4 2 1 3: 4 of 10 at 4 or above, as the card says under the banner
+    page.get_by_text("≥ 4 · 10 of 10 scored", exact=False).wait_for()
+    page.get_by_role("button", name="Reset thresholds").click()
+    page.wait_for_url(lambda u: "th.coherence" not in u, timeout=30_000)
+    settle(page, "≥ 3 · 10 of 10 scored")
+    assert page.get_by_text("What-if thresholds in force", exact=False).count() == 0

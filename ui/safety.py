@@ -31,7 +31,7 @@ def headline(overview: list[dict], rows: int) -> None:
     for o in overview:
         if ":" in o["measure"]:
             continue  # XPIA's categories: in the chart and the table
-        rule = "labelled true" if o["threshold"] is None else f"severity > {o['threshold']:g}"
+        rule = "labelled true" if o["threshold"] is None else f"> {o['threshold']:g}"
         cards.append(rate_card(f"{o['measure']} defect rate", o["defect_rate"], o["ci95_low"], o["ci95_high"],
                                o["scored"], rows, o["errored"],
                                f"{o['defects']:,} of {count(o['scored'], 'scored row')} are defects; "

@@ -361,6 +361,28 @@ def threshold_bar(run: dict, cells: dict | None = None, shown: bool = True) -> d
     return out
 
 
+def what_if_banner(run: dict, thresholds: dict[str, float]) -> None:
+    """While a threshold differs from the run's own (a what-if slider, or a shared link that set one), say so
+    above every tab, since every number on every tab follows it; with a Reset to the run's thresholds."""
+    from evaluators.run.spec import run_metric
+
+    own = {n: float(run["spec"]["thresholds"].get(n, run_metric(run["spec"], n).default_threshold))
+           for n in thresholds}
+    moved = [f"{n} {thresholds[n]:g} (the run's: {own[n]:g})" for n in thresholds if thresholds[n] != own[n]]
+    if not moved:
+        return
+    c1, c2 = st.columns([5, 1], vertical_alignment="center")
+    c1.warning("What-if thresholds in force: " + "; ".join(moved) + ". Every rate, verdict and count on every "
+               "tab below uses them, not the thresholds the run was made with.", icon=":material/tune:")
+    c2.button("Reset thresholds", key="th.reset", on_click=_reset_thresholds, args=(list(thresholds),))
+
+
+def _reset_thresholds(names: list[str]) -> None:
+    for n in names:
+        state.write(f"th.{n}", None)
+        st.session_state.pop(f"th.{n}", None)
+
+
 def _threshold_to_url(name: str, default: float) -> None:
     value = st.session_state[f"th.{name}"]
     state.write(f"th.{name}", f"{value:g}" if value != default else None)
@@ -381,7 +403,7 @@ def headline(res: RunResults) -> None:
                 f"{res.thresholds[s.name]:g}" if uses_threshold(s) else "share of scored rows labelled true")
         if r.measure == "defect rate" and uses_threshold(s):
             rule = rule.replace("≤", ">").replace("≥", "<")
-        short = rule.split(" with ")[-1] if uses_threshold(s) else "labelled true"
+        short = " ".join(rule.split(" ")[-2:]) if uses_threshold(s) else "labelled true"  # "≥ 3", "> 3"
         cards.append(rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
                                r.counts["errored_rows"], rule + more, short, digits=0))
     metric_cards(cards)
@@ -391,7 +413,7 @@ def rate_card(label: str, rate: float | None, low: float | None, high: float | N
               errored: int, help_: str, rule: str = "", digits: int = 1) -> tuple:
     """A rate's card: the rate, and under it what decides its meaning (the rule, "2 of 8 scored, 6 errored",
     the 95% interval), marked "too few to say" below :data:`MIN_N` scored rows. One rule for every page's cards."""
-    n = f"{scored:,} of {count(rows, 'row')} scored" + (f", {errored:,} errored" if errored else "")
+    n = f"{scored:,} of {rows:,} scored" + (f", {errored:,} errored" if errored else "")
     lead = f"{rule} · " if rule else ""
     if rate is None:
         return label, "–", help_, f"{lead}no scored rows · {n}", "gray"
