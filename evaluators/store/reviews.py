@@ -150,8 +150,10 @@ class ReviewsMixin:
         rows = self._checked(run_id, reviews)
         keys = ReviewRow.row_idx, ReviewRow.metric, ReviewRow.reviewer
         counts = {"new": 0, "changed": 0, "unchanged": 0}
+        stored = {}
+        # read, then write in a transaction of its own: SQLite cannot turn a read transaction into a write
+        # one once another writer (a reviewer's verdict) has committed since (SQLITE_BUSY_SNAPSHOT)
         with self.session() as s:
-            stored = {}
             for metric in {r["metric"] for r in rows}:
                 wanted = sorted({r["row_idx"] for r in rows if r["metric"] == metric})
                 for k in range(0, len(wanted), 500):
@@ -160,16 +162,18 @@ class ReviewsMixin:
                             ReviewRow.run_id == run_id, ReviewRow.metric == metric,
                             ReviewRow.row_idx.in_(wanted[k:k + 500]))):
                         stored[(i, m, who)] = (value, bool(agreed), note)
-            write = []
-            for r in rows:
-                before = stored.get((r["row_idx"], r["metric"], r["reviewer"]))
-                if before == (r["value"], r["agreed"], r["note"]):
-                    counts["unchanged"] += 1
-                    continue
-                counts["new" if before is None else "changed"] += 1
-                write.append(r)
-            self._upsert(s, ReviewRow, write)
-            s.commit()
+        write = []
+        for r in rows:
+            before = stored.get((r["row_idx"], r["metric"], r["reviewer"]))
+            if before == (r["value"], r["agreed"], r["note"]):
+                counts["unchanged"] += 1
+                continue
+            counts["new" if before is None else "changed"] += 1
+            write.append(r)
+        if write:
+            with self.session() as s:
+                self._upsert(s, ReviewRow, write)
+                s.commit()
         return counts
 
     def _checked(self, run_id: str, reviews: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
