@@ -119,6 +119,9 @@ def test_every_problem_of_a_file_is_listed_and_a_csv_names_its_rows(judged, tmp_
                                  "character (U+0007) at character 2; only printable text is accepted; row 2, field "
                                  "'value': 'true' is not one of 1, 2, 3, 4, 5\n")
     assert store.reviews(rid) == []
+    code, out, err = _import(capsys, store, "no-such-run", c)
+    assert (code, err) == (2, "error: no run 'no-such-run' in this store (a run's id is what `run` prints, and the "
+                              "Results page's address says run=ID)\n")
 
 
 def test_stored_unchanged_and_duplicate_lines_are_counted_as_they_are(judged, tmp_path, capsys):

@@ -37,7 +37,11 @@ def cmd_review(a) -> int:
     from evaluators.store.store import Store
 
     store = Store(a.db)
-    store.get_run(a.run_id)
+    try:
+        store.get_run(a.run_id)
+    except KeyError:
+        raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints, and the Results "
+                         "page's address says run=ID)") from None
     if a.review_command == "import":
         path = Path(a.file)
         if not path.is_file():
