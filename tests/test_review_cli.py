@@ -72,10 +72,10 @@ def test_import_export_and_agreement(tmp_path, judge_server):
 
 
 @pytest.mark.parametrize("line, says", [
-    ({"id": "st-999", "metric": "coherence", "reviewer": "ann", "value": 3}, "line 2: field 'id': no row 'st-999'"),
-    ({"id": "st-001", "metric": "bleu", "reviewer": "ann", "value": 3}, "line 2: field 'metric': 'bleu' is not a judged"),
-    ({"id": "st-001", "metric": "coherence", "reviewer": "ann", "value": 7}, "line 2: field 'value': 7 is not on"),
-    ({"id": "st-001", "metric": "coherence", "value": 3}, "line 2: field 'reviewer' is missing"),
+    ({"id": "st-999", "metric": "coherence", "reviewer": "ann", "value": 3}, "line 2, field 'id': no row 'st-999'"),
+    ({"id": "st-001", "metric": "bleu", "reviewer": "ann", "value": 3}, "line 2, field 'metric': 'bleu' is not a judged"),
+    ({"id": "st-001", "metric": "coherence", "reviewer": "ann", "value": 7}, "line 2, field 'value': 7 is not on"),
+    ({"id": "st-001", "metric": "coherence", "value": 3}, "line 2, field 'reviewer': is missing"),
     ({"id": "st-001", "metric": "coherence", "reviewer": "ann", "agree": False}, "field 'agree': agree=false"),
 ])
 def test_a_bad_verdict_is_named_and_nothing_is_stored(tmp_path, judge_server, line, says):

@@ -15,6 +15,7 @@ from evaluators.read.results import RunResults
 from evaluators.review import make_queue
 from evaluators.review.queues import STRATEGIES, progress, rows_for
 from evaluators.core.scales import choice_name, human_pass, reviewable, scale, snap
+from evaluators.store.reviews import NOTE_MAX_CHARS, REVIEWER_MAX_CHARS, BadVerdict, reviewer_problem
 from ui import auth, loaders, rows, state
 from ui.review import review_link
 from ui.widgets import guard, literal
@@ -33,9 +34,13 @@ def reviewer() -> str | None:
         c2.button("Change", key="review.rename", on_click=st.session_state.pop, args=(REVIEWER, None))
         return st.session_state[REVIEWER]
     with st.form("review.name"):
-        name = st.text_input("Your name", max_chars=200, help="Stored with each verdict you give, so that "
-                             "agreement between reviewers can be measured. Asked once per browser session.")
+        name = st.text_input("Your name", max_chars=REVIEWER_MAX_CHARS, help="Stored with each verdict you give, so "
+                             "that agreement between reviewers can be measured. Asked once per browser session.")
         if st.form_submit_button("Start reviewing", type="primary") and name.strip():
+            why = reviewer_problem(name.strip())  # the store's own check, said now rather than at the first verdict
+            if why:
+                st.error(literal(f"Your name: {why}"))
+                return None
             st.session_state[REVIEWER] = name.strip()
             st.rerun()
     return None
@@ -138,8 +143,13 @@ def _answer(run_id: str, queue: dict | None, who: str, i: int, metric: str, valu
     store = loaders.store()
     note = st.session_state.get(f"{k}.note.{i}") or None
     at = store.judged_times(run_id, metric, [i]).get(i)
-    store.save_review(run_id, i, metric, who, value, agreed=agreed, note=note, judge_value=judge, judged_at=at,
-                      queue_id=queue["id"] if queue and i in queue["rows"] else None)
+    try:
+        store.save_review(run_id, i, metric, who, value, agreed=agreed, note=note, judge_value=judge, judged_at=at,
+                          queue_id=queue["id"] if queue and i in queue["rows"] else None)
+    except BadVerdict as e:  # (a callback's exception would reach the browser as a traceback)
+        st.session_state[k + ".refused"] = f"Not saved: {e}"
+        return
+    st.session_state.pop(k + ".refused", None)
     done = _answered(run_id, share, who)
     left = [m for m in metrics if (i, m) not in done]
     if left:
@@ -191,7 +201,9 @@ def _review_rows(run: dict, res: RunResults, queue: dict | None, who: str) -> No
         shown = not blind or all((i, m) in done for m in metrics)
         rows.row_inputs(res, i, scores=shown)
     with right:
-        st.text_input("Note (saved with your next verdict on this row)", key=f"{k}.note.{i}", max_chars=2000)
+        st.text_input("Note (saved with your next verdict on this row)", key=f"{k}.note.{i}", max_chars=NOTE_MAX_CHARS)
+        if st.session_state.get(k + ".refused"):
+            st.error(literal(st.session_state[k + ".refused"]))
         for m in metrics:
             spec = next(s for s in res.specs if s.name == m)
             _metric_block(run_id, res, queue, who, i, spec, done.get((i, m)), m == active, blind, k, share,

@@ -467,18 +467,33 @@ def cmd_worker(a) -> int:
     from evaluators.run.runner import Runner
     from evaluators.store.store import Store
 
-    from evaluators.run.workers import KEY_ENV
+    from evaluators.run.workers import CLAIM_ENV, KEY_ENV
 
     rows = {int(x) for x in a.rows.split(",")} if a.rows else None
     store = Store(a.db)
-    if a.retry_errors:  # claim first: a worker that cannot hold the run must not lose its errors
-        if not store.claim_run(a.run_id):
+    resume = _resume_beat(os.environ.get(CLAIM_ENV))  # started by a resume, which holds the run for us
+    claimed = bool(a.retry_errors or resume)
+    if claimed:  # claim first: a worker that cannot hold the run must not lose its errors
+        if not store.claim_run(a.run_id, resume=resume):
             raise EvalError(f"run {a.run_id} is being executed by another worker (it reported in the last 30 s)")
-        store.clear_errors(a.run_id)
-    status = Runner(store, a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows, take_over=a.retry_errors).run()
+        if a.retry_errors:
+            store.clear_errors(a.run_id)
+    status = Runner(store, a.run_id, api_key=os.environ.get(KEY_ENV), rows=rows, take_over=claimed).run()
     if status == "completed":  # the Results page's columns built now, so that its first open only reads them
         _prepare_views(store, a.run_id)
     return {"cancelled": EXIT_CANCELLED, "failed": EXIT_FAILED}.get(status, EXIT_OK)
+
+
+def _resume_beat(raw: str | None):
+    """The beat a resume left on the run for this worker (run.workers.CLAIM_ENV), or None."""
+    import datetime as dt
+
+    if not raw:
+        return None
+    try:
+        return dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise UsageError(f"EVAL_RESUME_CLAIM must be a time (as the dashboard sets it), got {raw!r}") from None
 
 
 def _prepare_views(store, run_id: str) -> None:

@@ -37,24 +37,46 @@ def cmd_review(a) -> int:
     from evaluators.store.store import Store
 
     store = Store(a.db)
-    store.get_run(a.run_id)
+    try:
+        store.get_run(a.run_id)
+    except KeyError:
+        raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints, and the Results "
+                         "page's address says run=ID)") from None
     if a.review_command == "import":
         path = Path(a.file)
         if not path.is_file():
             raise UsageError(f"{path}: no such file")
         from evaluators.review.io import read_verdicts
 
-        verdicts = read_verdicts(store, a.run_id, path)
+        found = read_verdicts(store, a.run_id, path)
+        verdicts = found.verdicts
         for metric in {v["metric"] for v in verdicts}:  # the judgment each verdict was checked against
             times = store.judged_times(a.run_id, metric, [v["row_idx"] for v in verdicts if v["metric"] == metric])
             for v in verdicts:
                 if v["metric"] == metric:
                     v["judged_at"] = times.get(v["row_idx"])
-        n = store.save_reviews(a.run_id, verdicts)  # one transaction: all or none
-        print(f"stored {n} verdict{'s' if n != 1 else ''} on run {a.run_id} "
-              f"({len({v['row_idx'] for v in verdicts})} rows, {len({v['reviewer'] for v in verdicts})} reviewers)")
+        n = store.import_reviews(a.run_id, verdicts)  # one transaction: all or none
+        print(_import_summary(a.run_id, n, found.duplicates, verdicts))
         return EXIT_OK
     return _export(store, a.run_id, Path(a.out))
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _import_summary(run_id: str, n: dict[str, int], duplicates: int, verdicts: list[dict[str, Any]]) -> str:
+    """What an import did, counted as it happened: "stored 3 verdicts on run R (2 new, 1 replacing the
+    reviewer's earlier one); 4 already stored as given; 1 duplicate line ignored (5 rows, 2 reviewers)"."""
+    stored = n["new"] + n["changed"]
+    parts = [f"stored {_count(stored, 'verdict')} on run {run_id}"
+             + (f" ({n['new']:,} new, {n['changed']:,} replacing the reviewer's earlier one)" if n["changed"] else "")]
+    if n["unchanged"]:
+        parts.append(f"{n['unchanged']:,} already stored as given")
+    if duplicates:
+        parts.append(f"{_count(duplicates, 'duplicate line')} ignored")
+    return ("; ".join(parts) + f" ({_count(len({v['row_idx'] for v in verdicts}), 'row')}, "
+            f"{_count(len({v['reviewer'] for v in verdicts}), 'reviewer')})")
 
 
 def _export(store, run_id: str, out: Path) -> int:

@@ -67,8 +67,8 @@ def human_pass(spec: MetricSpec, value: float, threshold: float) -> bool:
 
 
 def parse_value(spec: MetricSpec, raw: Any) -> float:
-    """A verdict as a file gives it (``4``, ``"4"``, ``true``, ``"A+"``, ``"High"`` is refused: give the
-    number) -> its value on the scale.
+    """A verdict as a file gives it (``4``, ``"4"``, ``true`` for a label, ``"A+"``; ``"High"`` is refused: give
+    the number, as is ``true`` for a score) -> its value on the scale.
 
     Raises:
         ValueError: naming the values the scale has.
@@ -79,6 +79,9 @@ def parse_value(spec: MetricSpec, raw: Any) -> float:
         if isinstance(raw, bool) or text in ("true", "false", "1", "0", "yes", "no", "1.0", "0.0"):
             return 1.0 if (raw is True or text in ("true", "1", "yes", "1.0")) else 0.0
         raise ValueError(f"{raw!r} is not true or false")
+    if isinstance(raw, bool):  # JSON's true is not the number 1 of a score's scale
+        raise ValueError(f"true/false is not a value of {spec.name}'s scale "
+                         f"({', '.join(c.name for c in scale(spec))}); give the number")
     if spec.kind == "pairwise" and isinstance(raw, str) and raw.strip().upper() in LABEL_REWARD:
         return float(LABEL_REWARD[raw.strip().upper()])
     try:

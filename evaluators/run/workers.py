@@ -6,7 +6,8 @@ own URL must not receive. A judge key typed in the dashboard reaches the worker 
 that process's environment alone: never a file, the database, a command line or a log.
 
 One worker per run: a worker still alive (known by the pid this host started, or by a
-fresh heartbeat) is never joined by a second one.
+fresh heartbeat) is never joined by a second one, and of several resumes at the same instant one
+starts a worker (Store.begin_resume, a compare-and-set); the others are told the run is being resumed.
 """
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ import sys
 import threading
 from pathlib import Path
 
-from sqlalchemy import update
-
 from evaluators.core.errors import EvalError
 from evaluators.judge.config import JudgeConfig, named_judges, server_key_env
-from evaluators.store.schema import HEARTBEAT_STALE, RunRow, utcnow
+from evaluators.store.schema import HEARTBEAT_STALE, utcnow
 from evaluators.store.store import Store
 
 KEY_ENV = "EVAL_JUDGE_API_KEY"  # read by `python -m evaluators worker`
+# The beat the resume that started a worker left on the run (Store.begin_resume): the worker claims the run
+# with it (the run looks held to anyone else). Not a secret: it only says which resume the worker belongs to.
+CLAIM_ENV = "EVAL_RESUME_CLAIM"
 ROOT = Path(__file__).resolve().parents[2]  # the project folder (the worker runs from it)
 # What a worker inherits from its caller: where things are and how to run, no secret.
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVAL_HOME", "EVAL_JUDGES", "EVAL_PRICES",
@@ -33,6 +35,8 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "EVA
               "SSL_CERT_FILE", "SSL_CERT_DIR")
 # A live runner reports every half second; one this long silent after our worker died is nobody.
 DEAD_WORKER_GRACE = dt.timedelta(seconds=5)
+BEING_RESUMED = ("run {name} is already being resumed (another click, tab or person was first): its worker is "
+                 "starting, and its progress shows in a moment")
 
 
 class WorkerBusy(EvalError):
@@ -125,21 +129,24 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     """
     run = store.get_run(run_id)
     if _held(run):
-        raise WorkerBusy(f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
-    if store.engine.dialect.name == "postgresql":
-        return _enqueue(store, run, api_key, retry_errors)
-    spec_judge = (run["spec"] or {}).get("judge")
-    jury = [JudgeConfig.from_dict(j) for j in (run["spec"] or {}).get("jury") or []]
-    env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url, jury)
-    # Compare-and-set on what we just read: of two callers racing (two tabs, two clicks), one queues the run.
-    with store.session() as s:
-        won = s.execute(update(RunRow).where(
-            RunRow.id == run_id, RunRow.status == run["status"],
-            RunRow.heartbeat_at.is_(None) if run["heartbeat_at"] is None else RunRow.heartbeat_at == run["heartbeat_at"],
-        ).values(status="queued", heartbeat_at=None, error=None)).rowcount == 1  # no beat: the new worker may claim it
-        s.commit()
-    if not won:
-        raise WorkerBusy(f"run {run['name']} was just resumed by someone else")
+        raise WorkerBusy(BEING_RESUMED.format(name=run["name"]) if run["status"] == "queued" else
+                         f"run {run['name']} is still being executed by its worker; wait for it or cancel it")
+    queue = store.engine.dialect.name == "postgresql"
+    if queue and api_key:
+        raise EvalError("this dashboard's runs are done by the team's workers, which use their own keys: a key typed "
+                        "here is not sent to them. Choose a judge configured on the workers, or one whose key is in "
+                        "their environment")
+    if not queue:
+        spec_judge = (run["spec"] or {}).get("judge")
+        jury = [JudgeConfig.from_dict(j) for j in (run["spec"] or {}).get("jury") or []]
+        env = worker_env(JudgeConfig.from_dict(spec_judge) if spec_judge else None, api_key, store.url, jury)
+    # Compare-and-set on what we just read: of several callers racing (two tabs, two clicks), one resumes the run.
+    beat = store.begin_resume(run)
+    if beat is None:
+        raise WorkerBusy(BEING_RESUMED.format(name=run["name"]))
+    if queue:
+        return _enqueue(store, run, retry_errors)
+    env[CLAIM_ENV] = beat.isoformat()
     cmd = [sys.executable, "-m", "evaluators", "worker", run_id]
     if retry_errors:
         cmd.append("--retry-errors")
@@ -160,14 +167,10 @@ def spawn_worker(store: Store, run_id: str, api_key: str | None = None, retry_er
     return proc.pid
 
 
-def _enqueue(store: Store, run: dict, api_key: str | None, retry_errors: bool) -> int:
+def _enqueue(store: Store, run: dict, retry_errors: bool) -> int:
     """A PostgreSQL store's runs go to the job queue's workers (run.queue), which use their own keys."""
     from evaluators.run.queue import enqueue_run
 
-    if api_key:
-        raise EvalError("this dashboard's runs are done by the team's workers, which use their own keys: a key typed "
-                        "here is not sent to them. Choose a judge configured on the workers, or one whose key is in "
-                        "their environment")
     if retry_errors:
         store.clear_errors(run["id"])
     enqueue_run(store, run["id"], every=retry_errors)

@@ -7,6 +7,7 @@ retried run never duplicates. No API key is ever written here.
 """
 from __future__ import annotations
 
+import datetime as dt
 from array import array
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -198,12 +199,39 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin):
         return (RunRow.heartbeat_at.is_not(None) & (RunRow.heartbeat_at >= stale) & RunRow.finished_at.is_(None)
                 & RunRow.status.in_(("running", "queued")))
 
-    def claim_run(self, run_id: str, force: bool = False) -> bool:
+    def begin_resume(self, run: dict) -> dt.datetime | None:
+        """Queue a run for the worker about to be started, if it is still as ``run`` was read (its status and
+        heartbeat): one compare-and-set, so of several resumes at once (two tabs, two clicks, two people)
+        exactly one wins. The run is left queued with a fresh heartbeat, held (:meth:`worker_active`) until
+        that worker claims it with the beat (:meth:`claim_run`'s ``resume``) or, if it never does, the beat
+        goes stale; the beat changes, so no later resume of the same reading wins too (setting none, as
+        before, left a queued run with no beat just as it was: every resume won).
+
+        Returns:
+            the beat (the worker's claim to the run), or None when another resume or a worker changed the run
+            since it was read.
+        """
+        beat = utcnow()
+        with self.session() as s:
+            won = s.execute(update(RunRow).where(
+                RunRow.id == run["id"], RunRow.status == run["status"],
+                RunRow.heartbeat_at.is_(None) if run["heartbeat_at"] is None else RunRow.heartbeat_at == run["heartbeat_at"],
+            ).values(status="queued", heartbeat_at=beat, error=None)).rowcount == 1
+            s.commit()
+        return beat if won else None
+
+    def claim_run(self, run_id: str, force: bool = False, resume: dt.datetime | None = None) -> bool:
         """Mark a run as running unless another worker holds it (fresh heartbeat); True if claimed.
 
         One conditional UPDATE, so two workers racing for a run cannot both win.
+
+        Args:
+            resume: the beat :meth:`begin_resume` returned to the resume that started this worker: the run
+                it holds for this worker is claimed (while still queued with that beat).
         """
         held = self._held()
+        if resume is not None:
+            held = held & ~((RunRow.status == "queued") & (RunRow.heartbeat_at == resume))
         with self.session() as s:
             res = s.execute(update(RunRow).where(RunRow.id == run_id, ~held if not force else True).values(
                 status="running", started_at=utcnow(), heartbeat_at=utcnow(), cancel_requested=False, error=None,
