@@ -38,5 +38,4 @@ with w.guard():
         sw.overview_table(xpia)
     st.subheader("Rows")
     rows = safety_rows(res, *sw.rows_page(len(res.dataset)))
-    sw.rows_table(rows)
-    sw.row_detail(rows)
+    sw.row_detail(sw.rows_table(rows))

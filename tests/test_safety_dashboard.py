@@ -41,7 +41,7 @@ def cards(at) -> dict[str, str]:
 
 def test_safety_page_defect_rates_threshold_and_rows(home_store):
     rid = make_run(home_store, ROWS, ["violence", "protected_material", "indirect_attack"])
-    at = app("pages/safety.py", run=rid)
+    at = app("pages/safety.py", run=rid, srow="1")
     c = cards(at)
     # violence: 4 and 7 above 3 among 5 scored rows; protected material 1 of 6; XPIA 1 of 6
     assert c["violence defect rate"] == "40.0%"
@@ -49,7 +49,8 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     assert c["indirect_attack defect rate"] == "16.7%"
     overview = at.dataframe[0].value
     intrusion = overview[overview["measure"] == "indirect_attack: intrusion"].iloc[0]
-    assert intrusion["defect_rate"] == pytest.approx(1 / 6) and intrusion["defects"] == 1
+    # percentages with one decimal, as on the cards ("16.7%"): the table holds the rate in percent
+    assert intrusion["defect_rate"] == pytest.approx(100 / 6) and intrusion["defects"] == 1
     levels = at.dataframe[1].value
     assert levels.loc["violence"].tolist() == [1, 2, 1, 1]  # Very low, Low, Medium, High
     # the threshold recomputes from stored severities: above 1 -> 2, 3, 4, 7
@@ -60,8 +61,13 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     assert rows["violence severity"].tolist()[:6] == ["0", "2", "3", "4", "7", "–"]
     assert rows["violence level"].tolist()[:5] == ["Very low", "Low", "Low", "Medium", "High"]
     assert "no JSON object" in rows["violence reason"].tolist()[5]
-    texts = [t.value for t in at.text]
-    assert "violence reason: violence severity 0" in texts
+    # the selected row (srow=1): one line per harm and label, its verdict in words, defects marked
+    detail = at.dataframe[4].value
+    assert detail["harm"].tolist() == ["violence", "protected_material", "indirect_attack"]
+    assert detail["verdict"].tolist() == ["no defect", "⚠ defect", "no defect"]  # row 1: protected material true
+    assert detail["severity"].tolist()[0] == "0" and detail["level"].tolist() == ["Very low", "labelled true",
+                                                                                   "labelled false"]
+    assert detail["reason"].tolist()[0] == "violence severity 0"
 
 
 def test_attacks_page_compares_two_runs(home_store):
@@ -76,7 +82,7 @@ def test_attacks_page_compares_two_runs(home_store):
     assert c["violence direct-attack defect rate"] == "33.3%"
     table = at.dataframe[0].value
     attack_rate = table[(table["harm"] == "violence") & (table["rate"] == "attack")].iloc[0]["defect_rate"]
-    assert attack_rate == pytest.approx(2 / 3)
+    assert attack_rate == pytest.approx(200 / 3)  # in percent, shown "66.7%"
     assert [x.value for x in at.code] == ["a", "e"]  # unpaired ids, listed
 
 
@@ -176,9 +182,17 @@ def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: 
     settle(page, "Defect rates")
     expect_metric(page, "violence defect rate", "40.0%")
     expect_metric(page, "sexual defect rate", "0.0%")
-    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts = page.locator('[data-testid="stVegaLiteChart"]')
     charts.nth(1).scroll_into_view_if_needed(timeout=30_000)  # defect rates and levels
-    assert "violence" in charts.first.inner_text()
+    for k in (0, 1):
+        charts.nth(k).locator("svg.marks").wait_for(timeout=30_000)
+    assert "violence" in charts.first.locator(".role-axis-label text").all_text_contents()
+    # the levels: a bar per harm, its four levels stacked (violence 0 2 3 4 7 -> 1 Very low, 2 Low, 1 Medium, 1 High)
+    assert charts.nth(1).locator(".role-axis-label text").all_text_contents()[-2:] == ["violence", "sexual"]
+    assert charts.nth(1).locator(".role-legend-label text").all_text_contents() == ["Very low", "Low", "Medium",
+                                                                                     "High"]
+    # drawn with a height (a fitted size once left the two bars 10 px under their legend)
+    assert charts.nth(1).locator("g.mark-rect").first.bounding_box()["height"] > 40
     shot(page, "safety-1-view")
     # the threshold selector, from the URL: above 1 -> 4 of 5
     page.goto(f"{url}/safety?run={rid}&sev=1")
@@ -186,8 +200,9 @@ def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: 
     expect_metric(page, "violence defect rate", "80.0%")
     # a row's reasoning is text: the judge's Markdown and HTML come through literally
     page.goto(f"{url}/safety?run={rid}&srow=5")
-    settle(page, "Read row")
-    page.get_by_text(f"violence reason: {REASON}", exact=True).wait_for(timeout=30_000)
+    settle(page, "Row 5")
+    # in the detail table's cell as written (the grid's copy of its cells' text)
+    page.get_by_text(REASON, exact=True).first.wait_for(state="attached", timeout=30_000)
     assert page.locator("b", has_text="raw").count() == 0
     shot(page, "safety-2-row")
 

@@ -5,11 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.core.kinds.severity import LEVELS
+from evaluators.read import charts_safety
 from ui import state
 from ui.widgets import count, metric_cards, rate_card, table
 
-LEVEL_COLOURS = {"Very low": "#2e7d32", "Low": "#9ccc65", "Medium": "#ffa000", "High": "#c62828"}
-PCT = "percent"  # a rate's format in ui.widgets.table
 
 
 def severity_threshold(run: dict, specs: list) -> dict[str, float]:
@@ -41,44 +40,32 @@ def headline(overview: list[dict], rows: int) -> None:
 
 def defect_chart(overview: list[dict], key: str = "safety.defects") -> None:
     """The headline view: every harm, label and XPIA category's defect rate with its 95% interval."""
-    import plotly.graph_objects as go
-
-    shown = [o for o in overview if o["defect_rate"] is not None]
-    if not shown:
+    spec = charts_safety.defect_rates(overview)
+    if spec is None:
         st.info("No scored rows yet.")
         return
-    fig = go.Figure(go.Bar(
-        x=[o["defect_rate"] for o in shown], y=[o["measure"] for o in shown], orientation="h",
-        marker_color=["#c62828" if ":" not in o["measure"] else "#ef9a9a" for o in shown],
-        error_x=dict(type="data", array=[o["ci95_high"] - o["defect_rate"] for o in shown],
-                     arrayminus=[o["defect_rate"] - o["ci95_low"] for o in shown], color="#333"),
-        hovertemplate="%{y}: %{x:.1%}<extra></extra>"))
-    fig.update_layout(height=80 + 36 * len(shown), margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(range=[0, 1], tickformat=".0%", title="defect rate (95% interval)"),
-                      yaxis=dict(autorange="reversed"))
-    st.plotly_chart(fig, key=key, config={"displayModeBar": False})
+    st.vega_lite_chart(spec, key=key, width="content")
+
+
+def pct_table(frame, columns: tuple[str, ...] = ("defect_rate", "ci95_low", "ci95_high"), **formats: str):
+    """A table whose rates read with one decimal ("35.5%") like every card and chart of these pages."""
+    frame = pd.DataFrame(frame).copy()
+    for c in columns:
+        frame[c] = frame[c] * 100
+    table(frame, {**{c: "%.1f%%" for c in columns}, **formats})
 
 
 def overview_table(overview: list[dict]) -> None:
-    table(pd.DataFrame(overview), {"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT, "threshold": "%g"})
+    pct_table(overview, threshold="%g")
 
 
 def levels_chart(levels: list[dict]) -> None:
     """How many scored rows of each harm fall in each of the four levels."""
-    import plotly.graph_objects as go
-
-    if not levels:
+    spec = charts_safety.severity_levels(levels)
+    if spec is None:
         return
+    st.vega_lite_chart(spec, key="safety.levels", width="content")
     frame = pd.DataFrame(levels)
-    fig = go.Figure()
-    for _, name in LEVELS:
-        part = frame[frame["level"] == name]
-        fig.add_bar(x=part["rows"], y=part["metric"], name=name, orientation="h", marker_color=LEVEL_COLOURS[name])
-    fig.update_layout(barmode="stack", height=120 + 40 * frame["metric"].nunique(),
-                      margin=dict(l=10, r=10, t=40, b=10), xaxis_title="rows",
-                      # above the plot: below it, the legend covered the x-axis ticks
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
-    st.plotly_chart(fig, key="safety.levels", config={"displayModeBar": False})
     table(frame.pivot(index="metric", columns="level", values="rows")[[n for _, n in LEVELS]], hide_index=False)
 
 
@@ -92,27 +79,48 @@ def rows_page(n_rows: int) -> tuple[int, int]:
     return (int(page) - 1) * PAGE, int(page) * PAGE
 
 
-def rows_table(rows: list[dict]) -> None:
+def rows_table(rows: list[dict]) -> dict | None:
+    """The page's rows; a click on one (the box at its left) selects it, by its number in the URL (``srow``),
+    as on Results. Returns the selected row's cells (None: none selected, or not on this page)."""
     widths = {c: "large" if c in ("response", "query") else "medium"
               for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
-    table(pd.DataFrame(rows), key="safety.rows", widths=widths)
+    numbers = [r["#"] for r in rows]
+    chosen = state.read("srow", None, int)
+    event = table(pd.DataFrame(rows), key=f"safety.rows.{numbers[:1]}", widths=widths, on_select="rerun",
+                  selection_mode="single-row",
+                  selection_default={"selection": {"rows": [numbers.index(chosen)]}} if chosen in numbers else None)
+    k = state.selected(event, len(rows))
+    if k is not None and numbers[k] != chosen:
+        chosen = numbers[k]
+        state.write("srow", chosen)
+    return rows[numbers.index(chosen)] if chosen in numbers else None
 
 
-def row_detail(rows: list[dict]) -> None:
-    """One row of the page, read as plain text (a model's reasoning is never rendered as Markdown)."""
-    if not rows:
+VERDICT = {"fail": "defect", "pass": "no defect"}
+
+
+def row_detail(rec: dict | None) -> None:
+    """The selected row read as plain text (a model's reasoning is never rendered as Markdown): its query and
+    response, then one line per harm or label: severity, level, verdict and the judge's reason, defects marked."""
+    if rec is None:
+        st.caption("Select a row (the box at its left) to read its query, response and each harm's verdict here.")
         return
-    numbers = [str(r["#"]) for r in rows]
-    picked = state.pick("Read row", "srow", numbers, numbers[0])
-    rec = rows[numbers.index(picked)]
+    st.markdown(f"#### Row {rec['#']}")
     for k in ("query", "response"):
         if rec.get(k):
             st.caption(k)
             st.text(rec[k])
-    for k, v in rec.items():
-        if k in ("#", "query", "response"):
+    lines = []
+    for key in rec:
+        if not key.endswith(" result"):
             continue
-        st.text(f"{k}: {'' if v is None else v}")
+        m = key[:-len(" result")]
+        label = rec.get(f"{m} label")
+        verdict = VERDICT.get(rec[key], rec[key])
+        lines.append({"harm": m, "severity": rec.get(f"{m} severity") if label is None else None,
+                      "level": rec.get(f"{m} level") or (None if label is None else f"labelled {str(label).lower()}"),
+                      "verdict": ("⚠ " if verdict == "defect" else "") + verdict, "reason": rec.get(f"{m} reason")})
+    table(pd.DataFrame(lines), {"severity": "%d"}, key="safety.detail", widths={"reason": "large"})
 
 
 def upia(cmp) -> None:
@@ -132,7 +140,7 @@ def upia(cmp) -> None:
                       f"runs (threshold {m[f'{h}.threshold']:g}); {count(m[f'{h}.errored_pairs'], 'pair')} with an "
                       "error left out"))
     metric_cards(cards)
-    table(pd.DataFrame(lines), {"defect_rate": PCT, "ci95_low": PCT, "ci95_high": PCT})
+    pct_table(lines)
     for side, ids in (("baseline", cmp.unpaired_baseline), ("attack", cmp.unpaired_attack)):
         if ids:
             st.caption(f"Only in the {side} run ({count(len(ids), 'row')}):")
