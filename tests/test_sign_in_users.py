@@ -185,3 +185,18 @@ def test_the_form_refuses_without_looking_at_the_password_while_a_client_waits(h
     _sign_in(at, "ana", SHARED)
     assert at.session_state[USER] == "ana (unverified)"
     assert tries.wait("local") == 0  # the success cleared the count
+
+
+def test_the_hash_command_prints_a_line_for_the_users_table(monkeypatch, capsys):
+    import tomllib
+
+    typed = iter(["s3cret pass", "s3cret pass"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(typed))  # as typed at the terminal, twice
+    assert passwords.main(['ana "the reviewer"']) == 0
+    users = tomllib.loads("[evaldash.users]\n" + capsys.readouterr().out)["evaldash"]["users"]
+    [(name, line)] = users.items()
+    n, r, p, salt, hexdigest = passwords.check(line)
+    assert name == 'ana "the reviewer"' and (n, r, p) == (32768, 8, 1)
+    assert hexdigest == hashlib.scrypt(b"s3cret pass", salt=salt.encode(), n=n, r=r, p=p, maxmem=2 ** 26, dklen=64).hex()
+    typed = iter(["one", "other"])
+    assert passwords.main(["ana"]) == 1 and capsys.readouterr().out == ""  # two different: nothing printed
