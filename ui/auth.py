@@ -27,7 +27,7 @@ import os
 import re
 import secrets
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,9 +164,9 @@ def _password(evaldash: Any) -> str | None:
         if not isinstance(evaldash, Mapping):
             raise ConfigError(f"{_where()}: [evaldash] must be a table of settings")
         if "password_sha256" in evaldash:
-            found = _digest(evaldash["password_sha256"], f"{_where()}: [evaldash] password_sha256")
+            found = _digest(evaldash["password_sha256"], lambda: f"{_where()}: [evaldash] password_sha256")
     if PASSWORD_ENV in os.environ:  # set, even empty: configured
-        found = _digest(os.environ[PASSWORD_ENV], f"the environment variable {PASSWORD_ENV}")
+        found = _digest(os.environ[PASSWORD_ENV], lambda: f"the environment variable {PASSWORD_ENV}")
     return found
 
 
@@ -176,30 +176,33 @@ def _users(evaldash: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(evaldash, Mapping) or "users" not in evaldash:
         return ()
     table = evaldash["users"]
-    where = f"{_where()}: [evaldash.users]"
+
+    def where() -> str:  # the files' names only when something is wrong (settings() runs on every request)
+        return f"{_where()}: [evaldash.users]"
+
     if not isinstance(table, Mapping) or not table:
-        raise ConfigError(f"{where} must be a table of name = \"scrypt:...\" lines (python -m ui.passwords NAME)")
+        raise ConfigError(f"{where()} must be a table of name = \"scrypt:...\" lines (python -m ui.passwords NAME)")
     seen: dict[str, str] = {}
     for name, value in table.items():
         if not name.strip() or len(name) > MAX_NAME or not name.isprintable() or name.endswith(UNVERIFIED):
-            raise ConfigError(f"{where}: the name {name[:MAX_NAME]!r} is refused: 1 to {MAX_NAME} printable "
+            raise ConfigError(f"{where()}: the name {name[:MAX_NAME]!r} is refused: 1 to {MAX_NAME} printable "
                               f"characters, not ending in{UNVERIFIED}")
         if name.strip().casefold() in seen:
-            raise ConfigError(f"{where}: {seen[name.strip().casefold()]!r} and {name!r} are one name in two cases")
+            raise ConfigError(f"{where()}: {seen[name.strip().casefold()]!r} and {name!r} are one name in two cases")
         seen[name.strip().casefold()] = name
         try:
             passwords.check(value)
         except passwords.HashError as e:
-            raise ConfigError(f"{where} {name}: {e}") from None
+            raise ConfigError(f"{where()} {name}: {e}") from None
     return tuple((name.strip(), value.strip()) for name, value in table.items())
 
 
-def _digest(value: Any, where: str) -> str:
+def _digest(value: Any, where: Callable[[], str]) -> str:
     text = value.strip().lower() if isinstance(value, str) else ""
     if not re.fullmatch(r"[0-9a-f]{64}", text):
         found = (f"a value of type {type(value).__name__}" if not isinstance(value, str) else
                  "64 characters, not all hexadecimal" if len(text) == 64 else f"{len(text)} characters")
-        raise ConfigError(f"{where} is not a SHA-256 digest: 64 hexadecimal characters expected, found {found}")
+        raise ConfigError(f"{where()} is not a SHA-256 digest: 64 hexadecimal characters expected, found {found}")
     return text
 
 

@@ -40,7 +40,8 @@ def _squash(name: str) -> str:
 
 def near(name: str, target: str, most: int) -> bool:
     """``name`` is ``target`` in another case or spelling (``most`` edits at most, separators ignored)."""
-    return name != target and distance(_squash(name), target) <= most
+    squashed = _squash(name)
+    return name != target and abs(len(squashed) - len(target)) <= most and distance(squashed, target) <= most
 
 
 def _words(key: str) -> list[str]:
