@@ -285,9 +285,9 @@ def sign_in_page() -> None:
                       on_click=_login, args=(p,))
         return
     with st.form("auth.form"):
-        name = st.text_input("Your name", key="auth.name", help="Recorded on the runs and datasets you create"
-                             + (" and on your verdicts." if conf.users else "; with the shared password, as "
-                                "unverified (\"ana (unverified)\")."))
+        name = st.text_input("Your name", key="auth.name", help="Recorded on the runs, datasets and verdicts you "
+                             "give" + ("; with the shared password, as unverified (\"ana (unverified)\")."
+                                       if conf.password_sha256 else "."))
         password = st.text_input("Password", type="password", key="auth.password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
