@@ -145,6 +145,12 @@ def test_a_real_server_refuses_every_request_whatever_the_secrets_mistake(browse
             # Streamlit's own routes and the exports' are refused too
             for path in ("/_stcore/health", "/media/x.csv", "/exports/" + "A" * 43, "/_stcore/host-config"):
                 assert dash.status(path) == 503, (says, path)
+        # nor does the app's WebSocket open (from the refusal page's own origin, its CSP set aside)
+        ws = browser.new_context(bypass_csp=True).new_page()
+        ws.goto(dash.url + "/")
+        assert ws.evaluate("""url => new Promise(done => { const ws = new WebSocket(url);
+            ws.onopen = () => done("open"); ws.onerror = () => done("refused"); })""",
+                           dash.url.replace("http", "ws", 1) + "/_stcore/stream") == "refused"
     finally:
         dash.stop()
     log = dash.err.read_text(errors="replace")
