@@ -55,7 +55,7 @@ def _conf(users: bool = True, shared: bool = True) -> auth.SignIn:
     (True, "carol", SHARED, "carol (unverified)"), (True, "carol", ALICE, None),
     (False, "alice", SHARED, "alice (unverified)"), (False, "alice (unverified)", SHARED,
                                                      "alice (unverified) (unverified)"),
-    (False, "alice", "wrong", None)])
+    (False, "alice", "wrong", None), (False, "é" * 300, SHARED, "é" * 187 + " (unverified)")])
 def test_who_a_name_and_password_sign_in_as(users, name, password, expected, home_store):
     assert auth.identify(_conf(users), name, password) == expected
 

@@ -223,7 +223,7 @@ def identify(conf: SignIn, name: str, password: str) -> str | None:
     if users:
         passwords.verify(password, _decoy())  # as slow as a named user's check: the time does not say who exists
     if conf.password_sha256 and check_password(password, conf.password_sha256):
-        return name + UNVERIFIED
+        return name[:MAX_NAME - len(UNVERIFIED)] + UNVERIFIED  # 200 characters at most, as any reviewer's name
     return None
 
 
