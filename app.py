@@ -1,7 +1,8 @@
 """evaldash: the dashboard's entry point — sign-in (when configured), then a router over the pages in pages/.
 
 ``streamlit run app.py`` first imports this file, outside any page, to find the server it runs: the ``st.App``
-below, Streamlit's own routes plus the exports' (ui.downloads: big files streamed from disk). Every page load
+below, Streamlit's own routes plus the exports' (ui.downloads: big files streamed from disk), behind ui.gate
+(nothing served while sign-in is configured but unusable). Every page load
 then runs this file as the page's script, which is :func:`route`.
 """
 import streamlit as st
@@ -46,6 +47,9 @@ def route() -> None:
 
 if get_script_run_ctx(suppress_warning=True) is None:  # imported by `streamlit run` to find its server
     app = st.App(__file__, routes=downloads.routes())
+    from ui import gate
+
+    app = gate.Guarded(app)  # a sign-in configured but unusable: every request refused at the door
     from pathlib import Path
 
     from ui import warm

@@ -6,15 +6,19 @@ against a real `streamlit run` whose secrets.toml does not parse.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from urllib.parse import urlencode
 
 import pytest
 
-from evaluators import JudgeConfig, Store, evaluate
+from evaluators import JudgeConfig, evaluate
 from tests.apptest import shown_text
-from tests.browser import LOCAL_HOSTS, Dashboard, hosts, needs_chromium, settle, watched_page
-from tests.conftest import ROOT, SINGLE, app_pages, default_store
+from tests.browser import LOCAL_HOSTS, free_port, hosts, needs_chromium, watched_page
+from tests.conftest import ROOT, SINGLE, app_pages, default_store, env_for_home
+from tests.procs import wait_until
 from ui.auth import PASSWORD_ENV
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
@@ -154,6 +158,41 @@ def test_a_readable_secrets_file_turns_sign_in_on_and_none_leaves_it_off(secrets
 
 # ---------------------------------------------------------------- in the browser
 
+class Refusing:
+    """`streamlit run app.py` with its HOME (so its ~/.streamlit/secrets.toml) in tmp. Its health check answers
+    503 while sign-in is unusable, so it is ready when the health route answers at all."""
+
+    def __init__(self, home, server_home, logs, recorder):
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.err = logs / "streamlit.err"
+        env = {**env_for_home(home), "HOME": str(server_home), "HTTP_PROXY": recorder.url, "HTTPS_PROXY": recorder.url,
+               "http_proxy": recorder.url, "https_proxy": recorder.url, "NO_PROXY": "", "no_proxy": ""}
+        env.pop(PASSWORD_ENV, None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                                      "--server.headless", "true"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=self.err.open("wb"))
+        wait_until(lambda: self.status("/_stcore/health") is not None, timeout=60, what="the dashboard answering")
+
+    def status(self, path: str) -> int | None:
+        try:
+            return urllib.request.urlopen(self.url + path, timeout=5).status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
+            return None
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+
 @needs_chromium
 def test_unparseable_secrets_file_serves_only_what_is_wrong_at_every_address(browser, recorder, judge_server,
                                                                              tmp_path):
@@ -168,25 +207,24 @@ def test_unparseable_secrets_file_serves_only_what_is_wrong_at_every_address(bro
     secrets.parent.mkdir(parents=True)
     secrets.write_text(f'[evaldash]\npassword_sha256 = "{DIGEST}"\n[auth\n')
     requests: list[str] = []
-    dash = Dashboard(home, tmp_path / "server-logs", recorder, HOME=str(server_home))
+    dash = Refusing(home, server_home, tmp_path / "server-logs", recorder)
     query = urlencode({"run": rid, "base": rid, "dataset": did, "row": "2", "view": "Rows"})
     try:
         page = watched_page(browser, requests)
-        # non-root addresses first: a fresh server's first request meets Streamlit's legacy pages/ mode
         for path in sorted((path for _, path in app_pages()), key=lambda p: p == ""):
-            page.goto(f"{dash.url}/{path}?{query}")
-            settle(page, REFUSED)
+            response = page.goto(f"{dash.url}/{path}?{query}")
+            assert response.status == 503  # ui.gate's page: nothing of Streamlit runs
             body = page.locator("body").inner_text()
-            assert f"{secrets}: not valid TOML: Expected ']' at the end of a table declaration (at line 3, column 6)" \
-                   in body, body
+            assert REFUSED in body and \
+                f"{secrets}: not valid TOML: Expected ']' at the end of a table declaration (at line 3, column 6)" \
+                in body, body
             for absent in ("quarterly-eval", "coherence", rid, DIGEST, "Traceback", 'File "', "Sign in"):
                 assert absent not in body, (path, absent)
             assert page.get_by_role("textbox").count() == 0 and page.get_by_role("button").count() == 0
-            assert page.locator('[data-testid="stSidebarNav"], [data-testid="stDataFrame"], '
-                                '[data-testid="stMetric"], [data-testid="stException"]').count() == 0
+            assert page.locator('[data-testid="stApp"]').count() == 0
     finally:
         dash.stop()
-    log = dash.err.read_text(errors="replace") + dash.out.read_text(errors="replace")
+    log = dash.err.read_text(errors="replace")
     assert f"sign-in is configured but unusable, nothing is served: {secrets}: not valid TOML" in log
     assert DIGEST not in log
     assert hosts(requests) <= LOCAL_HOSTS and recorder.seen == []

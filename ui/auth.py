@@ -5,31 +5,44 @@ Two modes, by configuration:
 - OIDC through Streamlit's ``st.login``: an ``[auth]`` section in ``.streamlit/secrets.toml``
   (``redirect_uri``, ``cookie_secret``, ``client_id``, ``client_secret``, ``server_metadata_url``,
   or one ``[auth.NAME]`` table per provider). Needs ``Authlib>=1.3.2``.
-- A shared password for small teams: the hex SHA-256 of the password in
-  ``EVAL_DASHBOARD_PASSWORD_SHA256`` (or ``password_sha256`` under ``[evaldash]`` in secrets.toml).
-  Users also give a name, recorded on the runs and datasets they create.
+- Passwords: named users, each with a salted scrypt hash (ui.passwords) in an ``[evaldash.users]`` table of
+  secrets.toml, signed in as themselves; and/or a shared password, the hex SHA-256 in
+  ``EVAL_DASHBOARD_PASSWORD_SHA256`` (or ``password_sha256`` under ``[evaldash]``), whose users give a name
+  that is recorded as unverified ("ana (unverified)"): it can never be a named user, nor write under the
+  verdicts of someone who signed in as themselves. Wrong passwords are limited (ui.attempts).
 
 Configured but unusable (a secrets file that cannot be read, an ``[auth]`` section Streamlit cannot
-sign in with, a digest that is not one, OIDC without Authlib): every address shows what is wrong and
-where, and nothing else; never the app without sign-in.
+sign in with, a digest that is not one, OIDC without Authlib), or mistyped (ui.intent: a section named nearly
+``[evaldash]``, a password key elsewhere, a variable like the password's): every address shows what is wrong
+and where, and nothing else; never the app without sign-in. app.py's server refuses every request then
+(ui.gate), as Streamlit itself cannot start on some of these files.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import logging
+import math
 import os
 import re
+import secrets
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 from streamlit import config as st_config
 
+from ui import intent, passwords
+from ui.attempts import Attempts
+
 PASSWORD_ENV = "EVAL_DASHBOARD_PASSWORD_SHA256"
 USER = "auth.user"  # session-state key of the signed-in name (password mode)
+UNVERIFIED = " (unverified)"  # after a name given with the shared password
+MAX_NAME = 200
+REFUSED = "Sign-in is configured but cannot be used, so this dashboard shows nothing until it is fixed."
+FIX = "Fix it and reload this page (restart the dashboard after changing an environment variable)."
 OIDC_KEYS = ("redirect_uri", "cookie_secret")  # what Streamlit's st.login needs in [auth] itself...
 PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")  # ...and for each provider
 log = logging.getLogger("evaldash")
@@ -44,20 +57,26 @@ class SignIn:
     """The sign-in this server is configured for."""
 
     providers: tuple[str | None, ...] | None = None  # OIDC: the providers to offer ((None,): the one default)
-    password_sha256: str | None = None  # password mode: the configured digest, 64 lowercase hex characters
+    password_sha256: str | None = None  # password mode: the shared digest, 64 lowercase hex characters
     problem: str | None = None  # configured but unusable: the app is not served
+    users: tuple[tuple[str, str], ...] = ()  # password mode: (name, scrypt hash) of each named user
 
     @property
     def off(self) -> bool:
-        return self.problem is None and self.providers is None and self.password_sha256 is None
+        return self.problem is None and self.providers is None and self.password_sha256 is None and not self.users
 
 
 def settings() -> SignIn:
     """Read the configuration afresh (a fixed secrets file takes effect at the next page load)."""
     try:
         secrets = _secrets()
+        wrong = [f"{_where()}: {p}" for p in intent.secrets_problems(secrets)]
+        wrong += intent.environment_problems(os.environ, PASSWORD_ENV)
+        if wrong:
+            raise ConfigError("\n".join(wrong))
         password = _password(secrets.get("evaldash"))
-        return SignIn(_oidc(secrets.get("auth")), password)
+        users = _users(secrets.get("evaldash"))
+        return SignIn(_oidc(secrets.get("auth")), password, users=users)
     except ConfigError as e:
         return SignIn(problem=str(e))
 
@@ -79,9 +98,10 @@ def _where() -> str:
 
 
 def _secrets() -> Mapping[str, Any]:
-    """Streamlit's secrets; empty when no secrets file exists (sign-in may still be on by the environment)."""
+    """Streamlit's secrets, all of them (ui.intent looks for mistyped sign-in anywhere); empty when no secrets
+    file exists (sign-in may still be on by the environment)."""
     try:
-        return {k: st.secrets[k] for k in ("auth", "evaldash") if k in st.secrets}
+        return {k: st.secrets[k] for k in st.secrets}
     except Exception as e:  # noqa: BLE001 — any failure to read an existing file is a configuration error
         present = [p for p in _secret_files() if os.path.exists(p)]
         if not present:
@@ -93,6 +113,8 @@ def _secrets() -> Mapping[str, Any]:
 def _unreadable(path: str) -> str:
     """What is wrong with one secrets file, by line and column, without its content ("" when it reads fine)."""
     if os.path.isdir(path):
+        if path.endswith(".toml"):  # Streamlit would open it as a file, and fail on every request
+            return f"{path}: a directory, where a TOML file is expected"
         return ""  # a directory of secrets (Kubernetes style): Streamlit's own reading decides
     try:
         with open(path, "rb") as f:
@@ -142,18 +164,45 @@ def _password(evaldash: Any) -> str | None:
         if not isinstance(evaldash, Mapping):
             raise ConfigError(f"{_where()}: [evaldash] must be a table of settings")
         if "password_sha256" in evaldash:
-            found = _digest(evaldash["password_sha256"], f"{_where()}: [evaldash] password_sha256")
+            found = _digest(evaldash["password_sha256"], lambda: f"{_where()}: [evaldash] password_sha256")
     if PASSWORD_ENV in os.environ:  # set, even empty: configured
-        found = _digest(os.environ[PASSWORD_ENV], f"the environment variable {PASSWORD_ENV}")
+        found = _digest(os.environ[PASSWORD_ENV], lambda: f"the environment variable {PASSWORD_ENV}")
     return found
 
 
-def _digest(value: Any, where: str) -> str:
+def _users(evaldash: Any) -> tuple[tuple[str, str], ...]:
+    """The named users of ``[evaldash.users]`` (name = "scrypt:..."), each hash checked; ConfigError naming the
+    user (never the hash) when one cannot be used."""
+    if not isinstance(evaldash, Mapping) or "users" not in evaldash:
+        return ()
+    table = evaldash["users"]
+
+    def where() -> str:  # the files' names only when something is wrong (settings() runs on every request)
+        return f"{_where()}: [evaldash.users]"
+
+    if not isinstance(table, Mapping) or not table:
+        raise ConfigError(f"{where()} must be a table of name = \"scrypt:...\" lines (python -m ui.passwords NAME)")
+    seen: dict[str, str] = {}
+    for name, value in table.items():
+        if not name.strip() or len(name) > MAX_NAME or not name.isprintable() or name.endswith(UNVERIFIED):
+            raise ConfigError(f"{where()}: the name {name[:MAX_NAME]!r} is refused: 1 to {MAX_NAME} printable "
+                              f"characters, not ending in{UNVERIFIED}")
+        if name.strip().casefold() in seen:
+            raise ConfigError(f"{where()}: {seen[name.strip().casefold()]!r} and {name!r} are one name in two cases")
+        seen[name.strip().casefold()] = name
+        try:
+            passwords.check(value)
+        except passwords.HashError as e:
+            raise ConfigError(f"{where()} {name}: {e}") from None
+    return tuple((name.strip(), value.strip()) for name, value in table.items())
+
+
+def _digest(value: Any, where: Callable[[], str]) -> str:
     text = value.strip().lower() if isinstance(value, str) else ""
     if not re.fullmatch(r"[0-9a-f]{64}", text):
         found = (f"a value of type {type(value).__name__}" if not isinstance(value, str) else
                  "64 characters, not all hexadecimal" if len(text) == 64 else f"{len(text)} characters")
-        raise ConfigError(f"{where} is not a SHA-256 digest: 64 hexadecimal characters expected, found {found}")
+        raise ConfigError(f"{where()} is not a SHA-256 digest: 64 hexadecimal characters expected, found {found}")
     return text
 
 
@@ -161,6 +210,38 @@ def check_password(password: str, expected_sha256: str) -> bool:
     """Constant-time comparison of the password's digest with the configured one (both 64 hex bytes)."""
     digest = hashlib.sha256(password.encode("utf-8")).hexdigest()
     return hmac.compare_digest(digest.encode(), expected_sha256.encode())
+
+
+def identify(conf: SignIn, name: str, password: str) -> str | None:
+    """Who ``name`` and ``password`` sign in as, or None (a wrong password). A named user (any case of their name)
+    only with their own password, as themselves; anyone else with the shared password, as "NAME (unverified)"."""
+    name = name.strip()[:MAX_NAME]
+    users = {n.casefold(): (n, h) for n, h in conf.users}
+    if name.casefold() in users:
+        real, hashed = users[name.casefold()]
+        return real if passwords.verify(password, hashed) else None
+    if users:
+        passwords.verify(password, _decoy())  # as slow as a named user's check: the time does not say who exists
+    if conf.password_sha256 and check_password(password, conf.password_sha256):
+        return name[:MAX_NAME - len(UNVERIFIED)] + UNVERIFIED  # 200 characters at most, as any reviewer's name
+    return None
+
+
+@st.cache_resource(show_spinner=False)
+def _decoy() -> str:
+    return passwords.make(secrets.token_hex(16))
+
+
+@st.cache_resource(show_spinner=False)
+def attempts() -> Attempts:
+    """The server's count of wrong passwords (held by Streamlit's resource cache, as ui.downloads' registry)."""
+    return Attempts()
+
+
+def _client() -> str:
+    """Who is trying, for the limit: the connection's address (none on localhost, nor under AppTest: one client)."""
+    ip = st.context.ip_address
+    return ip if isinstance(ip, str) and ip else "local"
 
 
 def current_user() -> str | None:
@@ -204,17 +285,29 @@ def sign_in_page() -> None:
                       on_click=_login, args=(p,))
         return
     with st.form("auth.form"):
-        name = st.text_input("Your name", key="auth.name", help="Recorded on the runs and datasets you create.")
+        name = st.text_input("Your name", key="auth.name", help="Recorded on the runs, datasets and verdicts you "
+                             "give" + ("; with the shared password, as unverified (\"ana (unverified)\")."
+                                       if conf.password_sha256 else "."))
         password = st.text_input("Password", type="password", key="auth.password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
-        if not name.strip():
-            st.error("Give your name: it is recorded on what you create.")
-        elif check_password(password, conf.password_sha256 or ""):
-            st.session_state[USER] = name.strip()[:200]
-            st.rerun()
-        else:
-            st.error("Wrong password.")
+        _submit(conf, name, password)
+
+
+def _submit(conf: SignIn, name: str, password: str) -> None:
+    client = _client()
+    wait = attempts().wait(client)
+    if not name.strip():
+        st.error("Give your name: it is recorded on what you create.")
+    elif wait > 0:  # refused before the password is looked at
+        st.error(f"Too many wrong passwords: try again in {math.ceil(wait)} s.")
+    elif user := identify(conf, name, password):
+        attempts().succeeded(client)
+        st.session_state[USER] = user
+        st.rerun()
+    else:
+        attempts().failed(client)
+        st.error("Wrong name or password." if conf.users else "Wrong password.")
 
 
 _logged: set[str] = set()
@@ -226,9 +319,9 @@ def _refuse(problem: str) -> None:
         _logged.add(problem)
         log.error("sign-in is configured but unusable, nothing is served: %s", problem)
     st.title("evaldash")
-    st.error("Sign-in is configured but cannot be used, so this dashboard shows nothing until it is fixed.")
+    st.error(REFUSED)
     st.text(problem)
-    st.caption("Fix it and reload this page (restart the dashboard after changing an environment variable).")
+    st.caption(FIX)
 
 
 def _sign_out() -> None:

@@ -212,6 +212,27 @@ def forget_session() -> None:
         issued().drop_session(ctx.session_id)
 
 
+def offer(key: str, label: str, filename: str, media_type: str, content: Callable[[], str | bytes]) -> None:
+    """A small download made on the server when asked: a button writes ``content()`` to a file for this session
+    and browser (:func:`prepare`), then a link under it serves that file once, as Results' exports are served.
+    Never Streamlit's ``st.download_button``, whose ``/media/`` URL any request gets, signed in or not.
+
+    Args:
+        key: this download's session-state key (name it by the run, so no other run's file is offered).
+        label: the button's label; the link says "Download <filename>".
+        content: what the file holds, computed only when the button is pressed.
+    """
+    held = st.session_state.get(key)
+    if st.button(label, key=f"{key}.make", width="stretch"):
+        if held:
+            discard(held)
+        data = content()
+        body = data.encode("utf-8") if isinstance(data, str) else data
+        held = st.session_state[key] = prepare(lambda path: path.write_bytes(body), filename, media_type)
+    if held and ready(held):
+        link(held, filename, f"Download {filename}")
+
+
 LINK_STYLE = ("display:inline-block;padding:0.25rem 0.75rem;border-radius:0.5rem;border:1px solid #3b5bdb;"
               "color:#3b5bdb;text-decoration:none;font-weight:600")
 

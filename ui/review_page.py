@@ -16,7 +16,7 @@ from evaluators.review import make_queue
 from evaluators.review.queues import STRATEGIES, progress, rows_for
 from evaluators.core.scales import choice_name, human_pass, reviewable, scale, snap
 from evaluators.store.reviews import NOTE_MAX_CHARS, REVIEWER_MAX_CHARS, BadVerdict, reviewer_problem
-from ui import auth, loaders, rows, state
+from ui import auth, downloads, loaders, rows, state
 from ui.review import review_link
 from ui.widgets import guard, literal
 
@@ -366,11 +366,14 @@ def agreement_panel(run: dict, res: RunResults) -> None:
         specs = {s.name: s for s in res.specs}
         keys = {**res.metrics(), **{k: v for n, a in found.items() for k, v in flat(specs[n], a).items()},
                 **repeat_keys(res)}
-        st.download_button("metrics.json with the agreement keys", json.dumps(keys, indent=2, default=str),
-                           f"metrics-{run['id']}.json", "application/json")
-        recs = export_records(loaders.store(), run["id"])
-        c1, c2 = st.columns(2)
-        c1.download_button("Verdicts (JSON lines)", export_text(recs, False), f"verdicts-{run['id']}.jsonl",
-                           "application/jsonl", width="stretch")
-        c2.download_button("Verdicts (CSV)", export_text(recs, True), f"verdicts-{run['id']}.csv", "text/csv",
-                           width="stretch")
+        rid = run["id"]  # served as Results' exports are (ui.downloads): once, to this browser, while signed in
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            downloads.offer(f"agree.{rid}.json", "metrics.json with the agreement keys", f"metrics-{rid}.json",
+                            "application/json", lambda: json.dumps(keys, indent=2, default=str))
+        with c2:
+            downloads.offer(f"agree.{rid}.jsonl", "Verdicts (JSON lines)", f"verdicts-{rid}.jsonl", "application/jsonl",
+                            lambda: export_text(export_records(loaders.store(), rid), False))
+        with c3:
+            downloads.offer(f"agree.{rid}.csv", "Verdicts (CSV)", f"verdicts-{rid}.csv", "text/csv",
+                            lambda: export_text(export_records(loaders.store(), rid), True))
