@@ -60,7 +60,8 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     # the errored row's severity is a dash, not "None": the column is shown as text
     assert rows["violence severity"].tolist()[:6] == ["0", "2", "3", "4", "7", "–"]
     assert rows["violence level"].tolist()[:5] == ["Very low", "Low", "Low", "Medium", "High"]
-    assert "no JSON object" in rows["violence reason"].tolist()[5]
+    assert not [c for c in rows.columns if c.endswith("reason")]  # reasons are read in the row's detail
+    assert rows["violence result"].tolist()[5] == "error"
     # the selected row (srow=1): one line per harm and label, its verdict in words, defects marked
     detail = at.dataframe[4].value
     assert detail["harm"].tolist() == ["violence", "protected_material", "indirect_attack"]

@@ -82,11 +82,12 @@ def rows_page(n_rows: int) -> tuple[int, int]:
 def rows_table(rows: list[dict]) -> dict | None:
     """The page's rows; a click on one (the box at its left) selects it, by its number in the URL (``srow``),
     as on Results. Returns the selected row's cells (None: none selected, or not on this page)."""
-    widths = {c: "large" if c in ("response", "query") else "medium"
-              for c in (rows[0] if rows else {}) if c in ("query", "response") or c.endswith("reason")}
+    # the judge's reasons are read in the selected row's detail, not sent with every row of the table
+    shown = [{k: v for k, v in r.items() if not k.endswith(" reason")} for r in rows]
+    widths = {"query": "medium", "response": "large"}
     numbers = [r["#"] for r in rows]
     chosen = state.read("srow", None, int)
-    event = table(pd.DataFrame(rows), key=f"safety.rows.{numbers[:1]}", widths=widths, on_select="rerun",
+    event = table(pd.DataFrame(shown), key=f"safety.rows.{numbers[:1]}", widths=widths, on_select="rerun",
                   selection_mode="single-row",
                   selection_default={"selection": {"rows": [numbers.index(chosen)]}} if chosen in numbers else None)
     k = state.selected(event, len(rows))
