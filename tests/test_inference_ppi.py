@@ -114,6 +114,9 @@ def test_more_reviews_for_five_points_equals_a_hand_computation():
     assert inf.more_reviews_for(inf.Corrected(0.5, 0.5, 0.45, 0.55, 3000, 400, 1e-5, 5e-4)) == 0
     # 100 rows whose judge part alone is past the target until nearly every row is reviewed: out of reach
     assert inf.more_reviews_for(inf.Corrected(0.5, 0.5, 0.1, 0.9, 100, 20, 0.004, 0.004)) is None
+    # every row reviewed already: nothing more to review
+    assert inf.more_reviews_for(inf.Corrected(0.5, 0.5, 0.3, 0.7, 50, 50, 0.0, 0.005)) is None
+    assert inf.more_reviews_for(inf.Corrected(0.5, 0.5, 0.47, 0.53, 50, 50, 0.0, 0.0002)) == 0
 
 
 def test_more_reviews_drawn_bring_the_interval_to_five_points():

@@ -162,7 +162,7 @@ def more_reviews_for(c: Corrected, half_width: float = 0.05) -> int | None:
     def var(m: int) -> float:  # the estimate's variance with m reviews
         return c.var_judged * (big_n - n) / (big_n - m) + c.var_reviewed * n / m
 
-    if var(n) <= target:
+    if c.var_judged + c.var_reviewed <= target:
         return 0
     if big_n - n < 2:
         return None
