@@ -31,7 +31,9 @@ def test_kappa_below_chance_says_not_to_trust_the_rate():
                                                   "(Cohen's κ -0.10 [-0.40, 0.20], poor on Landis and Koch's scale): "
                                                   "its rate says little.")
     assert kappa_verdict(0.5) == "Judge and reviewers: moderate agreement (Cohen's κ 0.50, on Landis and Koch's scale)."
-    assert kappa_verdict(None) == ""
+    assert kappa_verdict(None) == "" and kappa_verdict(float("nan"), None, None) == ""
+    assert kappa_verdict(0.3, float("nan"), float("nan")) == ("Judge and reviewers: fair agreement (Cohen's κ 0.30, "
+                                                             "on Landis and Koch's scale).")
 
 
 def _agreement(kappa, corrected) -> MetricAgreement:

@@ -5,6 +5,7 @@ dashboard's columnar view and the command line give it the same numbers.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +31,13 @@ def kappa_verdict(kappa: float | None, low: float | None = None, high: float | N
     Args:
         kappa, low, high: kappa and its interval (None: not known).
     Returns:
-        One sentence; "" when kappa is None.
+        One sentence; "" when kappa is None or NaN (undefined).
     """
-    if kappa is None:
+    if kappa is None or math.isnan(kappa):
         return ""
-    k = f"Cohen's κ {kappa:.2f}" + ("" if low is None or high is None else f" [{low:.2f}, {high:.2f}]")
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        low = high = None
+    k = f"Cohen's κ {kappa:.2f}" + ("" if high is None else f" [{low:.2f}, {high:.2f}]")
     if high is not None and high < 0:
         return f"The judge disagrees with your reviewers more than chance ({k}): do not trust this metric's rate."
     if kappa < 0:
