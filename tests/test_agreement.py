@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from evaluators.core import agreement as ag
 from evaluators.core import inference as inf
+from tests.ppi_sim import ppi_by_hand
 
 pytestmark = pytest.mark.no_store  # opens no store: deselected in the PostgreSQL pass
 
@@ -145,25 +146,13 @@ def test_rows_for_power_hand_computed_and_simulated():
     assert inf.rows_for_power_paired(0.25, 1.0) == 126
 
 
-def _ppi_by_hand(f, jr, hr):
-    """The PPI mean and its interval written out from the paper's formula, with the two pseudo-reviews."""
-    f, jr, hr = map(np.asarray, (f, jr, hr))
-    d = hr - jr
-    est = f.mean() + d.mean()
-    var_d = np.var(np.r_[d, 1.0, -1.0], ddof=1)
-    half = scipy_stats.t.ppf(0.975, len(d) - 1) * math.sqrt(np.var(f, ddof=1) / len(f) + var_d / len(d))
-    return est, max(0, est - half), min(1, est + half)
-
-
 def test_ppi_mean_equals_its_formula():
     rng = np.random.default_rng(2)
     y = (rng.random(400) < 0.2).astype(float)
     f = np.where(y == 1, rng.random(400) > 0.4, rng.random(400) < 0.05).astype(float)
     idx = rng.choice(400, 60, replace=False)
     c = inf.ppi_mean(f, f[idx], y[idx])
-    est, lo, hi = _ppi_by_hand(f, f[idx], y[idx])
-    # (the t quantile comes from a table interpolated in 1/df: within 0.001 of SciPy's)
-    assert (c.corrected, c.low, c.high) == pytest.approx((est, lo, hi), abs=2e-4)
+    assert (c.corrected, c.low, c.high) == pytest.approx(ppi_by_hand(f, idx, y[idx]), abs=1e-12)
     assert c.judged == pytest.approx(f.mean())
     # every row reviewed: the correction is the people's own rate
     assert inf.ppi_mean(f, f, y).corrected == pytest.approx(y.mean())

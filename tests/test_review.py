@@ -3,23 +3,25 @@ scikit-learn, SciPy and hand computations on runs judged by the loopback server.
 from __future__ import annotations
 
 import datetime as dt
-import math
 
 import numpy as np
 import pytest
 
 from evaluators import review
 from evaluators.api import evaluate
+from evaluators.core import inference as inf
 from evaluators.read.view import open_view
 from evaluators.review.queues import assign, choose_rows, progress
+from evaluators.review.stats import kappa_verdict
 from evaluators.store.schema import Result
 from evaluators.store.store import Store
 from tests.conftest import SINGLE
+from tests.ppi_sim import ppi_by_hand
 
 pytestmark = pytest.mark.both_stores
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn gives the reference kappas")
-scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference rho and t quantile")
+scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference rho")
 
 
 @pytest.fixture
@@ -92,17 +94,20 @@ def test_agreement_and_corrected_rate_equal_their_references(judged):
     assert got.spearman[0] == pytest.approx(scipy_stats.spearmanr(j, h).statistic)
     assert got.confusion == sklearn_metrics.confusion_matrix(jp, hp, labels=[0, 1]).tolist()
     assert got.kappa[1] <= got.kappa[0] <= got.kappa[2] or got.kappa[1] is None
-    # the corrected pass rate, written out: judge rate over all 31 rows + mean(human - judge) on the 20
-    f = (judge[~np.isnan(judge)] >= 3).astype(float)
-    d = np.r_[hp - jp, 1.0, -1.0]
-    half = scipy_stats.t.ppf(0.975, 19) * math.sqrt(f.var(ddof=1) / len(f) + d.var(ddof=1) / 20)
-    est = f.mean() + (hp - jp).mean()
+    # the corrected pass rate, written out (PPI++ with its guard, tests/ppi_sim.py): the 20 reviewed among
+    # the 31 scored rows, their people's pass/fail against the judge's
+    scored = np.flatnonzero(~np.isnan(judge))
+    f = (judge[scored] >= 3).astype(float)
+    est, low, high = ppi_by_hand(f, np.searchsorted(scored, rows), hp.astype(float))
     c = got.corrected
     assert got.judged == pytest.approx(f.mean())
-    assert (c.corrected, c.low, c.high) == pytest.approx((est, max(0, est - half), min(1, est + half)), abs=2e-3)
+    assert (c.corrected, c.low, c.high) == pytest.approx((est, low, high), abs=1e-12)
     assert got.human_only[0] == pytest.approx(hp.mean())
+    # 31 rows: even all of them reviewed give +/- 1.96 sqrt(p(1 - p) / 31), over 10 points at p = 0.2 to 0.8
+    assert got.more_reviews is inf.more_reviews_for(c) is None and 0.2 < c.corrected < 0.8
     assert got.sentence() == (f"pass rate {100 * f.mean():.1f}% as judged; {100 * c.corrected:.1f}% "
-                              f"[{100 * c.low:.1f}, {100 * c.high:.1f}] corrected by 20 reviews")
+                              f"[{100 * c.low:.1f}, {100 * c.high:.1f}] corrected by 20 reviews (reviewing every row "
+                              f"would not narrow it to ± 5 points). {kappa_verdict(*got.kappa)}")
     keys = review.agreement_keys(store, rid, results=view)
     assert set(keys) == {f"coherence.{k}" for k in (
         "human_reviewed_rows", "human_kappa", "human_kappa_ci95_low", "human_kappa_ci95_high", "human_weighted_kappa",
@@ -120,7 +125,7 @@ def test_reviews_of_chosen_rows_do_not_correct_the_rate(judged):
         store.save_review(rid, i, "coherence", "ann", 1.0, queue_id=qid)
     got = review.agreement(store, rid, results=view)["coherence"]
     assert got.reviewed_rows == 5 and got.corrected is None
-    assert got.sentence().endswith("the reviews are not a sample, so they do not correct it")
+    assert "; the reviews are not a sample, so they do not correct it" in got.sentence()
 
 
 def test_stratified_queue_weights_each_stratum_back(judged):

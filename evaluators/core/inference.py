@@ -12,14 +12,28 @@ from typing import Sequence
 import numpy as np
 
 from evaluators.core.agreement import bootstrap_ci
-from evaluators.core.stats import t95
 
-Z95, Z80 = 1.959964, 0.841621  # two-sided 95% and one-sided 80% normal quantiles
+Z95, Z80 = 1.959963984540054, 0.8416212335729143  # two-sided 95% and one-sided 80% normal quantiles
+
+
+# The small-sample guard: within each of the judge's verdicts (pass, fail), the reviewers' values are taken
+# to spread at least as much as GUARD_DISAGREEMENTS disagreements among that verdict's reviewed rows would
+# make them. n agreements bound how often the judge errs there; they do not make it nil. Without it (PPI and
+# PPI++ as published) the 95% interval collapses to the judge's own spread whenever no review disagrees, and
+# covered 54-93% of the time where the judge is seldom wrong or a verdict is rare (bench/RESULTS.md,
+# bench/ppi_coverage.py). With more disagreements than that it changes nothing. One was too few there
+# (3% defects, 150-300 reviews: 0.926-0.928); two kept every scenario at 93% or more.
+GUARD_DISAGREEMENTS = 2.0
 
 
 @dataclass(frozen=True)
 class Corrected:
-    """A rate as judged over every row, corrected by the reviewed rows, with its 95% interval."""
+    """A rate as judged over every row, corrected by the reviewed rows, with its 95% interval.
+
+    ``var_judged`` and ``var_reviewed`` are the two parts of the estimate's variance: the judge's spread over
+    the rows no one reviewed, and the reviews' (guard included); the half-width is Z95 times the root of
+    their sum. More reviews shrink the second (``more_reviews_for``).
+    """
 
     judged: float  # the judge's rate over all rows
     corrected: float
@@ -27,31 +41,39 @@ class Corrected:
     high: float
     all_rows: int
     reviewed_rows: int
+    var_judged: float = 0.0
+    var_reviewed: float = 0.0
+    weight: float | None = None  # PPI++'s lambda: how far the judge's verdicts are trusted (one stratum)
 
 
 def ppi_mean(judge_all: Sequence[float], judge_reviewed: Sequence[float], human_reviewed: Sequence[float],
              bounds: tuple[float, float] = (0.0, 1.0), strata_all: Sequence | None = None,
              strata_reviewed: Sequence | None = None) -> Corrected | None:
-    """Prediction-powered estimate of a mean (Angelopoulos et al., Science 2023).
+    """Prediction-powered estimate of a mean, power-tuned (PPI++: Angelopoulos, Duchi and Zrnic 2023).
 
-    The judge's mean over every row plus the mean of (human - judge) over the reviewed rows: the judge's
-    systematic error, measured where a person looked, is taken off. Its variance adds the two parts'
-    (the judge's spread over all rows, the error's spread over the reviewed ones); the interval uses
-    Student's t on the reviewed rows, so that a handful of reviews gives a wide interval. Where every
-    review agreed with the judge, the error's spread is taken as that of a share of 3/n (the "rule of
-    three"), not as zero: n agreements bound the judge's error rate, they do not make it nil.
+    The judge's mean over the rows no one reviewed, weighted by lambda, plus the mean of (human - lambda x
+    judge) over the reviewed rows. lambda = 1 is classic PPI (Angelopoulos et al., Science 2023); PPI++
+    picks the lambda in [0, 1] that makes the variance least (cov(human, judge) / ((1 + n/N) var(judge)),
+    exactly as the authors' ``ppi_py.ppi_mean_ci``), so a weak judge counts for less (lambda 0: the reviews'
+    own mean) and the interval narrows with it. Its variance adds the two parts' (the judge's spread over
+    the unreviewed rows, the reviews' residual spread) and the interval is normal, as theirs. Then one
+    guard, which binds only when a judge verdict's reviewed rows hold fewer than ``GUARD_DISAGREEMENTS``
+    disagreements (see there; with judge values other than two, all reviews count as one verdict): without
+    it the interval is overconfident exactly when a reviewer has seen the judge err rarely or never.
 
     With strata (a sample drawn separately from the rows the judge passed and failed), each stratum is
     corrected by its own reviews and weighted by its share of all rows; the spread of those shares (they
     too are a sample) is added to the variance.
 
     Args:
-        judge_all: the judge's value (1/0 for pass/fail) on every scored row.
+        judge_all: the judge's value (1/0 for pass/fail) on every scored row, the reviewed ones included.
         judge_reviewed, human_reviewed: the judge's and the person's value on each reviewed row, in pairs.
         bounds: what the mean can be (a rate lies in [0, 1]); the interval is cut to them.
         strata_all, strata_reviewed: each row's stratum, for all rows and the reviewed ones.
     Returns:
         None when no row is reviewed, none is scored, or a stratum holding rows has no review.
+    Raises:
+        ValueError: unpaired values, or more reviewed rows than rows in a stratum.
     """
     f = np.asarray(judge_all, dtype=float)
     jr, hr = np.asarray(judge_reviewed, dtype=float), np.asarray(human_reviewed, dtype=float)
@@ -60,29 +82,102 @@ def ppi_mean(judge_all: Sequence[float], judge_reviewed: Sequence[float], human_
     n, big_n = len(hr), len(f)
     if n == 0 or big_n == 0:
         return None
-    sa = np.zeros(big_n, dtype=int) if strata_all is None else np.asarray(strata_all)
-    sr = np.zeros(n, dtype=int) if strata_reviewed is None else np.asarray(strata_reviewed)
-    est = var = 0.0
-    groups = np.unique(sa)
+    verdicts = bool(((f == f.min()) | (f == f.max())).all())  # pass/fail: the guard looks at each verdict
+    if strata_all is None:
+        groups = [(f, jr, hr)]
+    else:
+        sa, sr = np.asarray(strata_all), np.asarray(strata_reviewed)
+        groups = [(f[sa == h], jr[sr == h], hr[sr == h]) for h in np.unique(sa)]
+    est = var_j = var_r = 0.0
     parts = []  # (share of all rows, corrected stratum mean)
-    for h in groups:
-        fh, inh = f[sa == h], sr == h
-        dh = hr[inh] - jr[inh]
-        if not len(dh):
+    lam = None
+    for fh, jh, yh in groups:
+        if not len(yh):
             return None
         w = len(fh) / big_n
-        parts.append((w, float(fh.mean()) + float(dh.mean())))
-        est += w * parts[-1][1]
-        var_f = float(fh.var(ddof=1)) if len(fh) > 1 else 0.0
-        # two pseudo-reviews, one each way (as Agresti and Coull add to a proportion): a few disagreements
-        # among many agreements say little about how often the judge errs, and a Wald spread would trust them
-        var_d = float(np.r_[dh, 1.0, -1.0].var(ddof=1))
-        var += w * w * (var_f / len(fh) + var_d / len(dh))
+        m, vj, vr, lam = _ppi_stratum(fh, jh, yh, bounds, verdicts)
+        parts.append((w, m))
+        est += w * m
+        var_j += w * w * vj
+        var_r += w * w * vr
     # the strata's shares are themselves a sample of what the judge would say on new rows
-    var += sum(w * (m - est) ** 2 for w, m in parts) / big_n
-    half = t95(max(1, n - len(groups))) * math.sqrt(var)
+    var_j += sum(w * (m - est) ** 2 for w, m in parts) / big_n
+    half = Z95 * math.sqrt(var_j + var_r)
     lo, hi = bounds
-    return Corrected(float(f.mean()), min(hi, max(lo, est)), max(lo, est - half), min(hi, est + half), big_n, n)
+    return Corrected(float(f.mean()), min(hi, max(lo, est)), max(lo, est - half), min(hi, est + half), big_n, n,
+                     var_j, var_r, lam if len(parts) == 1 else None)
+
+
+def _ppi_stratum(f_all: np.ndarray, f: np.ndarray, y: np.ndarray, bounds: tuple[float, float],
+                 verdicts: bool) -> tuple[float, float, float, float]:
+    """One stratum's PPI++ mean, the variance of its judged and reviewed parts, and its lambda."""
+    n, big_n = len(y), len(f_all)
+    n_u = big_n - n  # rows no one reviewed (the reviewed ones are among all rows)
+    if n_u < 0:
+        raise ValueError(f"{n} reviewed rows but only {big_n} rows in all")
+    # the unreviewed rows' judge mean and spread, from sums (which rows were reviewed is not passed in)
+    s_all, q_all = float(f_all.sum()), float(np.dot(f_all, f_all))
+    s_u, q_u = s_all - float(f.sum()), q_all - float(np.dot(f, f))
+    mean_u = s_u / n_u if n_u else 0.0
+    var_u = max(0.0, q_u / n_u - mean_u ** 2) if n_u else 0.0
+    var_all = max(0.0, (q_all - s_all * s_all / big_n) / (big_n - 1)) if big_n > 1 else 0.0
+    lam = 0.0
+    if n_u and var_all > 0:
+        cov = float(np.dot(y - y.mean(), f - f.mean())) / n
+        lam = min(1.0, max(0.0, cov / ((1 + n / n_u) * var_all)))
+    r = y - lam * f
+    est = lam * mean_u + float(r.mean())
+    var_r = float(r.var()) + _guard(f, y, bounds, verdicts)
+    return est, lam * lam * var_u / n_u if n_u else 0.0, var_r / n, lam
+
+
+def _guard(f: np.ndarray, y: np.ndarray, bounds: tuple[float, float], verdicts: bool) -> float:
+    """Variance added to the reviews' residual spread where a judge verdict's reviews hold fewer than
+    GUARD_DISAGREEMENTS disagreements: the spread of that many among its rows, less what they show."""
+    lo, hi = bounds
+    n, add = len(y), 0.0
+    for yv in ((y[f == f.max()], y[f != f.max()]) if verdicts else (y,)):
+        if not len(yv):
+            continue
+        a = min(GUARD_DISAGREEMENTS / len(yv), 0.5)
+        add += len(yv) / n * max(0.0, a * (1 - a) * (hi - lo) ** 2 - float(yv.var()))
+    return add
+
+
+def more_reviews_for(c: Corrected, half_width: float = 0.05) -> int | None:
+    """How many more reviews, drawn as the ones so far, would bring the corrected rate's interval to
+    +/- ``half_width``, by PPI's own variance estimate: with n' reviews of N rows the reviews' part becomes
+    ``var_reviewed * n / n'`` and the judge's, over the rows left unreviewed, ``var_judged * (N - n) / (N - n')``.
+
+    Args:
+        c: a corrected rate (its ``var_judged`` and ``var_reviewed``).
+        half_width: the wanted half-width, as a share (0.05: +/- 5 points).
+    Returns:
+        0 when the interval is that narrow already; None when no number of reviews short of every row gets
+        there by that estimate.
+    """
+    n, big_n = c.reviewed_rows, c.all_rows
+    target = (half_width / Z95) ** 2
+
+    def var(m: int) -> float:  # the estimate's variance with m reviews
+        return c.var_judged * (big_n - n) / (big_n - m) + c.var_reviewed * n / m
+
+    if c.var_judged + c.var_reviewed <= target:
+        return 0
+    if big_n - n < 2:
+        return None
+    # var(m) is convex in m: it falls to its least near m_best, then rises (the judge's part grows as fewer
+    # rows are left unreviewed); the answer is the first m at or under the target on the way down
+    ratio = math.sqrt(c.var_reviewed * n / (c.var_judged * (big_n - n))) if c.var_judged > 0 else math.inf
+    m_best = big_n * ratio / (1 + ratio) if ratio < math.inf else big_n - 1
+    best = min((min(big_n - 1, max(n, m)) for m in (math.floor(m_best), math.ceil(m_best))), key=var)
+    if var(best) > target:
+        return None
+    lo, hi = n, best  # var(lo) > target >= var(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if var(mid) <= target else (mid, hi)
+    return hi - n
 
 
 def _binom_cdf_half(k: int, n: int) -> float:

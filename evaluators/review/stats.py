@@ -5,6 +5,7 @@ dashboard's columnar view and the command line give it the same numbers.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,11 +13,47 @@ from typing import Any
 import numpy as np
 
 from evaluators.core.agreement import agreement_numbers, krippendorff_alpha
-from evaluators.core.inference import Corrected, ppi_mean
+from evaluators.core.inference import Corrected, more_reviews_for, ppi_mean
 from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import wilson
 from evaluators.core.scales import human_pass, ordinal, scale, snap
 
+HALF_WIDTH = 0.05  # the precision a corrected rate is said to need more reviews for: +/- 5 points
+
+# Landis and Koch (Biometrics 1977): the upper end of each band of kappa and its name
+BANDS = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"), (1.0, "almost perfect"))
+
+
+def kappa_verdict(kappa: float | None, low: float | None = None, high: float | None = None) -> str:
+    """Judge-human agreement said in words from Cohen's kappa and its 95% interval, on Landis and Koch's
+    bands; when the whole interval lies below 0, that the rate is not to be trusted.
+
+    Args:
+        kappa, low, high: kappa and its interval (None: not known).
+    Returns:
+        One sentence; "" when kappa is None or NaN (undefined).
+    """
+    if kappa is None or math.isnan(kappa):
+        return ""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        low = high = None
+    k = f"Cohen's κ {kappa:.2f}" + ("" if high is None else f" [{low:.2f}, {high:.2f}]")
+    if high is not None and high < 0:
+        return f"The judge disagrees with your reviewers more than chance ({k}): do not trust this metric's rate."
+    if kappa < 0:
+        return f"The judge agrees with your reviewers no better than chance ({k}, poor on Landis and Koch's " \
+               "scale): its rate says little."
+    band = next(name for top, name in BANDS if kappa <= top)
+    return f"Judge and reviewers: {band} agreement ({k}, on Landis and Koch's scale)."
+
+
+def _more_reviews(c: Corrected) -> str:
+    """" (about 180 more would narrow it to ± 5 points)", or "" when it is that narrow already."""
+    more = more_reviews_for(c, HALF_WIDTH)
+    pts = f"± {100 * HALF_WIDTH:g} points"
+    if more is None:
+        return f" (reviewing every row would not narrow it to {pts})"
+    return f" (about {more:,} more would narrow it to {pts})" if more else ""
 
 
 @dataclass
@@ -40,8 +77,30 @@ class MetricAgreement:
     sample: str = "none"  # where the correction's rows come from: "queue <name>", "assumed random", "none"
     stale_rows: int = 0  # reviews made against an earlier judgment of the row
 
+    @property
+    def more_reviews(self) -> int | None:
+        """Reviews beyond these (drawn as they were) that would bring the corrected rate's interval to
+        ± 5 points: 0 when it is there, None with no corrected rate or when reviews cannot do it."""
+        return None if self.corrected is None else more_reviews_for(self.corrected, HALF_WIDTH)
+
+    @property
+    def distrusted(self) -> bool:
+        """Kappa's whole interval lies below 0: the judge disagrees with people more than chance."""
+        return self.kappa[2] is not None and self.kappa[2] < 0
+
+    def verdict(self) -> str:
+        """The agreement in words (``kappa_verdict``); "" before any kappa."""
+        return kappa_verdict(*self.kappa)
+
     def sentence(self) -> str:
-        """"defect rate 4.1% as judged; 7.9% [5.2, 10.6] corrected by 120 reviews"."""
+        """The corrected rate and the agreement in words, e.g. "defect rate 4.1% as judged; 7.9% [5.2, 10.6]
+        corrected by 120 reviews (about 180 more would narrow it to ± 5 points). Judge and reviewers: moderate
+        agreement (Cohen's κ 0.55 [0.31, 0.79], on Landis and Koch's scale)."
+        """
+        verdict = self.verdict()
+        return self._rate_sentence() + (f". {verdict}" if verdict else "")
+
+    def _rate_sentence(self) -> str:
         what = self.rate_name.replace("_", " ")
         if self.judged is None:
             return f"{what}: no row judged yet"
@@ -55,7 +114,7 @@ class MetricAgreement:
                               "reviews of rows the judge passed and of rows it failed)"
             return text + "; the reviews are not a sample, so they do not correct it"
         return f"{text}; {_pct(c.corrected)} [{_pct(c.low, False)}, {_pct(c.high, False)}] corrected by " \
-               f"{c.reviewed_rows} review{'s' if c.reviewed_rows != 1 else ''}"
+               f"{c.reviewed_rows} review{'s' if c.reviewed_rows != 1 else ''}{_more_reviews(c)}"
 
 
 def _pct(v: float, sign: bool = True) -> str:
