@@ -29,7 +29,7 @@ with w.guard():
     res = loaders.results(run, thresholds)
     with head:
         w.what_if_banner(run, thresholds)
-        w.headline(res)
+        w.headline(res, review.distrusted(run, res))
         review.results_summary(run, res)
         cost.cost_panel(run)
     if tab_metrics.open is not False:  # the figures cost passes over the run: drawn only while their tab is open

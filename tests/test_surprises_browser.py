@@ -162,3 +162,23 @@ def test_a_what_if_threshold_is_said_on_every_tab_until_reset(dash, browser):
     page.wait_for_url(lambda u: "th.coherence" not in u, timeout=30_000)
     settle(page, "≥ 3 · 10 of 10 scored")
     assert page.get_by_text("What-if thresholds in force", exact=False).count() == 0
+
+
+def test_a_judge_that_disagrees_with_its_reviewers_is_flagged_on_its_card(dash, browser):
+    """Issue 35: κ −0.80 [−1.00, −0.21] and a corrected rate were shown with no verdict. A reviewer who
+    answers every row against the judge (κ = −1 by hand: every verdict flipped, 6 passes and 4 fails)
+    makes the coherence card and the line under the cards say not to trust the rate."""
+    from tests.test_results_page import COHERENCE
+
+    url, store = dash
+    rid = stored_run(store, known_results())
+    store.save_reviews(rid, [dict(row_idx=i, metric="coherence", reviewer="rita", value=1.0 if v >= 3 else 5.0,
+                                  judge_value=float(v)) for i, v in enumerate(COHERENCE)])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/results?run={rid}")
+    settle(page, "coherence pass rate")
+    page.get_by_text("do not trust: the judge disagrees with your reviewers · ≥ 3 · 10 of 10 scored",
+                     exact=False).wait_for()
+    page.get_by_text("disagrees with your reviewers more than chance", exact=False).first.wait_for()
+    card = page.locator('[data-testid="stMetric"]').filter(has_text="violence defect rate")
+    assert "do not trust" not in card.inner_text()  # only the reviewed metric's card

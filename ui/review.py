@@ -56,6 +56,15 @@ def review_link(run_id: str, row: int | None = None, queue: str | None = None) -
     return "review?" + urlencode(params, quote_via=quote)
 
 
+def distrusted(run: dict, res: RunResults) -> set[str]:
+    """The run's metrics whose judge disagrees with the reviewers more than chance (their rate is not to be
+    read; its card says so); none when the reviews cannot be read (results_summary says why)."""
+    try:
+        return {name for name, a in loaders.agreement(run, res).items() if a.verdicts and a.distrusted}
+    except EvalError:
+        return set()
+
+
 def results_summary(run: dict, res: RunResults) -> None:
     """Under the Results page's headline, for each reviewed metric: its rate as judged and corrected by
     the reviews, in one sentence, with Cohen's kappa; nothing when no one has reviewed the run."""
@@ -83,10 +92,13 @@ def results_summary(run: dict, res: RunResults) -> None:
             st.caption(f"No one has reviewed this run yet: [review its rows]({review_link(run['id'])}) to learn "
                        "how far the judge can be trusted and to correct its rates.")
         return
-    for name, a in lines:
-        kappa = "" if a.kappa[0] is None else f" · judge-human κ {a.kappa[0]:.2f}"
-        st.markdown(f"**{_md(name)}**: {_md(a.sentence() + kappa)} · "
-                    f"[agreement]({review_link(run['id'])}&view=Agreement)")  # ours: names, numbers, words
+    for name, a in lines:  # the sentence gives κ with its interval and its band in words
+        line = (f"**{_md(name)}**: {_md(a.sentence())} · "
+                f"[agreement]({review_link(run['id'])}&view=Agreement)")  # ours: names, numbers, words
+        if a.distrusted:  # the judge disagrees with the reviewers more than chance: this rate is not to be read
+            st.error(line, icon=":material/report:")
+        else:
+            st.markdown(line)
 
 
 def _split_line(name: str, lead: str, got: dict, tail: str, link: str = "") -> None:

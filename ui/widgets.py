@@ -391,9 +391,10 @@ def _threshold_to_url(name: str, default: float) -> None:
 MIN_N = 10  # fewer scored rows than this and a card's rate is marked "too few to say"
 
 
-def headline(res: RunResults) -> None:
+def headline(res: RunResults, distrusted: set[str] = frozenset()) -> None:
     """Rows, errored rows and each metric's pass (or defect) rate, as cards that wrap onto more rows. Under
-    each rate: its rule (threshold), how many rows it rests on of how many, the errored ones, its interval."""
+    each rate: its rule (threshold), how many rows it rests on of how many, the errored ones, its interval;
+    for a metric in ``distrusted`` (its judge disagrees with the reviewers more than chance), that first."""
     cards = [("Rows", f"{len(res):,}", None), ("Errored rows", f"{res.errored_rows():,}", None)]
     for s in res.specs:
         r = rate_of(s, res.summary(s))
@@ -404,8 +405,11 @@ def headline(res: RunResults) -> None:
         if r.measure == "defect rate" and uses_threshold(s):
             rule = rule.replace("≤", ">").replace("≥", "<")
         short = " ".join(rule.split(" ")[-2:]) if uses_threshold(s) else "labelled true"  # "≥ 3", "> 3"
-        cards.append(rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
-                               r.counts["errored_rows"], rule + more, short, digits=0))
+        card = rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
+                         r.counts["errored_rows"], rule + more, short, digits=0)
+        if s.name in distrusted:
+            card = (*card[:3], "do not trust: the judge disagrees with your reviewers · " + card[3], "red")
+        cards.append(card)
     metric_cards(cards)
 
 
