@@ -25,7 +25,8 @@ TABLE = [
      "Incorrect API key provided: [redacted]. See https://platform.openai.com/account/api-keys."),
     ("headers: Authorization: Bearer abcdefgh12345", "headers: Authorization: [redacted]"),
     ("rejected Bearer tok_ABCDEF123456", "rejected Bearer [redacted]"),
-    ("POST /chat?api-version=2024-06-01&api-key=abcdef123456&x=1", "POST /chat?api-version=2024-06-01&api-key=[redacted]&x=1"),
+    ("POST /chat?api-version=2024-06-01&api-key=abcdef123456&x=1",
+     "POST /chat?api-version=2024-06-01&api-key=[redacted]&x=1"),
     ('{"api_key": "zzzzzzzzzz", "model": "m"}', '{"api_key": "[redacted]", "model": "m"}'),
     ("key 0123456789abcdef0123456789abcdef is wrong", "key [redacted] is wrong"),  # an Azure key: 32 hex digits
     ("token AAAAbbbbCCCC1111ddddEEEE2222ffffGGGG3333hhhh end", "token [redacted] end"),
