@@ -9,7 +9,9 @@ import sys
 import pytest
 import sqlalchemy as sa
 
+from evaluators import JudgeConfig, prepare_run
 from evaluators.core.redact import redact
+from evaluators.run.runner import Runner
 from evaluators.store.store import Store
 from tests.apptest import app, shown_text
 from tests.conftest import ROOT, env_for_subprocess
@@ -100,3 +102,17 @@ def test_an_echoed_key_is_nowhere(store_url, judge_server, tmp_path, monkeypatch
     for where, text in [("store", stored_text(store_url)), ("CLI output", p.stdout + p.stderr + q.stdout + q.stderr),
                         *[(f.name, f.read_text()) for f in tmp_path.glob("*/*.json*")], *[("page", t) for t in pages]]:
         assert KEY not in text and SHAPED not in text, where
+
+
+def test_a_batch_requests_error_is_redacted_by_the_runner(store, judge_server, monkeypatch):
+    """A Batch API request refused with the key in its message: the error comes from the batch's error file,
+    not from the client's own calls, so only the runner's redaction stands between it and the store."""
+    monkeypatch.setenv("EVAL_BATCH_POLL", "0.02")  # (as tests/test_batch.py polls)
+    api = judge_server.batch_api
+    api.error_on, api.error_message = "answer row-1", f"Incorrect API key provided: {KEY}"
+    records = [{"query": f"q{i}", "response": f"answer row-{i}"} for i in range(3)]
+    judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url, max_retries=1)
+    rid = prepare_run(store, records, ["fluency"], judge, cost={"batch": True})
+    assert Runner(store, rid, api_key=KEY).run() == "completed"
+    (bad,) = [r for r in store.load_results(rid) if r.status != "ok"]
+    assert bad.error.endswith("Incorrect API key provided: [redacted]")
