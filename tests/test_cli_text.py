@@ -40,7 +40,9 @@ def controls(text: str) -> list[str]:
 
 def test_metrics_list_and_show_print_no_controls(store_url, tmp_path):
     template = (ROOT / "examples" / "metrics" / "politeness.md").read_text()
-    escaped = HOSTILE.encode("unicode_escape").decode().replace('"', '\\"')  # as YAML's double quotes read it
+    # as YAML's double quotes read it; no NUL: PostgreSQL cannot store one in text (saving it is refused there with
+    # an internal error: a matter of the metric files' checks, not of printing)
+    escaped = HOSTILE.replace("\x00", "").encode("unicode_escape").decode().replace('"', '\\"')
     text = template.replace("description: How polite the answer is, 1 (rude) to 5 (courteous).",
                             f'description: "{escaped}"').replace("You are fair", f"You are {RED}fair")
     path = tmp_path / "politeness.md"
