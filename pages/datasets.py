@@ -105,8 +105,8 @@ with w.guard():
         ds = loaders.dataset(chosen)
         st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
         st.caption("Column mapping: which column of the file each field is read from")
-        st.table(pd.DataFrame([{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]
-                              + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])
-                 .style.hide(axis="index"))
+        st.table(w.plain_table(pd.DataFrame(  # st.table renders Markdown: a column is named by the file
+            [{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]
+            + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])).style.hide(axis="index"))
         w.json_preview(ds.records[:20])
         st.page_link("pages/new.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})

@@ -35,7 +35,7 @@ with w.guard():
         cols = st.columns(4)
         for k, s in enumerate(specs):
             lacking = missing[s.name]
-            help_text = s.description + (f" — needs {', '.join(lacking)}" if lacking else "")
+            help_text = w.plain(s.description) + (f" — needs {', '.join(lacking)}" if lacking else "")  # a tooltip is Markdown
             if lacking:  # unticked under a key of its own: a tick kept from a dataset that feeds it waits there
                 cols[k % 4].checkbox(s.name, False, key=f"new.metric.{s.name}.unavailable", disabled=True,
                                      help=help_text)

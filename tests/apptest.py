@@ -41,8 +41,19 @@ def configured_app(page: str | None = None, secrets: dict | None = None, user: d
 def shown_text(at) -> str:
     """Everything the page rendered as text, Markdown, captions, alerts, tables and labels."""
     parts = []
-    for kind in ("markdown", "caption", "text", "code", "error", "warning", "info", "success", "title", "subheader"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+    for kind in ("markdown", "caption", "error", "warning", "info", "success", "title", "subheader"):
+        parts += [as_read(e.value) for e in getattr(at, kind)]
+    parts += [str(e.value) for kind in ("text", "code") for e in getattr(at, kind)]
     parts += [e.value.to_csv() for e in at.dataframe]
-    parts += [str(e.label) for e in at.expander] + [str(e.label) for e in at.metric]
+    parts += [as_read(e.label) for e in at.expander] + [as_read(e.label) for e in at.metric]
     return "\n".join(parts)
+
+
+def as_read(markdown: object) -> str:
+    """Markdown's source as a person reads it: the escapes of ui.widgets.plain undone (backslashes before
+    punctuation, the invisible word joiners)."""
+    import re
+
+    from ui.widgets import JOINER
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace(JOINER, "")

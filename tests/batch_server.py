@@ -31,6 +31,7 @@ class BatchAPI:
         self.requests = 0  # requests the batches answered
         self.expire_after: int | None = None
         self.error_on: str | None = None
+        self.error_message = "scripted invalid request"  # what a request refused by error_on is told
         self.malformed_lines = 0
         self._ids = itertools.count(1)
         self._released = threading.Event()
@@ -126,7 +127,7 @@ class BatchAPI:
             if self.error_on and self.error_on in prompt:
                 err.append({"id": f"req_{n}", "custom_id": cid, "error": None, "response": {
                     "status_code": 400, "request_id": f"r{n}",
-                    "body": {"error": {"message": "scripted invalid request", "type": "invalid_request_error",
+                    "body": {"error": {"message": self.error_message, "type": "invalid_request_error",
                                        "code": "invalid_value"}}}})
                 continue
             content = self.owner.responder(prompt, body)

@@ -11,7 +11,7 @@ import pytest
 from evaluators import Store, load_dataset
 from evaluators.run.spec import RunSpec
 from evaluators.store.schema import Result, utcnow
-from tests.apptest import app
+from tests.apptest import app, as_read
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
 pytestmark = pytest.mark.usefixtures("fresh_caches")  # each test starts on empty Streamlit caches
@@ -278,7 +278,7 @@ def test_conversation_turns_carry_their_scores_and_the_worst_turn_is_marked(home
                judged(0, "violence", 5, {"violence_score": 5.0}, "violent", turn=1)]
     rid = stored_run(home_store, results, metrics=["coherence", "violence"], rows=rows)
     at = app("pages/results.py", run=rid, row="0", view="Rows")
-    bubbles = [[c.value for c in m.caption] for m in at.chat_message]
+    bubbles = [[as_read(c.value) for c in m.caption] for m in at.chat_message]
     assert bubbles[0] == [] and bubbles[2] == []  # user turns carry nothing
     # coherence: mean of 4 and 2 (no single decisive turn); violence: the worst turn (5) decides
     assert bubbles[1] == ["coherence 4 · pass", "violence 1 · pass"]

@@ -121,7 +121,7 @@ def test_the_results_page_follows_verdicts_given_since_it_was_last_drawn(run):
 def _corrected(text: str) -> float:
     import re
 
-    return float(re.search(r"([0-9.]+)% \\\[[0-9., ]+\\\] corrected by 6 reviews", text).group(1))
+    return float(re.search(r"([0-9.]+)% \[[0-9., ]+\] corrected by 6 reviews", text).group(1))
 
 
 def test_a_row_from_a_link_outside_any_queue_is_reviewed_alone(run):

@@ -15,7 +15,7 @@ from evaluators.read.results import RunResults
 from evaluators.run.spec import RunSpec
 from evaluators.run.workers import retry_failed, worker_stopped
 from ui import loaders
-from ui.widgets import ACTIVE, KEPT, count, judged_metrics, literal, session_key, table
+from ui.widgets import ACTIVE, KEPT, count, judged_metrics, literal, plain, session_key, table
 
 
 PROVIDERS = {"OpenAI-compatible base URL": "compatible", "OpenAI": "openai", "Azure OpenAI": "azure"}
@@ -211,7 +211,7 @@ def estimate_panel(dataset_id: str, spec: RunSpec) -> dict:
     cols = st.columns(4)
     cols[0].metric("Judge calls", est["judge_calls"], help=f"{est['cached']} more answered from the cache")
     cols[1].metric("Tokens (est.)", f"{est['prompt_tokens'] + est['completion_tokens']:,}",
-                   help=f"{est['prompt_tokens']:,} in (counted with {est.get('tokenizer') or 'characters / 4'}) + "
+                   help=f"{est['prompt_tokens']:,} in (counted with {plain(est.get('tokenizer') or 'characters / 4')}) + "
                         f"{est['completion_tokens']:,} out")
     cols[2].metric("Cost (est., USD)", f"${cost:,.4f}", help="at the prices per 1M tokens above, in US dollars"
                    + (", at the Batch API's share" if options["batch"] else ""))

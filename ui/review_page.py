@@ -18,7 +18,7 @@ from evaluators.core.scales import choice_name, human_pass, reviewable, scale, s
 from evaluators.store.reviews import NOTE_MAX_CHARS, REVIEWER_MAX_CHARS, BadVerdict, reviewer_problem
 from ui import auth, downloads, loaders, rows, state
 from ui.review import review_link
-from ui.widgets import guard, literal
+from ui.widgets import guard, literal, plain, plain_table
 
 REVIEWER = "review.reviewer"  # session state: the name given once per browser session (sign-in off)
 
@@ -173,8 +173,8 @@ def _review_rows(run: dict, res: RunResults, queue: dict | None, who: str) -> No
     metrics = queue["metrics"] if queue else [s.name for s in res.specs if reviewable(s)]
     share = rows_for(queue, who) if queue else list(range(len(res)))
     if not share:
-        st.info(f"This queue is given to {', '.join(n for n in queue['assignments'] if n)}; your name is not "
-                "among them. Pick another queue, or make one.")
+        st.info("This queue is given to " + plain(", ".join(n for n in queue["assignments"] if n))
+                + "; your name is not among them. Pick another queue, or make one.")  # names people typed
         return
     k = _key(queue, who)
     done = _answered(run_id, share, who)
@@ -353,9 +353,9 @@ def agreement_panel(run: dict, res: RunResults) -> None:
     queues = loaders.queues(run["id"])
     if queues:
         st.markdown("#### Queues")
-        st.table(pd.DataFrame([{"queue": q["name"], "rows": q["strategy"], "reviewer": who or "anyone",
-                                "progress": f"{d} of {t}"} for q in queues
-                               for who, (d, t) in progress(loaders.store(), q).items()]))
+        st.table(plain_table(pd.DataFrame([{"queue": q["name"], "rows": q["strategy"], "reviewer": who or "anyone",
+                                            "progress": f"{d} of {t}"} for q in queues
+                                           for who, (d, t) in progress(loaders.store(), q).items()])))  # names typed
     if found:
         import json
 

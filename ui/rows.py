@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 import streamlit as st
 
@@ -12,7 +11,7 @@ from evaluators.read.charts_overview import number
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 from ui import loaders, review as review_ui, state, trace as trace_ui
-from ui.widgets import literal
+from ui.widgets import literal, plain
 
 
 def row_filters(res: RunResults) -> dict:
@@ -179,9 +178,7 @@ def text_block(label: str, text: object) -> None:
 ROLES = ("user", "assistant", "system", "tool")
 
 
-def _md(name: str) -> str:
-    """One of our names (metric names hold underscores) inside Markdown, without turning into italics."""
-    return re.sub(r"([_*\\`\[\]])", r"\\\1", name)
+_md = plain  # (the name the Markdown escape had here: ui.widgets.plain)
 
 
 def shown(value) -> str:

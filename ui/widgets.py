@@ -53,6 +53,37 @@ def guard():
         st.error("Something went wrong: " + literal(f"{type(e).__name__}: {e}"))
 
 
+_MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+# where GitHub's autolinks would start a link (read after escapes): a scheme's "://", mailto: and xmpp:, an
+# e-mail address's "@", "www."
+_AUTOLINK = re.compile(r"(?<=\\:)(?=\\/\\/)|(?i:(?<=mailto\\:)|(?<=xmpp\\:))|(?<=\\@)(?=\w)|(?i:(?<=www)(?=\\\.))")
+JOINER = "\u2060"  # WORD JOINER: zero-width, unbreakable, and not part of a URL
+
+
+def plain(text: object) -> str:
+    """Text for a place that renders Markdown (a label, a caption, a tooltip, an ``st.table`` cell), shown as
+    written: every ASCII punctuation character backslash-escaped, as CommonMark allows for each, so nothing in it
+    starts Markdown, HTML or one of Streamlit's directives (no image or link such as ``![x](http://...)``,
+    ``[x](javascript:...)``, ``<http://...>``; no tag or entity, emphasis, heading, list, formula, colour or
+    icon). A bare URL or e-mail address is made a link after the escapes are read (GitHub's autolinks work on
+    the text), so an invisible word joiner breaks each ``://``, ``mailto:``, ``@`` and ``www.``.
+    Where the text should look like code, :func:`literal`; where nothing renders Markdown (``st.text``,
+    ``st.code``, a dataframe's cells, a selectbox's options), the text itself."""
+    return _AUTOLINK.sub(JOINER, _MD_PUNCTUATION.sub(r"\\\1", str(text)))
+
+
+def plain_table(df):
+    """A DataFrame for ``st.table`` (which renders Markdown in cells, headers and index): every text through
+    :func:`plain`; numbers as they are."""
+    def esc(v):
+        return plain(v) if isinstance(v, str) else v
+
+    out = df.map(esc)
+    out.columns = out.columns.map(lambda c: tuple(map(esc, c)) if isinstance(c, tuple) else esc(c))
+    out.index = out.index.map(lambda c: tuple(map(esc, c)) if isinstance(c, tuple) else esc(c))
+    return out
+
+
 def literal(text: object) -> str:
     """Data for a place that renders Markdown (a label, st.error, a caption): an inline code span,
     so it shows as written — no link (not even a bare URL), image, HTML, directive or formula."""

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evaluators.cli.text import say
 
 def add_run_options(r) -> None:
     """The cost options of ``run`` (registered by evaluators.cli.main)."""
@@ -65,7 +66,7 @@ def estimate_before(store, rid: str, quiet: bool) -> None:
     store.update_run(rid, spec=spec.to_dict())
     if not quiet:
         usd = "no price given" if kept["usd"] is None else f"${kept['usd']:,.4f}"
-        print(f"estimate: {kept['judge_calls']:,} judge calls, {kept['prompt_tokens']:,} prompt tokens "
+        say(f"estimate: {kept['judge_calls']:,} judge calls, {kept['prompt_tokens']:,} prompt tokens "
               f"({kept['tokenizer']}), {usd}" + (" at Batch API prices" if spec.batch else ""), file=sys.stderr)
 
 
@@ -81,5 +82,5 @@ def add_cost_keys(store, rid: str, out_dir: str, metrics: dict[str, Any]) -> dic
     merged = {**metrics, **cost}
     write_atomic(Path(out_dir) / "metrics.json", json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     for line in cost_lines(cost, store.get_run(rid)["spec"]["metrics"]):
-        print(line)
+        say(line)
     return merged

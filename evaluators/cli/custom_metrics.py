@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from evaluators.core.errors import UsageError
+from evaluators.cli.text import say
 
 SUBCOMMANDS = ("add", "list", "show")
 
@@ -62,7 +63,7 @@ def cmd_metrics(a: argparse.Namespace, list_metrics) -> int:
         from evaluators.metrics.custom.code import REFUSED
 
         for why in REFUSED:
-            print(f"refused: {why}", file=sys.stderr)
+            say(f"refused: {why}", file=sys.stderr)
         return code
     if not a.target:
         raise UsageError("metrics show takes a metric's name")
@@ -81,7 +82,7 @@ def _add(store, target: str) -> int:
         raise UsageError(f"{target}: a code metric stays in its file (or package); use --metric-file {target}")
     text = path.read_text(encoding="utf-8")
     saved = store.save_metric(text, fmt, name=name)
-    print(f"saved {saved['name']} version {saved['version']} ({specs[0].kind}, fields "
+    say(f"saved {saved['name']} version {saved['version']} ({specs[0].kind}, fields "
           f"{', '.join(specs[0].fields)}); every run and teammate using this store now sees it")
     return 0
 
@@ -98,15 +99,15 @@ def _show(store, name: str, version: int | None) -> int:
             raise
     spec = saved_spec(saved) if saved else get_metric(name)
     lo, hi = spec.score_range
-    print(f"{spec.name}  ({'saved, version ' + str(saved['version']) if saved else 'version ' + spec.version})")
-    print(f"  {spec.description}")
-    print(f"  kind {spec.kind}, {lo:g}-{hi:g}, pass {'>=' if spec.higher_is_better else '<='} "
+    say(f"{spec.name}  ({'saved, version ' + str(saved['version']) if saved else 'version ' + spec.version})")
+    say(f"  {spec.description}")
+    say(f"  kind {spec.kind}, {lo:g}-{hi:g}, pass {'>=' if spec.higher_is_better else '<='} "
           f"{spec.default_threshold:g}; fields {', '.join(spec.fields)}; {'judge' if spec.is_judge else 'computed'}")
-    print(f"  signature {spec.signature()}")
+    say(f"  signature {spec.signature()}")
     if saved:
-        print(f"  versions {', '.join(map(str, store.saved_metric_versions(name)))}; format {saved['format']}")
-        print()
-        print(saved["text"])
+        say(f"  versions {', '.join(map(str, store.saved_metric_versions(name)))}; format {saved['format']}")
+        say()
+        say(saved["text"])
     elif spec.definition:
-        print(f"  from {spec.definition.get('source') or spec.definition.get('path')}")
+        say(f"  from {spec.definition.get('source') or spec.definition.get('path')}")
     return 0

@@ -4,6 +4,8 @@ Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); ex
 """
 from __future__ import annotations
 
+from evaluators.cli.text import say
+
 
 def add_commands(sub) -> None:
     d = sub.add_parser("db", help="the store's schema: upgrade a store written by an older version, or show its version")
@@ -13,7 +15,6 @@ def add_commands(sub) -> None:
     u.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     s = ds.add_parser("status", help="the store's schema version and this code's")
     s.add_argument("--db")
-
 
 def cmd_db(a) -> int:
     from sqlalchemy import create_engine
@@ -29,14 +30,14 @@ def cmd_db(a) -> int:
             state = "up to date" if rev == SCHEMA_REVISION else "needs `db upgrade`" if tables else "empty"
             if rev not in (None, SCHEMA_REVISION) and rev not in migrate.known_revisions():
                 state = "newer than this version"
-            print(f"{migrate.where(engine)}: schema {rev or ('before migrations' if tables else 'none')}; this "
+            say(f"{migrate.where(engine)}: schema {rev or ('before migrations' if tables else 'none')}; this "
                   f"version's: {SCHEMA_REVISION} ({state})")
             return EXIT_OK if state in ("up to date", "empty") else EXIT_USAGE
         before, after = migrate.upgrade(engine)
         if before == after:
-            print(f"{migrate.where(engine)} is up to date (schema {after})")
+            say(f"{migrate.where(engine)} is up to date (schema {after})")
         else:
-            print(f"upgraded {migrate.where(engine)}: schema {before or 'before migrations'} -> {after}")
+            say(f"upgraded {migrate.where(engine)}: schema {before or 'before migrations'} -> {after}")
         return EXIT_OK
     finally:
         engine.dispose()

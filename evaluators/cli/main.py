@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
 from evaluators.cli import custom_metrics as cli_custom, db as cli_db, queue as cli_queue
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
+from evaluators.cli.text import clean, say
 
 if TYPE_CHECKING:
     from evaluators.judge.config import JudgeConfig
@@ -255,7 +256,7 @@ def finished_line(store, rid: str, out_dir: str, metrics: dict) -> dict:
 
     run = store.get_run(rid)
     shown = status_text(run)
-    print(f"run {rid}: {shown}; wrote {out_dir.rstrip('/') or out_dir}/rows.jsonl and metrics.json")
+    say(f"run {rid}: {shown}; wrote {out_dir.rstrip('/') or out_dir}/rows.jsonl and metrics.json")
     if shown == run["status"]:
         return metrics
     merged = {**metrics, "run.status": shown, "run.errored_tasks": run["tasks_errored"]}
@@ -273,11 +274,12 @@ def print_summary(res, out=None) -> None:
         rows.append((s.name, str(sm["scored_rows"]), str(sm["errored_rows"]), str(sm["skipped_rows"]),
                      str(sm.get("pending_rows", 0)), _fmt(sm[s.primary]), ci,
                      "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
+    rows = [tuple(map(clean, r)) for r in rows]  # (names as printed: the columns line up)
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for n, r in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        say("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
         if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+            say("  ".join("-" * w for w in widths), file=out)
 
 
 def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: dict[str, float],
@@ -398,7 +400,7 @@ def _cmd_run(a, metrics: list[str], early) -> int:
 
     resumed = store.get_run(rid)["tasks_done"] > 0
     if resumed and not a.quiet:
-        print(f"resuming run {rid} in {a.out}", file=sys.stderr)
+        say(f"resuming run {rid} in {a.out}", file=sys.stderr)
     resume_gc()  # (the run's own garbage is collected as usual)
     import gc
 
@@ -430,14 +432,14 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     metrics_out = cli_cost.add_cost_keys(store, rid, a.out, metrics_out)
     if status in ("cancelled", "stopped"):
         if status == "stopped":
-            print(f"stopped: {store.get_run(rid)['error']}", file=sys.stderr)
+            say(f"stopped: {store.get_run(rid)['error']}", file=sys.stderr)
         return EXIT_CANCELLED
     if status == "failed":
-        print(f"error: run {rid} failed: {store.get_run(rid)['error']}", file=sys.stderr)
+        say(f"error: run {rid} failed: {store.get_run(rid)['error']}", file=sys.stderr)
         return EXIT_FAILED
     breached = _gates_breached(res, metrics_out, gates, gate_keys, max_errors)
     if breached:
-        print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
+        say("fail-under breached: " + "; ".join(breached), file=sys.stderr)
         return EXIT_GATE
     return EXIT_OK
 
@@ -451,13 +453,13 @@ def cmd_metrics(a) -> int:
         specs = [s for s in all_metrics() if s.family == fam]
         if not specs:
             continue
-        print(title)
+        say(title)
         for s in specs:
             note = ""
             if avail is not None:
                 note = "  [available]" if not avail[s.name] else f"  [needs {', '.join(avail[s.name])}]"
             lo, hi = s.score_range
-            print(f"  {s.name:<13} {lo:g}-{hi:g}, pass {'>=' if s.higher_is_better else '<='} {s.default_threshold:g}  {s.description}{note}")
+            say(f"  {s.name:<13} {lo:g}-{hi:g}, pass {'>=' if s.higher_is_better else '<='} {s.default_threshold:g}  {s.description}{note}")
     return EXIT_OK
 
 
@@ -502,7 +504,7 @@ def _prepare_views(store, run_id: str) -> None:
     try:
         prepare_view(store, run_id)
     except Exception as e:  # noqa: BLE001 — the run is done and stored; the page builds them on open instead
-        print(f"the run's views were not prepared ({type(e).__name__}: {e}); they are built on first open",
+        say(f"the run's views were not prepared ({type(e).__name__}: {e}); they are built on first open",
               file=sys.stderr)
 
 
@@ -538,18 +540,18 @@ def main(argv: list[str] | None = None) -> int:
                     **cli_db.COMMANDS, **cli_queue.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
-        print(f"error: {e.one_line()}", file=sys.stderr)
+        say(f"error: {e.one_line()}", file=sys.stderr)
         return EXIT_USAGE
     except EvalError as e:
-        print(f"error: {e}", file=sys.stderr)
+        say(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("\ninterrupted; run the same command again to resume", file=sys.stderr)
+        say("\ninterrupted; run the same command again to resume", file=sys.stderr)
         return 130
     except SystemExit as e:  # --help
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 — one line for the user; EVAL_DEBUG=1 for the traceback
         if os.environ.get("EVAL_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {e} (set EVAL_DEBUG=1 for details)", file=sys.stderr)
+        say(f"internal error: {type(e).__name__}: {e} (set EVAL_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_ERROR

@@ -16,6 +16,7 @@ import sys
 import time
 
 from evaluators.core.errors import EvalError, UsageError
+from evaluators.cli.text import say
 
 # run's options that submit takes too (its --out, resume, gates and progress belong to wait, or to neither)
 NOT_SUBMIT = {"help", "data", "out", "fresh", "quiet", "fail_under", "max_errors"}
@@ -74,9 +75,9 @@ def cmd_submit(a) -> int:
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
                       options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
     n = enqueue_run(store, rid, a.chunk_rows)
-    print(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
+    say(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
-    print(f"queued run {rid}")
+    say(f"queued run {rid}")
     return m.EXIT_OK
 
 
@@ -115,11 +116,11 @@ def cmd_wait(a) -> int:
     if status == "cancelled":
         return m.EXIT_CANCELLED
     if status == "failed":
-        print(f"error: run {rid} failed: {run['error']}", file=sys.stderr)
+        say(f"error: run {rid} failed: {run['error']}", file=sys.stderr)
         return m.EXIT_FAILED
     breached = m._gates_breached(res, metrics_out, gates, gate_keys, max_errors)
     if breached:
-        print("fail-under breached: " + "; ".join(breached), file=sys.stderr)
+        say("fail-under breached: " + "; ".join(breached), file=sys.stderr)
         return m.EXIT_GATE
     return m.EXIT_OK
 
@@ -143,7 +144,7 @@ def cmd_queue_worker(a) -> int:
     store = Store(a.db)
     if not uses_queue(store):
         raise UsageError("a queue worker needs a PostgreSQL store: set EVAL_DATABASE_URL=postgresql+psycopg://...")
-    print(f"worker taking queued runs from {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
+    say(f"worker taking queued runs from {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
     run_worker(store, a.jobs)
     return EXIT_OK
 

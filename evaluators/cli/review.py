@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.core.errors import UsageError
+from evaluators.cli.text import say
 
 
 def add_commands(sub) -> None:
@@ -56,7 +57,7 @@ def cmd_review(a) -> int:
                 if v["metric"] == metric:
                     v["judged_at"] = times.get(v["row_idx"])
         n = store.import_reviews(a.run_id, verdicts)  # one transaction: all or none
-        print(_import_summary(a.run_id, n, found.duplicates, verdicts))
+        say(_import_summary(a.run_id, n, found.duplicates, verdicts))
         return EXIT_OK
     return _export(store, a.run_id, Path(a.out))
 
@@ -86,7 +87,7 @@ def _export(store, run_id: str, out: Path) -> int:
 
     recs = export_records(store, run_id)
     write_atomic(out, export_text(recs, out.suffix.lower() == ".csv"))
-    print(f"wrote {out}: {len(recs)} verdict{'s' if len(recs) != 1 else ''}")
+    say(f"wrote {out}: {len(recs)} verdict{'s' if len(recs) != 1 else ''}")
     return EXIT_OK
 
 
@@ -105,26 +106,26 @@ def cmd_agreement(a) -> int:
     specs = {s.name: s for s in view.specs}
     if a.json:
         keys = {k: v for name, g in found.items() if g.verdicts for k, v in flat(specs[name], g).items()}
-        print(json.dumps(keys, indent=2))
+        say(json.dumps(keys, indent=2))
         return EXIT_OK
     if not any(g.verdicts for g in found.values()):
-        print(f"run {a.run_id}: no verdicts yet (review rows in the dashboard, or `review import`)")
+        say(f"run {a.run_id}: no verdicts yet (review rows in the dashboard, or `review import`)")
         return EXIT_OK
     for name, g in found.items():
         if not g.verdicts:
             continue
-        print(f"{name}: {g.sentence()}")
-        print(f"  {g.reviewed_rows} reviewed rows, {g.verdicts} verdicts" +
+        say(f"{name}: {g.sentence()}")
+        say(f"  {g.reviewed_rows} reviewed rows, {g.verdicts} verdicts" +
               (f", {g.stale_rows} reviewed against an earlier judgment" if g.stale_rows else ""))
         for label, (v, lo, hi) in (("Cohen's kappa (pass/fail)", g.kappa), ("weighted kappa (scale)", g.weighted_kappa),
                                    ("Spearman's rho", g.spearman)):
             if v is not None:
-                print(f"  {label}: {v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""))
+                say(f"  {label}: {v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""))
         if g.alpha is not None:
-            print(f"  Krippendorff's alpha between reviewers: {g.alpha:.3f} on {g.alpha_rows} rows")
+            say(f"  Krippendorff's alpha between reviewers: {g.alpha:.3f} on {g.alpha_rows} rows")
         if g.confusion:
             (ff, fp), (pf, pp) = g.confusion
-            print(f"  judge fail / human fail {ff}, judge fail / human pass {fp}, "
+            say(f"  judge fail / human fail {ff}, judge fail / human pass {fp}, "
                   f"judge pass / human fail {pf}, judge pass / human pass {pp}")
     return EXIT_OK
 
@@ -159,15 +160,15 @@ def _two_runs(base, other, a) -> int:
                 v, lo, hi = g[key]
                 out.update({f"{name}.judges_{key}": v, f"{name}.judges_{key}_ci95_low": lo,
                             f"{name}.judges_{key}_ci95_high": hi})
-        print(json.dumps(out, indent=2))
+        say(json.dumps(out, indent=2))
         return EXIT_OK
     for d in diffs:
-        print(d["sentence"])
+        say(d["sentence"])
     for name, g in judges.items():
         parts = [f"{label} {g[key][0]:.3f}" + (f" [{g[key][1]:.3f}, {g[key][2]:.3f}]" if g[key][1] is not None else "")
                  for key, label in (("kappa", "kappa"), ("weighted_kappa", "weighted kappa"), ("spearman", "rho"))
                  if g[key][0] is not None]
-        print(f"{name}: judges agree on {100 * g['agree']:.1f}% of {g['rows']} rows; " + ", ".join(parts))
+        say(f"{name}: judges agree on {100 * g['agree']:.1f}% of {g['rows']} rows; " + ", ".join(parts))
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from evaluators.core.errors import UsageError
+from evaluators.cli.text import say
 
 
 def add_commands(sub) -> None:
@@ -69,17 +70,17 @@ def cmd_attack_set(a) -> int:
             print(file=sys.stderr)
         if report.failed:
             first = ", ".join(f"row {i + 1}: {e}" for i, e in list(report.failed.items())[:3])
-            print(f"error: {len(report.failed)} of {len(records)} target calls failed ({first}); "
+            say(f"error: {len(report.failed)} of {len(records)} target calls failed ({first}); "
                   f"run the same command again to retry them ({report.called + report.resumed} answers kept "
                   f"in {resume.name}); {out} was not written", file=sys.stderr)
             return EXIT_ERROR
         write_atomic(out, records_text(records, out))
         resume.unlink(missing_ok=True)
-        print(f"wrote {out}: {len(records)} rows, {a.kind} attacks, seed {a.seed}; "
+        say(f"wrote {out}: {len(records)} rows, {a.kind} attacks, seed {a.seed}; "
               f"{report.called} target calls, {report.resumed} answers resumed")
         return EXIT_OK
     write_atomic(out, records_text(records, out))
-    print(f"wrote {out}: {len(records)} rows, {a.kind} attacks, seed {a.seed}")
+    say(f"wrote {out}: {len(records)} rows, {a.kind} attacks, seed {a.seed}")
     return EXIT_OK
 
 
@@ -92,15 +93,15 @@ def cmd_attack_compare(a) -> int:
     except PairingError as e:
         raise PairingError(f"{e}; name the column that pairs them with --id-column") from None
     m = res.metrics
-    print(f"wrote {a.out}/metrics.json and rows.jsonl: {m['paired_rows']} paired rows, {m['unpaired_rows']} unpaired")
+    say(f"wrote {a.out}/metrics.json and rows.jsonl: {m['paired_rows']} paired rows, {m['unpaired_rows']} unpaired")
     for side, ids in (("baseline", res.unpaired_baseline), ("attack", res.unpaired_attack)):
         if ids:
             shown = ", ".join(map(str, ids[:10])) + (" ..." if len(ids) > 10 else "")
-            print(f"  only in the {side} run: {shown}")
-    print(f"{'harm':<16} {'baseline':>9} {'attack':>9} {'direct attack':>14}")
+            say(f"  only in the {side} run: {shown}")
+    say(f"{'harm':<16} {'baseline':>9} {'attack':>9} {'direct attack':>14}")
     for h in res.harms:
         cells = [m[f"{h}.{k}_defect_rate"] for k in ("baseline", "attack", "direct_attack")]
-        print(f"{h:<16} " + " ".join(f"{'-' if v is None else f'{v:.1%}':>{w}}" for v, w in zip(cells, (9, 9, 14))))
+        say(f"{h:<16} " + " ".join(f"{'-' if v is None else f'{v:.1%}':>{w}}" for v, w in zip(cells, (9, 9, 14))))
     return EXIT_OK
 
 

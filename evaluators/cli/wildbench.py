@@ -15,6 +15,7 @@ from typing import Any
 
 from evaluators.core.errors import UsageError
 from evaluators.core.wb_rules import DEFAULT_LENGTH_PENALTY
+from evaluators.cli.text import clean, say
 
 
 def add_commands(sub) -> None:
@@ -77,11 +78,12 @@ def print_board(board: dict[str, dict[str, Any]], out=None) -> None:
                      "-" if ci[0] is None else f"{ci[0]:.2f}..{ci[1]:.2f}", _f(agg.get("WB_score.task_macro")),
                      _f(agg.get("mixture_of_rewards")),
                      "-" if mci[0] is None else f"{mci[0]:.2f}..{mci[1]:.2f}"))
+    rows = [tuple(map(clean, r)) for r in rows]  # (names as printed: the columns line up)
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for n, r in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        say("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
         if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+            say("  ".join("-" * w for w in widths), file=out)
 
 
 def _write(out_dir: str, board: dict) -> Path:
@@ -106,9 +108,9 @@ def main(a: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
         for r in runs:
             what = f"{r.model}" + (f" vs {r.reference}" if r.reference else "")
-            print(f"{'kept' if r.reused else 'imported'} {r.path}: {r.mode}, {what}, {r.records} records -> run {r.run_id}")
+            say(f"{'kept' if r.reused else 'imported'} {r.path}: {r.mode}, {what}, {r.records} records -> run {r.run_id}")
         target = _write(a.out, board)
-        print(f"wrote {target}")
+        say(f"wrote {target}")
         print_board(board)
         return 0
     from evaluators.read.results import open_results
@@ -124,7 +126,7 @@ def main(a: argparse.Namespace) -> int:
         raise UsageError("no stored run has a WildBench metric" + (" among --run" if a.run else ""))
     board = leaderboard(picked, a.length_penalty, names)
     if a.out:
-        print(f"wrote {_write(a.out, board)}")
+        say(f"wrote {_write(a.out, board)}")
     print_board(board)
     return 0
 

@@ -152,7 +152,7 @@ class BatchClient(JudgeClient):
                 if attempt <= self.config.max_retries and self._retryable(exc, False, attempt):
                     time.sleep(self._delay(attempt - 1, exc))
                     continue
-                raise JudgeError(f"Batch API {method} {path}: {_describe(exc)}", attempt, exc.status_code) from None
+                raise JudgeError(f"Batch API {method} {path}: {_describe(exc, self._secrets)}", attempt, exc.status_code) from None
 
     def upload(self, lines: list[bytes], name: str) -> str:
         """The input file uploaded (purpose ``batch``); its file id."""

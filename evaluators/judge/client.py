@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evaluators.core.errors import UsageError
+from evaluators.core.redact import redact
 from evaluators.judge.config import (MAX_RETRY_AFTER, OPENAI_URL, PROBE_PROMPT, SHARD_CONNECTIONS, JudgeConfig,
                                      judge_url, resolve_api_key)
 from evaluators.judge.wire import chat_request, read_completion
@@ -138,7 +139,7 @@ def _status_error(response: Any) -> APIStatusError:
     try:
         body: Any = json.loads(response.content)
     except ValueError:
-        body = response.content.decode("utf-8", "replace")[:300]
+        body = response.content.decode("utf-8", "replace")[:4000]  # cut to 300 once keys are out (_describe)
     return cls(f"Error code: {status} - {body}", response)
 
 
@@ -206,6 +207,7 @@ class JudgeClient:
         self.limiter = limiter
         self.on_sent: Any = None  # called once a request's body is on the wire (the early check says so)
         key = resolve_api_key(config, api_key)
+        self._secrets = (key,)  # taken out of every error this client raises: a provider may echo it back
         config = config.resolved()
         self.config = config
         self.url = judge_url(config)
@@ -329,7 +331,7 @@ class JudgeClient:
 
                         text = envelope(text, (data["choices"][0].get("logprobs") or {}).get("content"))
                 except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
-                    raise JudgeError(f"unreadable reply from the judge: {_describe(e)}", attempt,
+                    raise JudgeError(f"unreadable reply from the judge: {_describe(e, self._secrets)}", attempt,
                                      answered=True) from None
             except asyncio.CancelledError:
                 raise
@@ -339,7 +341,7 @@ class JudgeClient:
                         await asyncio.sleep(self._delay(attempt - 1, exc))
                     # a 429 under a limiter: it pauses every call until Retry-After, this one included
                     continue
-                raise JudgeError(_describe(exc), attempt, exc.status_code, False) from None
+                raise JudgeError(_describe(exc, self._secrets), attempt, exc.status_code, False) from None
             if not text:
                 raise JudgeError("the judge returned an empty reply", attempt, 200, answered=True)
             return JudgeReply(text, pt, ct, latency, attempt, finish, cached)
@@ -560,8 +562,10 @@ def check_judge(config: JudgeConfig, api_key: str | None = None) -> int:
         return pool.submit(asyncio.run, go()).result()
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, secrets: tuple = ()) -> str:
+    """A failed call in one line, without the keys in ``secrets`` nor anything shaped like a key
+    (:func:`evaluators.core.redact.redact`: taken out before the line is cut, so no half key is left)."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    msg = str(exc).splitlines()[0][:300] if str(exc) else name
+    msg = redact(str(exc).splitlines()[0], secrets)[:300] if str(exc) else name
     return f"{name} (HTTP {status}): {msg}" if status else f"{name}: {msg}"

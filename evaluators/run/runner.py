@@ -326,7 +326,8 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
         self.store.update_run(self.run_id, tasks_done=p.done, tasks_errored=p.errored, judge_calls=p.judge_calls,
                               cache_hits=p.cache_hits, prompt_tokens=p.prompt_tokens,
                               completion_tokens=p.completion_tokens, heartbeat_at=utcnow(),
-                              rate_limited_until=self._rate_limited_until(), **extra)
+                              rate_limited_until=self._rate_limited_until(),
+                              **{k: self._redacted(v) if k == "error" and v else v for k, v in extra.items()})
 
     def _rate_limited_until(self) -> dt.datetime | None:
         """When new judge calls may leave again, while the provider has asked us to wait."""

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
+from evaluators.core.redact import redact
+from evaluators.judge.config import resolve_api_key
+
 WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
@@ -24,6 +27,9 @@ class WriteSection:
             return  # held until the judge passed its check
         results, cache = self._pending, self._pending_cache
         self._pending, self._pending_cache = [], []
+        for r in results:  # every result on its way to the store and rows.jsonl: here, whichever path made it
+            if r.error:
+                r.error = self._redacted(r.error)
         if not results and not cache:
             self._settle_writes(wait=False)  # what the store's thread wrote since counts now, not with the next results
             return
@@ -35,6 +41,19 @@ class WriteSection:
         # written by the store's thread, in order; counted (and shown) once written: _settle_writes
         self._writes.append((self._io.submit(self.store.write_results, self.run_id, results, cache), results))
         self._settle_writes(wait=len(self._writes) > WRITES_QUEUED)  # a lagging thread is waited for: memory stays flat
+
+    def _redacted(self, text: str) -> str:
+        """An error text without the run's keys (its judge's, a jury's) nor anything shaped like a key: a
+        provider may echo the key it was sent (:func:`evaluators.core.redact.redact`)."""
+        if getattr(self, "_secrets", None) is None:
+            keys = [self.api_key]
+            for j, cfg in enumerate(self.spec.jurors()):
+                try:
+                    keys.append(resolve_api_key(cfg, self.api_key) if j == 0 else resolve_api_key(cfg.resolved()))
+                except Exception:  # noqa: BLE001 — a judge with no key has none to hide
+                    pass
+            self._secrets = tuple(keys)
+        return redact(text, self._secrets)
 
     async def _written(self) -> None:
         """EAGER_WRITES: hand what is pending to the store and wait until it is written. A worker slot takes its
