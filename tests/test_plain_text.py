@@ -24,7 +24,7 @@ def test_plain_leaves_nothing_markdown_reads(text):
     assert not re.search(r"(?i)https?:\\?/|www\\?\.|\w@\w", out.replace("\\", ""))  # no autolink can start
 
 
-def test_a_typed_model_name_in_the_estimate_tooltip_is_text(home_store):
+def test_a_typed_model_name_in_the_estimate_tooltip_is_text(home_store, fresh_caches):
     typed = "m ![i](http://127.0.0.1:9/tip.png)"
     app()
     did = home_store.list_datasets()[0]["id"]
