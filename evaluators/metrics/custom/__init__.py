@@ -96,6 +96,17 @@ def register_metric_files(args: list[str | Path] | tuple = ()) -> list[str]:
     return [s.name for s in specs]
 
 
+def check_renders(spec: MetricSpec) -> None:
+    """A trial render of a metric's prompt on a sample row, under the bounds users' templates render under,
+    before it is saved (``metrics add``, the New metric page's Save). Our template's form has no loops or
+    expressions (its render is linear in its text), so only a Prompty body is tried.
+
+    Raises:
+        DefinitionError: the render stopped at a bound or failed.
+    """
+    prompty.trial_render(spec)
+
+
 def register_entry_points() -> None:
     """Register the metrics installed packages declare (the package root hands this to the registry)."""
     for s in code.entry_point_specs():
