@@ -99,6 +99,7 @@ def test_a_template_that_ran_away_on_three_rows_fails_the_rest_at_once(tmp_path)
 
 def test_memory_bound_ends_the_render_process_and_the_next_row_gets_a_new_one():
     grow = "user:\n{{ 'x' | center(2000000000) }}"  # one 2 GB string, past the 1 GiB the process may have
+    assert bounded.render_rows("user:\n{{ 1 + 1 }}", [{}]) == ["user:\n2"]
     before = renderer().pid
     got = bounded.render_rows(grow, [{}])
     assert isinstance(got[0], RenderBoundError) and "MiB a render may use" in str(got[0])
@@ -177,3 +178,39 @@ def test_the_new_metric_page_tries_and_refuses_a_runaway_template(judge_server, 
     at.button(key="metric.save").click().run()
     assert "a trial render on a sample row failed" in " ".join(e.value for e in at.error)
     assert home_store.saved_metrics() == [] and "Row 1: no value" in shown_text(at)
+
+
+def test_a_queue_worker_fails_a_runaway_template_s_rows_and_hears_cancel(postgres, judge_server, tmp_path):
+    """On the job queue: the runaway metric's 31 rows fail, fluency's are judged, the worker lives on; a second
+    run whose judge calls (coherence: none cached) are held is cancelled while (or just after) its runaway rows
+    render."""
+    from evaluators.store.store import Store
+    from tests.conftest import SINGLE, wait_for_run
+    from tests.test_queue import cli, stop, worker
+
+    url = postgres.new_database()
+    store = Store(url)
+    first = _write(tmp_path, "loop.prompty", prompty("loop", NESTED_SILENT))
+    p = cli("submit", SINGLE, "--metrics", "loop,fluency", "--metric-file", first, "--judge-base-url",
+            judge_server.url, "--chunk-rows", "10", url=url)
+    assert p.returncode == 0, p.stderr
+    rid = p.stdout.split()[-1]
+    w = worker(url)
+    try:
+        assert wait_for_run(store, rid, timeout=180)["status"] == "completed"
+        results = store.load_results(rid)
+        loop = [r for r in results if r.metric == "loop"]
+        assert len(loop) == 31 and all(r.status == "error" and WHY["loop_time"] in r.error for r in loop)
+        assert sorted(r.row_idx for r in results if r.metric == "fluency" and r.status == "ok") == list(range(31))
+        assert w.poll() is None  # the worker is alive and takes the next run
+        judge_server.hold_calls(after=0)
+        second = _write(tmp_path, "loop2.prompty", prompty("loop2", NESTED_SILENT + "{{ response }}"))
+        p = cli("submit", SINGLE, "--metrics", "loop2,coherence", "--metric-file", second, "--judge-base-url",
+                judge_server.url, "--chunk-rows", "31", url=url)
+        rid2 = p.stdout.split()[-1]
+        wait_until(lambda: store.get_run(rid2)["status"] == "running", timeout=120, what="the second run taken")
+        store.request_cancel(rid2)
+        assert wait_for_run(store, rid2, timeout=120)["status"] == "cancelled"
+    finally:
+        judge_server.release()
+        stop(w)
