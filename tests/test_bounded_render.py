@@ -214,3 +214,22 @@ def test_a_queue_worker_fails_a_runaway_template_s_rows_and_hears_cancel(postgre
     finally:
         judge_server.release()
         stop(w)
+
+
+def test_a_cli_run_records_each_runaway_row_s_reason_and_completes(judge_server, tmp_path):
+    import json
+
+    from tests.conftest import SINGLE
+
+    path = _write(tmp_path, "big.prompty", prompty("big", BIG_STRING))
+    p = subprocess.run([sys.executable, "-m", "evaluators", "run", str(SINGLE), "--metrics", "big,fluency",
+                        "--metric-file", path, "--judge-base-url", judge_server.url, "--out", str(tmp_path / "out"),
+                        "--db", f"sqlite:///{tmp_path / 'evals.db'}"], cwd=ROOT, capture_output=True, text=True,
+                       env=env_for_subprocess(), timeout=180)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 31 and all(r["outputs.fluency.fluency"] is not None for r in rows)
+    assert max(len(c["messages"][-1]["content"]) for c in judge_server.calls) < 20_000  # no 50 MB prompt sent
+    with __import__("sqlite3").connect(tmp_path / "evals.db") as c:
+        errors = [e for (e,) in c.execute("select error from results where metric = 'big'")]
+    assert len(errors) == 31 and all(WHY["big_string"] in e for e in errors)
