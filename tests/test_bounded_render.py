@@ -107,6 +107,17 @@ def test_memory_bound_ends_the_render_process_and_the_next_row_gets_a_new_one():
     assert renderer().pid not in (None, before)
 
 
+def test_a_render_process_killed_from_outside_is_started_again_for_the_next_row():
+    import os
+    import signal
+
+    assert bounded.render_rows("user:\n{{ 1 }}", [{}]) == ["user:\n1"]
+    pid = renderer().pid
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: _state(pid) in ("Z", ""), timeout=30, what="the render process dead")
+    assert bounded.render_rows("user:\n{{ 2 }}", [{}]) == ["user:\n2"] and renderer().pid != pid
+
+
 def test_our_templates_form_is_bounded_by_size_before_it_is_made():
     from evaluators.judge.templates import parse_template
 

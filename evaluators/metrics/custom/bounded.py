@@ -35,6 +35,7 @@ WALL_SECONDS = 20.0  # the parent's backstop when the process stops answering (C
 START_SECONDS = 60.0  # a new render process has this long to say it is ready (Jinja2 imported)
 RUNAWAY_ROWS = 3  # rows a template may run past its time before this process stops rendering it
 _HEAD = struct.Struct("!I")
+_ENDED = object()  # what the render process answers when it has ended
 
 
 class RenderBoundError(ValueError):
@@ -131,7 +132,7 @@ def _read(stream, n: int) -> bytes | None:
 
 
 def _frame(obj: Any) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+    data = json.dumps(obj, default=str).encode("ascii")  # (\u escapes: a lone surrogate in a row travels too)
     return _HEAD.pack(len(data)) + data
 
 
@@ -198,14 +199,20 @@ class Renderer:
 
     def _one(self, body: str, row: dict[str, Any]) -> list[str | RenderBoundError]:
         """A row rendered, or why not (a process that did not answer in time is stopped)."""
-        proc = self._process()
-        try:
-            proc.stdin.write(_frame({"body": body, "rows": [row]}))
-            proc.stdin.flush()
-        except OSError:
+        frame = _frame({"body": body, "rows": [row]})
+        for attempt in (1, 2):  # a process that had ended (killed from outside) is started again, once
+            proc = self._process()
+            try:
+                proc.stdin.write(frame)
+                proc.stdin.flush()
+                reply = self._reply(proc, WALL_SECONDS)
+            except OSError:
+                reply = _ENDED
+            if reply is not _ENDED:
+                break
             self._stop()
-            return [RenderBoundError("the render process ended unexpectedly")]
-        reply = self._reply(proc, WALL_SECONDS)
+        if reply is _ENDED:
+            return [RenderBoundError("the render process ended while rendering this row")]
         if reply is None:
             self._stop()
             self._runaways[body] = self._runaways.get(body, 0) + 1
@@ -227,13 +234,13 @@ class Renderer:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={"LC_ALL": "C.UTF-8"},
                                 close_fds=True)
         self._proc, self._buf = proc, b""
-        if self._reply(proc, START_SECONDS) is None:
+        if not isinstance(self._reply(proc, START_SECONDS), dict):
             self._stop()
             raise RenderBoundError("the render process did not start")
         return proc
 
-    def _reply(self, proc: subprocess.Popen, seconds: float) -> dict[str, Any] | None:
-        """The process's next answer, or None when it gave none within ``seconds`` or ended."""
+    def _reply(self, proc: subprocess.Popen, seconds: float) -> Any:
+        """The process's next answer, None when it gave none within ``seconds``, ``_ENDED`` when it ended."""
         fd = proc.stdout.fileno()
         deadline = time.monotonic() + seconds
         while True:
@@ -241,13 +248,13 @@ class Renderer:
                 need = _HEAD.size + _HEAD.unpack(self._buf[:_HEAD.size])[0]
                 if len(self._buf) >= need:
                     frame, self._buf = self._buf[_HEAD.size:need], self._buf[need:]
-                    return json.loads(frame.decode("utf-8", "surrogatepass"))
+                    return json.loads(frame)
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 return None
             got = os.read(fd, 1 << 20)
             if not got:
-                return None
+                return _ENDED
             self._buf += got
 
     def _stop(self) -> None:
