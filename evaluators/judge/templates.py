@@ -87,7 +87,7 @@ class Template:
             size += count * (len(str(v)) if v is not None and (verbatim or v != "") else 6)
         if size > MAX_CHARS:
             raise RenderBoundError(f"the rendered prompt would have {size:,} characters, past the {MAX_CHARS:,} a "
-                                   "prompt may have (a judge's context is far smaller)")
+                                   "prompt may have (a judge's context is far smaller)", "size")
 
 
 def parse_template(text: str, source: str, bounded: bool = False) -> Template:

@@ -39,7 +39,12 @@ _ENDED = object()  # what the render process answers when it has ended
 
 
 class RenderBoundError(ValueError):
-    """A row's render stopped at a bound (time, size, memory) or failed; the message says which, in words."""
+    """A row's render stopped at a bound or failed; the message says which, in words; ``kind`` is "time",
+    "memory", "size" or "template" (the template's own error, the sandbox's refusals among them)."""
+
+    def __init__(self, message: str, kind: str = "template"):
+        super().__init__(message)
+        self.kind = kind
 
 
 # ---------------------------------------------------------------- the sandbox (used in the render process)
@@ -100,19 +105,19 @@ def render_bounded(env, cache: dict, body: str, values: dict[str, Any]) -> str:
                 size += len(chunk)
                 if size > MAX_CHARS:
                     raise RenderBoundError(f"the rendered prompt passed {MAX_CHARS:,} characters (a prompt that "
-                                           "long is past any judge's context); rendering stopped there")
+                                           "long is past any judge's context); rendering stopped there", "size")
                 parts.append(chunk)
             return "".join(parts)
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
     except _OverTime:
         raise RenderBoundError(f"the template ran past its {CPU_SECONDS:g} s of CPU time for one row (a loop too "
-                               "long?); rendering stopped there") from None
+                               "long?); rendering stopped there", "time") from None
     except RenderBoundError:
         raise
     except MemoryError:
         raise RenderBoundError(f"the template needed more than the {MEMORY_BYTES >> 20:,} MiB a render may use; "
-                               "rendering stopped there") from None
+                               "rendering stopped there", "memory") from None
     except RecursionError:
         raise RenderBoundError("the template nests or recurses too deeply") from None
     except Exception as e:  # noqa: BLE001 — the template's own failure on this row, said in words
@@ -156,15 +161,13 @@ def serve() -> None:
             return
         req = json.loads(raw)
         for values in req["rows"]:
-            fatal = False
             try:
                 reply: dict[str, Any] = {"text": render_bounded(env, cache, req["body"], values)}
             except RenderBoundError as e:
-                fatal = "MiB a render may use" in str(e)
-                reply = {"error": str(e), "overtime": "CPU time" in str(e)}
+                reply = {"error": str(e), "kind": e.kind}
             out.write(_frame(reply))
             out.flush()
-            if fatal:
+            if reply.get("kind") == "memory":
                 return  # a fresh process for the next row, not one whose heap a MemoryError left behind
 
 
@@ -188,7 +191,8 @@ class Renderer:
             for row in rows:  # one at a time: a template that ran away is not sent another row
                 if self._runaways.get(body, 0) >= RUNAWAY_ROWS:
                     out.append(RenderBoundError(f"not rendered: the template ran past its {CPU_SECONDS:g} s of CPU "
-                                                f"time on {RUNAWAY_ROWS} rows already (a loop too long?); fix it"))
+                                                f"time on {RUNAWAY_ROWS} rows already (a loop too long?); fix it",
+                                                "time"))
                 else:
                     out += self._one(body, row)
             return out
@@ -216,14 +220,15 @@ class Renderer:
         if reply is None:
             self._stop()
             self._runaways[body] = self._runaways.get(body, 0) + 1
-            return [RenderBoundError(f"the template's render did not end within {WALL_SECONDS:g} s and was stopped")]
+            return [RenderBoundError(f"the template's render did not end within {WALL_SECONDS:g} s and was stopped",
+                                     "time")]
         if "text" in reply:
             return [reply["text"]]
-        if reply.get("overtime"):
+        if reply["kind"] == "time":
             self._runaways[body] = self._runaways.get(body, 0) + 1
-        if "MiB a render may use" in reply["error"]:
+        if reply["kind"] == "memory":
             self._stop()  # (it ends itself after such a row)
-        return [RenderBoundError(reply["error"])]
+        return [RenderBoundError(reply["error"], reply["kind"])]
 
     def _process(self) -> subprocess.Popen:
         if self._proc is not None and self._proc.poll() is None:
