@@ -31,7 +31,8 @@ from typing import Any
 MAX_CHARS = 5_000_000  # a rendered prompt (and any string or list made while rendering): ~1M tokens, past any judge
 CPU_SECONDS = 1.0  # CPU time of one row's render (a sound prompt takes milliseconds)
 MEMORY_BYTES = 1 << 30  # the render process's address space
-WALL_SECONDS = 20.0  # the parent's backstop when the process stops answering (CPU bound missed, machine swapped)
+WALL_SECONDS = 60.0  # the parent's backstop when the process stops answering (CPU bound missed, machine swapped;
+# long enough that a loaded machine, 1 s of CPU taking 10-20 s of wall time, meets the CPU bound first)
 START_SECONDS = 60.0  # a new render process has this long to say it is ready (Jinja2 imported)
 RUNAWAY_ROWS = 3  # rows a template may run past its time before this process stops rendering it
 _HEAD = struct.Struct("!I")
