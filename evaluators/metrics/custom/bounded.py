@@ -148,6 +148,7 @@ def serve() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     env = environment()
     cache: dict = {}
     out, inp = sys.stdout.buffer, sys.stdin.buffer
@@ -162,6 +163,10 @@ def serve() -> None:
             return
         req = json.loads(raw)
         for values in req["rows"]:
+            # the kernel's backstop, should the timer's exception never be raised (a long call in C): past 3x the
+            # row's CPU time the process is ended (SIGXCPU), even with no parent left to stop it
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            resource.setrlimit(resource.RLIMIT_CPU, (int(used.ru_utime + used.ru_stime + 3 * CPU_SECONDS) + 1, hard))
             try:
                 reply: dict[str, Any] = {"text": render_bounded(env, cache, req["body"], values)}
             except RenderBoundError as e:
@@ -216,8 +221,10 @@ class Renderer:
             if reply is not _ENDED:
                 break
             self._stop()
-        if reply is _ENDED:
-            return [RenderBoundError("the render process ended while rendering this row")]
+        if reply is _ENDED:  # twice: the row ends it (its CPU limit, a crash), not something from outside
+            self._runaways[body] = self._runaways.get(body, 0) + 1
+            return [RenderBoundError("the render process ended while rendering this row (past its CPU limit?)",
+                                     "time")]
         if reply is None:
             self._stop()
             self._runaways[body] = self._runaways.get(body, 0) + 1
