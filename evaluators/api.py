@@ -167,6 +167,8 @@ __all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "
 # Completion tokens a verdict is estimated to take (one figure for the estimate, the budget and the bench).
 from evaluators.judge.prices import VERDICT_TOKENS  # noqa: E402
 
+ESTIMATE_SAMPLE = 200  # a Prompty metric's rows rendered for an estimate (the rest scaled from them)
+
 
 def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any]:
     """What a run will cost before it starts: judge calls (net of the cache), tokens, past latency, USD.
@@ -177,7 +179,8 @@ def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any
         ``completion_tokens`` (``VERDICT_TOKENS`` a call), ``latency_s`` (median of this model's recorded
         calls, or None), ``tokenizer`` (how the prompts were counted), ``by_metric`` (metric -> its calls and
         tokens) and ``usd`` (at the run's or the operator's price for the model, halved as the Batch API
-        charges when ``spec.batch``; None with no price known).
+        charges when ``spec.batch``; None with no price known). A Prompty metric's figures on more than
+        ``ESTIMATE_SAMPLE`` rows are scaled from that many rows' (its rows render in a bounded process).
     """
     from evaluators.judge.prices import price_for
     from evaluators.judge.tokens import tokenizer_for
@@ -185,22 +188,37 @@ def estimate_run(store: Store, dataset: Dataset, spec: RunSpec) -> dict[str, Any
 
     tasks, skipped = plan_tasks(dataset, spec, set())
     judged = [t for t in tasks if t.spec.is_judge]
-    rendered = render_judge_tasks(judged, spec) if judged else []
+    # A Prompty metric's rows are rendered in a bounded process, a second a row at worst: the estimate (made
+    # merely by ticking the metric) renders a sample of them, evenly spread, and scales its figures.
+    scale: dict[str, float] = {}
+    for name in {t.spec.name for t in judged if (t.spec.templates.inline or ("",))[0] == "prompty"}:
+        mine = [t for t in judged if t.spec.name == name]
+        if len(mine) > ESTIMATE_SAMPLE:
+            keep = {id(mine[i * len(mine) // ESTIMATE_SAMPLE]) for i in range(ESTIMATE_SAMPLE)}
+            judged = [t for t in judged if t.spec.name != name or id(t) in keep]
+            scale[name] = len(mine) / ESTIMATE_SAMPLE
+    rendered = render_judge_tasks(judged, spec, failed=[]) if judged else []  # (unrenderable rows: no call)
     hits = store.cache_get_many([r[3] for r in rendered])
-    todo = [r for r in rendered if r[3] not in hits]
     tok = tokenizer_for(spec.judge.model if spec.judge else None)
-    by_metric: dict[str, dict[str, int]] = {}
-    for r in todo:
+    by_metric: dict[str, dict[str, float]] = {}
+    cached = 0.0
+    for r in rendered:
+        weight = scale.get(r[0].spec.name, 1.0)
+        if r[3] in hits:
+            cached += weight
+            continue
         m = by_metric.setdefault(r[0].spec.name, {"judge_calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        m["judge_calls"] += 1
-        m["prompt_tokens"] += tok.count_messages(r[2])
-        m["completion_tokens"] += VERDICT_TOKENS
+        m["judge_calls"] += weight
+        m["prompt_tokens"] += tok.count_messages(r[2]) * weight
+        m["completion_tokens"] += VERDICT_TOKENS * weight
+    by_metric = {k: {f: round(v) for f, v in m.items()} for k, m in by_metric.items()}
+    calls = sum(m["judge_calls"] for m in by_metric.values())
     price = price_for(spec.judge.model, spec.prices) if spec.judge else None
     for m in by_metric.values():
         m["usd"] = price.cost(m["prompt_tokens"], m["completion_tokens"], batch=spec.batch) if price else None
     prompt = sum(m["prompt_tokens"] for m in by_metric.values())
-    return {"judge_calls": len(todo), "cached": len(rendered) - len(todo), "classic_values": len(tasks) - len(judged),
-            "skipped_turns": len(skipped), "prompt_tokens": prompt, "completion_tokens": len(todo) * VERDICT_TOKENS,
+    return {"judge_calls": calls, "cached": round(cached), "classic_values": sum(not t.spec.is_judge for t in tasks),
+            "skipped_turns": len(skipped), "prompt_tokens": prompt, "completion_tokens": calls * VERDICT_TOKENS,
             "latency_s": store.median_latency_s(spec.judge.model) if spec.judge else None,
             "tokenizer": tok.describe(), "by_metric": by_metric,
-            "usd": price.cost(prompt, len(todo) * VERDICT_TOKENS, batch=spec.batch) if price else None}
+            "usd": price.cost(prompt, calls * VERDICT_TOKENS, batch=spec.batch) if price else None}

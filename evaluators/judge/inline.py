@@ -37,6 +37,6 @@ def inline_template(spec: MetricSpec) -> Template:
                        default=str)
     sha = hashlib.sha256(ident.encode()).hexdigest()[:12]
     if fmt == prompty.FORMAT:
-        return PromptyTemplate(source, None, text, sha, pairs)
+        return PromptyTemplate(source, None, text, sha, pairs, bounded=True)
     system, user = split_sections(text, source, 1)
-    return Template(source, system, user, sha, pairs)
+    return Template(source, system, user, sha, pairs, bounded=True)

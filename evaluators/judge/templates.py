@@ -39,6 +39,9 @@ class Template:
     # request parameters sent with each call made from this template, beside the judge's own: a Prompty
     # file's (``response_format``...), ``top_logprobs`` for scores from probabilities; as (name, JSON) pairs
     request: tuple[tuple[str, str], ...] = ()
+    # a user's template (a file of theirs, a metric of theirs) rather than one of ours: rendered under the bounds
+    # of ``evaluators.metrics.custom.bounded`` (our form here: its size checked before it is made)
+    bounded: bool = False
 
     def request_params(self) -> dict:
         """:attr:`request` as the keyword arguments of ``JudgeClient.complete`` (``extra``)."""
@@ -66,13 +69,33 @@ class Template:
 
             return _PLACEHOLDER.sub(sub, text)
 
+        if self.bounded:
+            self._check_size(values)
         msgs = [{"role": "system", "content": fill(self.system)}] if self.system else []
         msgs.append({"role": "user", "content": fill(self.user)})
         return msgs
 
+    def _check_size(self, values: dict) -> None:
+        """A user's template in our form fills placeholders and nothing else, so its render is linear in its
+        text; only its size needs a bound (a placeholder written 10,000 times over a long field), and the size
+        is known before the text is made. Raises RenderBoundError past the bound."""
+        from evaluators.metrics.custom.bounded import MAX_CHARS, RenderBoundError
 
-def parse_template(text: str, source: str) -> Template:
-    """Parse template text; raises UsageError naming the file on an unknown placeholder."""
+        size = len(self.system or "") + len(self.user)
+        for key, (count, verbatim) in _placeholder_counts((self.system or "") + "\n" + self.user).items():
+            v = values.get(key)
+            size += count * (len(str(v)) if v is not None and (verbatim or v != "") else 6)
+        if size > MAX_CHARS:
+            raise RenderBoundError(f"the rendered prompt would have {size:,} characters, past the {MAX_CHARS:,} a "
+                                   "prompt may have (a judge's context is far smaller)", "size")
+
+
+def parse_template(text: str, source: str, bounded: bool = False) -> Template:
+    """Parse template text; raises UsageError naming the file on an unknown placeholder.
+
+    Args:
+        bounded: a user's template, rendered under a size bound (:attr:`Template.bounded`).
+    """
     system, user = None, text
     stripped = text.lstrip()
     if stripped.startswith("[system]"):
@@ -90,7 +113,7 @@ def parse_template(text: str, source: str) -> Template:
         )
     if not user.strip():
         raise UsageError(f"{source}: the template has no user message")
-    return Template(source, system, user, hashlib.sha256(text.encode()).hexdigest()[:12])
+    return Template(source, system, user, hashlib.sha256(text.encode()).hexdigest()[:12], bounded=bounded)
 
 
 def load_template(name_or_path: str | Path) -> Template:
@@ -103,7 +126,7 @@ def load_template(name_or_path: str | Path) -> Template:
     builtin = PROMPTS_DIR / name
     if Path(name).name == name and builtin.is_file():
         return parse_template(builtin.read_text(encoding="utf-8"), name)
-    return parse_template(load_user_template_text(name), name)
+    return parse_template(load_user_template_text(name), name, bounded=True)
 
 
 def load_user_template_text(path: str | Path, metric: str | None = None) -> str:
@@ -158,6 +181,17 @@ def filled_fields(template: Template, values: dict) -> dict[str, str]:
         else:
             filled[key] = str(v) if v not in (None, "") else "(none)"
     return filled
+
+
+@functools.lru_cache(maxsize=64)
+def _placeholder_counts(text: str) -> dict[str, tuple[int, bool]]:
+    """Field -> (placeholders of it in ``text``, filled verbatim), read once per template."""
+    counts: dict[str, tuple[int, bool]] = {}
+    for m in _PLACEHOLDER.finditer(text):
+        key = _ALIASES.get(m.group(1) or m.group(2), m.group(1) or m.group(2))
+        n, verbatim = counts.get(key, (0, bool(m.group(2))))
+        counts[key] = (n + 1, verbatim)
+    return counts
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from evaluators.core.tasks import default_row_tasks
 from evaluators.run.spec import RunSpec, resolve_templates
 from evaluators.store.schema import Result
 from evaluators.judge.templates import Template
+from evaluators.metrics.custom.bounded import RenderBoundError
 
 
 @dataclass
@@ -110,12 +111,15 @@ def plan_tasks(ds: Dataset, spec: RunSpec, done: set, rows: set[int] | None = No
 
 
 def render_judge_tasks(tasks: list[_Task], spec: RunSpec,
-                       templates: dict[str, dict[str, Template]] | None = None) -> list[tuple[_Task, Template, list[dict], str]]:
+                       templates: dict[str, dict[str, Template]] | None = None,
+                       failed: list | None = None) -> list[tuple[_Task, Template, list[dict], str]]:
     """(task, template, chat messages, cache key) for each judge task.
 
     Args:
         templates: metric -> mode -> template already resolved (filled in as needed), so a run
             rendering chunk after chunk parses each template once.
+        failed: where a task whose user template stopped at a bound (or failed) goes, as (task, template,
+            RenderBoundError), left out of what is returned; without it the error is raised.
     """
     templates = {} if templates is None else templates
     for s in {t.spec for t in tasks}:
@@ -124,7 +128,13 @@ def render_judge_tasks(tasks: list[_Task], spec: RunSpec,
     out = []
     for t in tasks:
         template = templates[t.spec.name][t.mode]
-        messages = template.render(t.values)
+        try:
+            messages = template.render(t.values)
+        except RenderBoundError as e:  # (a user's template only: ours are not bounded)
+            if failed is None:
+                raise
+            failed.append((t, template, e))
+            continue
         out.append((t, template, messages, cache_key(template, messages, spec.judge)))
     return out
 

@@ -77,6 +77,7 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
         self._cancelled = False
         self._pending: list[Result] = []  # finished judge results not yet written
         self._pending_cache: list[dict] = []
+        self._unrendered: list = []  # (task, template, error): rows a user's template stopped at a bound on
         self._phase: asyncio.Task | None = None  # planning and judging, cancelled on a cancel request
         self._limiter: RateLimiter | None = None  # paces the judge's calls by its rate limits
         self._client: JudgeClient | None = None  # made (and the judge checked) at the first call to make
@@ -405,7 +406,9 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
     def _prepare(self, tasks: list[_Task]) -> tuple[list[tuple[_Task, Template, list[dict], str]], dict]:
         """(task, template, messages, cache key) for each task, and the cache's replies by key (every
         repeat's key when the run judges each task more than once)."""
-        prepared = render_judge_tasks(tasks, self.spec, self._templates)
+        failed: list = []  # rows a user's template stopped at a bound on: each an error of its own, not the run's
+        prepared = render_judge_tasks(tasks, self.spec, self._templates, failed)
+        self._unrendered = self._unrendered + failed  # (taken on the event loop by _from_cache)
         if not self._multi:
             return prepared, self.store.cache_get_many([p[3] for p in prepared])
         keys = [x for t, template, messages, key in prepared for _, x in self._keys(template, messages, key)]
@@ -418,6 +421,8 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
                     ) -> list[tuple[_Task, Template, list[dict], str]]:
         """Record the tasks the cache answers; return the rest (task, template, messages, cache key)."""
         prepared, hits = self._prepare(tasks) if prepared is None else prepared
+        unrendered, self._unrendered = self._unrendered, []
+        self._pending.extend(self._failed(t, template, e) for t, template, e in unrendered)
         todo = []
         for t, template, messages, key in prepared:
             if self._multi:

@@ -197,9 +197,10 @@ def resolve_templates(spec: MetricSpec, overrides: dict[str, str],
         return {"single": tpl, "turn": tpl}
     modes = {"single": t.single, "turn": t.turn, "turn_ground_truth": t.turn_ground_truth}
     if texts and spec.name in texts:
-        user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template")
+        user = parse_template(texts[spec.name], overrides.get(spec.name) or f"{spec.name} template", bounded=True)
     elif spec.name in overrides:
-        user = parse_template(load_user_template_text(overrides[spec.name], metric=spec.name), overrides[spec.name])
+        user = parse_template(load_user_template_text(overrides[spec.name], metric=spec.name), overrides[spec.name],
+                              bounded=True)
     else:
         user = None
     return {mode: user or load_template(builtin) for mode, builtin in modes.items() if builtin}

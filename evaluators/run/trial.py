@@ -11,6 +11,7 @@ from evaluators.core.registry import MetricSpec, missing_fields
 from evaluators.data.dataset import Dataset
 from evaluators.judge.client import JudgeClient, JudgeError
 from evaluators.judge.config import JudgeConfig
+from evaluators.metrics.custom.bounded import RenderBoundError
 from evaluators.run.spec import resolve_templates
 
 TRIAL_ROWS = 5
@@ -52,7 +53,11 @@ def try_metric(ds: Dataset, spec: MetricSpec, judge: JudgeConfig | None, api_key
         if rt is None or rt.skip:
             out["error"] = f"not judged: {rt.skip if rt else 'the row has nothing to judge'}"
             return out
-        messages = tpl.render(rt.values)
+        try:
+            messages = tpl.render(rt.values)
+        except RenderBoundError as e:  # a loop without end, a prompt of gigabytes: this row's error, said
+            out["error"] = f"the prompt could not be rendered: {e}"
+            return out
         out["prompt"] = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
         try:
             reply = await client.complete(messages, extra=tpl.request_params())

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
 from evaluators.core.registry import MetricSpec, register
-from evaluators.metrics.custom import TEXT_FORMATS, specs_from_text
+from evaluators.metrics.custom import TEXT_FORMATS, check_renders, specs_from_text
 from evaluators.store.schema import Base, utcnow
 
 
@@ -46,7 +46,8 @@ class SavedMetricsMixin:
         latest version unchanged when its text is the same. Returns the saved version's dict.
 
         Raises:
-            UsageError: a definition that does not load (its message names the line and key), a grader file
+            UsageError: a definition that does not load (its message names the line and key) or whose trial render
+                on a sample row stops at a bound (:func:`evaluators.metrics.custom.check_renders`), a grader file
                 with several graders (save them one by one), or a built-in's name.
         Args:
             name: a name for a Prompty or grader file's metric (the SDK's ``coherence.prompty`` as ``sdk_coherence``).
@@ -58,6 +59,7 @@ class SavedMetricsMixin:
         if len(specs) != 1:
             raise UsageError(f"the file defines {len(specs)} metrics; save one grader a file")
         spec = specs[0]
+        check_renders(spec)  # a template that loops or grows without end is refused here, not found on a run's rows
         from evaluators.core.registry import all_metrics
 
         if any(m.name == spec.name and m.definition is None for m in all_metrics()):

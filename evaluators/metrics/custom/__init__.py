@@ -17,7 +17,7 @@ from evaluators.core.errors import UsageError
 from evaluators.core.registry import MetricSpec, register
 from evaluators.metrics.custom import code, graders, prompty, template
 from evaluators.metrics.custom.code import metric  # noqa: F401  (public: ``from evaluators import metric``)
-from evaluators.metrics.custom.common import DefinitionError
+from evaluators.metrics.custom.common import MAX_DEFINITION_BYTES, DefinitionError, check_size
 
 FORMATS = {".md": template.FORMAT, ".markdown": template.FORMAT, ".prompty": prompty.FORMAT,
            ".json": graders.FORMAT, ".py": code.FORMAT}
@@ -35,6 +35,7 @@ def split_arg(arg: str) -> tuple[str | None, str]:
 def specs_from_text(text: str, fmt: str, source: str, version: str | None = None,
                     name: str | None = None) -> list[MetricSpec]:
     """The metrics a definition's text declares (``fmt``: template, prompty or openai_grader)."""
+    check_size(text, source)
     if fmt == template.FORMAT:
         spec = template.load(text, source, version)
         if name and name != spec.name:
@@ -62,6 +63,9 @@ def load_metric_file(arg: str | Path) -> list[MetricSpec]:
             raise UsageError(f"{path}: a code metric is named by its @metric(name=...)")
         return specs
     try:
+        if p.stat().st_size > MAX_DEFINITION_BYTES:  # refused before it is read
+            raise DefinitionError(str(path), f"the file is {p.stat().st_size:,} bytes; a metric file may have "
+                                             f"{MAX_DEFINITION_BYTES:,}")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"metric file not found: {path} (looked in {p.resolve().parent})") from None
@@ -90,6 +94,17 @@ def register_metric_files(args: list[str | Path] | tuple = ()) -> list[str]:
     for s in specs:
         register(s, replace=True)
     return [s.name for s in specs]
+
+
+def check_renders(spec: MetricSpec) -> None:
+    """A trial render of a metric's prompt on a sample row, under the bounds users' templates render under,
+    before it is saved (``metrics add``, the New metric page's Save). Our template's form has no loops or
+    expressions (its render is linear in its text), so only a Prompty body is tried.
+
+    Raises:
+        DefinitionError: the render stopped at a bound or failed.
+    """
+    prompty.trial_render(spec)
 
 
 def register_entry_points() -> None:

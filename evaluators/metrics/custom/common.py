@@ -2,6 +2,7 @@
 and the :class:`MetricSpec` of a judge metric built (and checked) from its settings."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -16,6 +17,10 @@ JUDGE_KINDS = ("score", "severity", "label")
 # Settings of our template's front matter (and of a Prompty file's, under its own names); any other key is a typo.
 JUDGE_KEYS = {"name", "description", "fields", "kind", "range", "higher_is_better", "threshold", "reply_key",
               "reply_pattern", "reason_key", "categories", "integer", "version", "logprobs", "family"}
+# A metric file's size: the SDK's Prompty files are 2-6 KB; past this a file is refused before it is parsed.
+MAX_DEFINITION_BYTES = 256 * 1024
+# A judge's reply a reply_pattern is matched on (replies are max_tokens long: 800 by default, ~3,200 characters).
+MAX_MATCHED_CHARS = 200_000
 
 
 class DefinitionError(UsageError):
@@ -41,6 +46,7 @@ def front_matter(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]
     """
     import yaml
 
+    check_size(text, source)
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         raise DefinitionError(source, "a metric file starts with a '---' line and YAML front matter", 1)
@@ -49,6 +55,7 @@ def front_matter(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]
         raise DefinitionError(source, "the front matter has no closing '---' line", 1)
     head = "\n".join(lines[1:end])
     try:
+        _no_aliases(head, source)
         node = yaml.compose(head, Loader=yaml.SafeLoader)
         meta = yaml.safe_load(head)
     except yaml.YAMLError as e:
@@ -65,6 +72,26 @@ def front_matter(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]
         for k, _ in node.value:
             key_lines[str(k.value)] = k.start_mark.line + 2
     return meta, key_lines, "\n".join(lines[end + 1:]), end + 2
+
+
+def check_size(text: str, source: str) -> None:
+    """A definition's text is at most :data:`MAX_DEFINITION_BYTES` (UTF-8); else refused, naming the file."""
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > MAX_DEFINITION_BYTES else len(text)
+    if size > MAX_DEFINITION_BYTES:
+        raise DefinitionError(source, f"the file is {size:,} bytes; a metric file may have {MAX_DEFINITION_BYTES:,}")
+
+
+def _no_aliases(head: str, source: str) -> None:
+    """Refuse YAML anchors and aliases (``&a``, ``*a``) in front matter, read as events before anything is
+    built: nine levels of aliases in 479 bytes stand for billions of items (41 s and 5.4 GB to load), and a
+    metric's settings never need one."""
+    import yaml
+
+    for ev in yaml.parse(head, Loader=yaml.SafeLoader):
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None) is not None:
+            raise DefinitionError(source, "the front matter uses a YAML anchor or alias (&name, *name); metric files "
+                                          "may not (an alias can stand for gigabytes): write the value out",
+                                  ev.start_mark.line + 2, "front matter")
 
 
 class Settings:
@@ -119,6 +146,25 @@ class Settings:
         return [x.strip() for x in v]
 
 
+@functools.lru_cache(maxsize=64)
+def reply_regex(pattern: str):
+    """A ``reply_pattern`` compiled with RE2 (``google-re2``), whose matching time is linear in the reply: a
+    pattern like ``^(a|aa)+$`` that Python's backtracking engine takes exponential time on cannot stall a run.
+    ``.`` matches newlines too (as ``re.S`` did). Backreferences and lookarounds, which need backtracking, are
+    refused. Raises ValueError saying why."""
+    import re2
+
+    opts = re2.Options()
+    opts.dot_nl, opts.log_errors = True, False
+    try:
+        return re2.compile(pattern, opts)
+    except re2.error as e:
+        why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise ValueError(f"not a regular expression this program matches ({why}): patterns are matched in time "
+                         "linear in the reply (RE2), without backreferences (\\1) or lookarounds ((?=...), "
+                         "(?<=...))") from None
+
+
 def check_name(name: str, source: str, line: int | None = None) -> str:
     if not NAME.match(name or ""):
         raise DefinitionError(source, f"{name!r} is not a metric name: lower-case letters, digits and _ "
@@ -169,9 +215,9 @@ def judge_spec(s: Settings, inline: tuple[str, str, str], definition: dict[str, 
     pattern = s.text("reply_pattern")
     if pattern is not None:
         try:
-            groups = re.compile(pattern).groups
-        except re.error as e:
-            raise s.fail("reply_pattern", f"not a regular expression: {e}") from None
+            groups = reply_regex(pattern).groups
+        except ValueError as e:
+            raise s.fail("reply_pattern", str(e)) from None
         if groups != 1:
             raise s.fail("reply_pattern", f"needs exactly one group (the value), has {groups}")
     logprobs = s.flag("logprobs", False)

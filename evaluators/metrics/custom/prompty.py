@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from evaluators.core.registry import MetricSpec
+from evaluators.metrics.custom.bounded import RenderBoundError, environment, render_rows
 from evaluators.metrics.custom.common import JUDGE_KEYS, DefinitionError, Settings, front_matter, judge_spec
 from evaluators.metrics.custom.replies import parse_reply
 
@@ -34,15 +35,21 @@ def metric_name(raw: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", raw.strip().lower()).strip("_")
 
 
-def _jinja_env():
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(trim_blocks=True, keep_trailing_newline=True)
-
-
 def render(body: str, values: dict[str, Any]) -> list[dict[str, str]]:
-    """The chat messages of a Prompty body for ``values`` (roles in order, text stripped)."""
-    text = _jinja_env().from_string(body).render(**values)
+    """The chat messages of a Prompty body for ``values`` (roles in order, text stripped), rendered under the
+    bounds of :mod:`evaluators.metrics.custom.bounded` (a user's Jinja2 may loop or grow without end).
+
+    Raises:
+        RenderBoundError: the render stopped at a bound or failed; the message says why.
+    """
+    (text,) = render_rows(body, [values])
+    if isinstance(text, RenderBoundError):
+        raise text
+    return split_messages(text)
+
+
+def split_messages(text: str) -> list[dict[str, str]]:
+    """A rendered body cut into chat messages at its role lines."""
     messages: list[dict[str, str]] = []
     parts = ROLE_LINE.split(text)
     for i in range(1, len(parts), 2):
@@ -55,10 +62,12 @@ def _check_body(body: str, fields: list[str], source: str, first_line: int) -> N
     from jinja2 import meta
 
     try:
-        ast = _jinja_env().parse(body)
+        ast = environment().parse(body)
     except jinja2.TemplateSyntaxError as e:
         raise DefinitionError(source, f"the template is not valid Jinja2: {e.message}",
                               first_line + (e.lineno or 1) - 1, "template") from None
+    except RecursionError:
+        raise DefinitionError(source, "the template nests its blocks too deeply", first_line, "template") from None
     for name in sorted(meta.find_undeclared_variables(ast)):
         if name not in fields:
             m = re.search(r"\{[{%][^}]*\b" + re.escape(name) + r"\b", body)
@@ -116,3 +125,22 @@ def load(text: str, source: str, version: str | None = None, name: str | None = 
 
         spec = replace(spec, params=spec.params + (("request", json.dumps(request, sort_keys=True)),))
     return spec
+
+
+def trial_render(spec: MetricSpec) -> None:
+    """Render a Prompty metric's body once, under the bounds, on a sample row (the file's ``sample`` inputs
+    where it gives them, else a short text a field): a template that loops or grows without end is refused
+    when it is saved, not found on a run's rows.
+
+    Raises:
+        DefinitionError: the trial render stopped at a bound or failed (naming the file and the key).
+    """
+    fmt, body, source = spec.templates.inline or (None, "", "")
+    if fmt != FORMAT:
+        return
+    meta, lines, _, body_line = front_matter(spec.definition["text"], source)
+    given = meta.get("sample") if isinstance(meta.get("sample"), dict) else {}
+    row = {f: given.get(f, f"(a sample {f})") for f in spec.fields}
+    (text,) = render_rows(body, [row])
+    if isinstance(text, RenderBoundError):
+        raise DefinitionError(source, f"a trial render on a sample row failed: {text}", body_line, "template")

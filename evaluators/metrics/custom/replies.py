@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evaluators.core.kinds import Verdict
 from evaluators.core.logprobs import open_envelope, weighted_score
 from evaluators.core.replies import ReplyError, answer_body, objects_with, reason_text
+from evaluators.metrics.custom.common import MAX_MATCHED_CHARS, reply_regex
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec
@@ -48,7 +49,10 @@ def parse_reply(spec: "MetricSpec", text: str) -> Verdict:
     key, pattern, reason_key = spec.param("reply_key"), spec.param("reply_pattern"), spec.param("reason_key")
     reason, obj = None, {}
     if pattern:
-        found = list(re.finditer(pattern, body, re.S))
+        if len(body) > MAX_MATCHED_CHARS:
+            raise ReplyError(f"the reply is {len(body):,} characters; a reply_pattern is matched on at most "
+                             f"{MAX_MATCHED_CHARS:,}")
+        found = list(reply_regex(pattern).finditer(body))
         if not found:
             raise ReplyError(f"the reply does not match the metric's reply_pattern {pattern!r}")
         raw, at = found[-1].group(1), found[-1].start(1)
