@@ -9,6 +9,7 @@ import socket
 import sys
 from pathlib import Path
 
+from evaluators.monitor.assemble import Assembler
 from evaluators.monitor.receiver import Limits, Receiver
 
 # The mapped fields export writes under the dataset's names, in this order, then the rest of them.
@@ -32,10 +33,17 @@ def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Lim
 
     sock = listen(host, port)
     bound = sock.getsockname()[1]
+    assembler = Assembler(store, assemble_every,
+                          on_error=lambda e: print(f"monitor: assembling traces failed ({type(e).__name__}: {e}); "
+                                                   "trying again", file=sys.stderr, flush=True))
+    assembler.start()
     print(f"monitor: receiving OTLP/HTTP on http://{host}:{bound} (POST /v1/traces, /v1/logs)", flush=True)
     config = uvicorn.Config(Receiver(store, limits).app(), log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=limits.write_timeout + 5)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        assembler.stop()
 
 
 def _ns(when: str | None, what: str) -> int | None:
@@ -81,4 +89,5 @@ def export_traces(store, project: str, out: Path, since: str | None = None, unti
 def _iso(ns: int | None) -> str | None:
     if ns is None:
         return None
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000)
+    return t.isoformat(timespec="microseconds").replace("+00:00", "Z")
