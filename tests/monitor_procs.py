@@ -95,6 +95,24 @@ def traces_request(spans: list[Span], service: str = "shop") -> bytes:
         scope_spans=[ScopeSpans(spans=spans)])]).SerializeToString()
 
 
+def traces_request_json(spans: list[Span], service: str = "shop") -> bytes:
+    """The same request as OTLP JSON: protobuf's JSON mapping with the ids in hex, int64 as strings."""
+    import base64
+
+    from google.protobuf import json_format
+
+    message = ExportTraceServiceRequest()
+    message.ParseFromString(traces_request(spans, service))
+    doc = json_format.MessageToDict(message, use_integers_for_enums=True)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in sp:
+                        sp[key] = base64.b64decode(sp[key]).hex()
+    return json.dumps(doc).encode()
+
+
 def trace_response(body: bytes) -> ExportTraceServiceResponse:
     r = ExportTraceServiceResponse()
     r.ParseFromString(body)

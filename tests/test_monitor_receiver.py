@@ -11,12 +11,13 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from evaluators.store.store import Store
 from tests.conftest import ROOT, env_for_subprocess
-from tests.monitor_procs import ReceiverProcess, pb_span, trace_response, traces_request
+from tests.monitor_procs import ReceiverProcess, pb_span, trace_response, traces_request, traces_request_json
 from tests.procs import wait_until
 
 JSON_TYPE = "application/json"
@@ -80,6 +81,13 @@ def test_each_bad_request_gets_its_status_and_changes_nothing_else(store_url):
         status, _, _ = r.post("/v1/traces", gzip.compress(traces_request([pb_span(5, 5)])), token,
                               headers={"Content-Encoding": "gzip"})
         assert status == 200 and (f"{5:032x}", f"{5:016x}") in spans_stored(store)
+        body = traces_request_json([pb_span(6, 6, parent=5, name="json")])
+        assert b'"traceId": "00000000000000000000000000000006"' in body
+        status, headers, reply = r.post("/v1/traces", gzip.compress(body), token, content_type=JSON_TYPE,
+                                        headers={"Content-Encoding": "gzip"})
+        assert status == 200 and headers["content-type"] == JSON_TYPE and json.loads(reply) == {}
+        spans, _ = store.trace_parts("shop", f"{6:032x}")
+        assert [(s["span_id"], s["parent_span_id"], s["name"]) for s in spans] == [(f"{6:016x}", f"{5:016x}", "json")]
     assert token not in "".join(r.stderr) and revoked not in "".join(r.stderr)
 
 
@@ -141,3 +149,35 @@ def test_a_store_that_cannot_keep_up_gets_503_then_429_and_what_is_sent_again_is
         assert status == 200
     assert spans_stored(store) == {(f"{7:032x}", f"{i:016x}") for i in range(1, 11)}  # once each
     assert store.trace_counts("shop")["spans"] == 10
+
+
+def test_spans_of_one_trace_sent_to_three_receivers_on_one_postgresql_store_make_one_trace(postgres):
+    """Three receivers behind a load balancer, one team store: each trace's root and two children reach three
+    different receivers, at once; each trace is one trace of its three spans, mapped once all have come."""
+    url = postgres.new_database()
+    store = Store(url)
+    _, token = store.create_ingest_token("shop")
+    store.ensure_monitor_project("shop", quiet_seconds=3600)  # held open until every span is in
+    traces = range(1, 31)
+    with ThreadPoolExecutor(3) as pool:  # started together
+        receivers = list(pool.map(lambda _: ReceiverProcess(url, "--assemble-every", "0.2"), range(3)))
+    with receivers[0] as a, receivers[1] as b, receivers[2] as c:
+        def send(r: ReceiverProcess, part: int) -> None:
+            for t in traces:  # receiver k gets span k of every trace (the root's on a different one each time)
+                span = pb_span(t, (t + part) % 3 + 1, parent=0 if (t + part) % 3 == 0 else 1)
+                assert r.post("/v1/traces", traces_request([span]), token)[0] == 200
+
+        threads = [threading.Thread(target=send, args=(r, k)) for k, r in enumerate((a, b, c))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=120)
+        assert store.trace_counts("shop") == {"traces": 30, "open": 30, "mapped": 0, "no_content": 0, "no_root": 0,
+                                              "late": 0, "spans": 90}
+        store.ensure_monitor_project("shop", quiet_seconds=0)
+        wait_until(lambda: store.trace_counts("shop")["mapped"] == 30, what="every trace mapped", timeout=120)
+    counts = store.trace_counts("shop")
+    del counts["no_content"]  # (the mapping's to say: these spans carry no content)
+    assert counts == {"traces": 30, "open": 0, "mapped": 30, "no_root": 0, "late": 0, "spans": 90}
+    assert sorted(t["trace_id"] for t in store.iter_mapped_traces("shop")) == [f"{t:032x}" for t in traces]
+    assert all(t["completeness"] == "complete" for t in store.iter_mapped_traces("shop"))
