@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -181,3 +182,26 @@ def test_spans_of_one_trace_sent_to_three_receivers_on_one_postgresql_store_make
     assert counts == {"traces": 30, "open": 0, "mapped": 30, "no_root": 0, "late": 0, "spans": 90}
     assert sorted(t["trace_id"] for t in store.iter_mapped_traces("shop")) == [f"{t:032x}" for t in traces]
     assert all(t["completeness"] == "complete" for t in store.iter_mapped_traces("shop"))
+
+
+def test_bodies_over_what_the_receiver_holds_at_once_get_429_before_they_are_read(store_url):
+    """A sender stalled half-way through a 600 KB body holds its share of --max-inflight-mb 1: a second 600 KB
+    request is refused at the door (429, Retry-After) while it lasts, and taken once it has ended."""
+    store = Store(store_url)
+    _, token = store.create_ingest_token("shop")
+    big = traces_request([pb_span(9, 1, attributes={"note": "x" * 600_000})])
+    other = traces_request([pb_span(9, 2, parent=1, attributes={"note": "y" * 600_000})])
+    with ReceiverProcess(store_url, "--max-inflight-mb", "1", "--max-body-mb", "1") as r:
+        stalled = socket.create_connection(("127.0.0.1", r.port), timeout=60)
+        stalled.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                        f"Authorization: Bearer {token}\r\nContent-Length: {len(big)}\r\n\r\n".encode() + big[:1000])
+        wait_until(lambda: r.health()["inflight_bytes"] == len(big), what="the stalled body counted", timeout=60)
+        status, headers, body = r.post("/v1/traces", other, token)
+        assert status == 429 and headers["retry-after"] == "2", body
+        stalled.sendall(big[1000:])
+        reply = stalled.recv(65536)
+        assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
+        stalled.close()
+        wait_until(lambda: r.health()["inflight_bytes"] == 0, what="the body let go", timeout=60)
+        assert r.post("/v1/traces", other, token)[0] == 200
+    assert spans_stored(store) == {(f"{9:032x}", f"{1:016x}"), (f"{9:032x}", f"{2:016x}")}

@@ -29,6 +29,8 @@ def add_commands(sub) -> None:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=4318, help="default 4318, OTLP/HTTP's; 0: any free port")
     s.add_argument("--max-body-mb", type=float, default=20.0, help="largest body, before and after gzip (413 past it)")
+    s.add_argument("--max-inflight-mb", type=float, default=80.0,
+                   help="bodies being read and decoded at once, in all (429 past it; one always goes)")
     s.add_argument("--max-pending", type=int, default=16, help="store writes waiting at most (429 past it)")
     s.add_argument("--write-timeout", type=float, default=10.0, help="seconds a write may take (then 503)")
     s.add_argument("--assemble-every", type=float, default=1.0, help="seconds between looks for complete traces")
@@ -79,7 +81,8 @@ def cmd_monitor(a) -> int:
         from evaluators.monitor.receiver import Limits
         from evaluators.monitor.serve import serve
 
-        limits = Limits(max_body=int(a.max_body_mb * 2**20), max_pending=a.max_pending, write_timeout=a.write_timeout)
+        limits = Limits(max_body=int(a.max_body_mb * 2**20), max_inflight=int(a.max_inflight_mb * 2**20),
+                        max_pending=a.max_pending, write_timeout=a.write_timeout)
         serve(store, a.host, a.port, limits, a.assemble_every)
         return EXIT_OK
     if store.monitor_project(a.project) is None:

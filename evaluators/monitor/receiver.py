@@ -5,7 +5,9 @@ A request goes one way through small stages, each refusing what it cannot hold, 
 says a server answers:
 
 1. the token (``Authorization: Bearer``) names the project: none, unknown or revoked -> 401, nothing read further;
-2. the body, read up to the limit (``Content-Length`` or the bytes as they come) -> 413 past it;
+2. the body: more bodies at once than ``max_inflight`` bytes -> 429 (before one byte is read; each counted at its
+   ``Content-Length``, else at the limit); read up to the limit (``Content-Length`` or the bytes as they come)
+   -> 413 past it;
 3. ``Content-Encoding: gzip`` undone up to the same limit (a gzip bomb stops there) -> 413; a broken stream -> 400;
 4. decoded (:mod:`evaluators.monitor.otlp`): unreadable -> 400 (the sender must not retry); spans it refuses
    (too many attributes, ...) are counted in the reply's ``partial_success``, the rest kept;
@@ -44,6 +46,7 @@ class Limits:
     """What one receiver holds at once."""
 
     max_body: int = 20 * 2**20  # bytes of a request's body, before and after gzip (the Collector's default, 20 MiB)
+    max_inflight: int = 80 * 2**20  # bytes of the bodies being read and decoded at once (4 x max_body); more -> 429
     max_pending: int = 16  # store writes running or waiting; more -> 429
     write_timeout: float = 10.0  # seconds a write may take before the sender is told 503 (it will send again)
     retry_after: int = 2  # seconds, in 429 and 503 replies
@@ -97,6 +100,7 @@ class Receiver:
         self.store, self.limits = store, limits
         self._lock = threading.Lock()
         self.pending = 0  # writes running or waiting (they may outlive a 503 reply)
+        self.inflight_bytes = 0  # the bodies being read or decoded: their Content-Length (else max_body) each
         self.stored = {"spans": 0, "logs": 0, "requests": 0}
 
     def app(self) -> Starlette:
@@ -106,7 +110,8 @@ class Receiver:
 
     async def health(self, request: Request) -> Response:
         with self._lock:
-            return JSONResponse({"ok": True, "pending_writes": self.pending, **self.stored})
+            return JSONResponse({"ok": True, "pending_writes": self.pending, "inflight_bytes": self.inflight_bytes,
+                                 **self.stored})
 
     async def traces(self, request: Request) -> Response:
         return await self._export(request, "traces", otlp.decode_traces)
@@ -132,6 +137,24 @@ class Receiver:
             await self._drain(request)
             return error(401, "an ingest token is needed: Authorization: Bearer <token> (python -m evaluators "
                               "monitor token create --project NAME); this one is missing, unknown or revoked")
+        length = request.headers.get("content-length", "")
+        need = max(1, min(int(length), self.limits.max_body) if length.isdigit() else self.limits.max_body)
+        with self._lock:  # bodies being read or decoded at once: their bytes bounded (one always goes)
+            full = self.inflight_bytes > 0 and self.inflight_bytes + need > self.limits.max_inflight
+            if not full:
+                self.inflight_bytes += need
+        if full:
+            await self._drain(request)
+            return error(429, "this receiver holds as many bodies as it can; send again later", retry=True)
+        try:
+            return await self._take(request, kind, decode, project, ctype, reply_type, error)
+        finally:
+            with self._lock:
+                self.inflight_bytes -= need
+
+    async def _take(self, request: Request, kind: str, decode: Callable, project: str, ctype: str, reply_type: str,
+                    error: Callable) -> Response:
+        """Read, undo gzip, decode, store, reply."""
         try:
             body = await self._read(request)
             encoding = request.headers.get("content-encoding", "").strip().lower()
