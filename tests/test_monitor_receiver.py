@@ -48,6 +48,10 @@ def test_each_bad_request_gets_its_status_and_changes_nothing_else(store_url):
     token, revoked = (p.stdout.strip().splitlines()[-1].split()[-1] for p in made)  # the last word of the last line
     p = cli("monitor", "token", "revoke", revoked, "--db", store_url)
     assert p.returncode == 0 and "revoked token" in p.stdout and revoked not in p.stdout
+    listed = cli("monitor", "token", "list", "--project", "shop", "--db", store_url).stdout.splitlines()
+    assert sorted(line.split()[-1] == "active" or line.split()[-3] == "revoked" for line in listed) == [True, True]
+    assert sorted(line.endswith("active") for line in listed) == [False, True]
+    assert token not in "\n".join(listed) and revoked not in "\n".join(listed)
     with ReceiverProcess(store_url) as r:
         status, _, body = r.post("/v1/traces", traces_request([pb_span(1, 1)]), token)
         assert status == 200 and trace_response(body).partial_success.rejected_spans == 0
