@@ -64,8 +64,8 @@ def span_label(span: dict) -> str:
 def kind(span: dict) -> str:
     """What a span is: "llm", "agent", "tool", "retrieval", "embeddings", "genai" (another GenAI span) or ""."""
     a = span["attributes"]
-    op = a.get("gen_ai.operation.name")
-    oi = str(a.get("openinference.span.kind", "")).upper()
+    op = _text(a.get("gen_ai.operation.name"))
+    oi = _text(a.get("openinference.span.kind")).upper()
     if op in LLM_OPERATIONS or oi == "LLM" or a.get("llm.request.type") in ("chat", "completion"):
         return "llm"
     if op in AGENT_OPERATIONS or oi == "AGENT":
@@ -84,6 +84,20 @@ def kind(span: dict) -> str:
 
 
 # --- message parts ---------------------------------------------------------------------------------------
+
+
+def _text(v: Any) -> str:
+    """A value that should be text, as text ("" when it is not: an app may send anything)."""
+    return v if isinstance(v, str) else ""
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def call_id(v: Any) -> str | None:
+    """A tool call's id as text (ids are matched across messages and spans), None when it has none."""
+    return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
 
 
 def text_of(message: dict) -> str:
@@ -109,7 +123,7 @@ def genai_messages(value: Any) -> list | None:
     out = []
     for m in value:
         if isinstance(m, dict) and isinstance(m.get("role"), str):
-            parts = [_genai_part(p) for p in m.get("parts") or () if isinstance(p, dict)]
+            parts = [_genai_part(p) for p in _list(m.get("parts")) if isinstance(p, dict)]
             msg = {"role": m["role"], "parts": parts}
             if m.get("finish_reason"):
                 msg["finish_reason"] = m["finish_reason"]
@@ -119,7 +133,10 @@ def genai_messages(value: Any) -> list | None:
 
 def _genai_part(p: dict) -> dict:
     if p.get("type") == "tool_call":
-        return {"type": "tool_call", "id": p.get("id"), "name": p.get("name"), "arguments": _arguments(p.get("arguments"))}
+        return {"type": "tool_call", "id": call_id(p.get("id")), "name": p.get("name"),
+                "arguments": _arguments(p.get("arguments"))}
+    if p.get("type") == "tool_call_response":
+        return {**p, "id": call_id(p.get("id"))}
     return dict(p)
 
 
@@ -135,20 +152,21 @@ def system_text(value: Any) -> str | None:
 
 def openai_message(m: dict, role: str | None = None) -> dict:
     """An OpenAI chat message (content text or parts, ``tool_calls``, ``tool_call_id``) as a message."""
-    role = m.get("role") or role or "user"
+    role = _text(m.get("role")) or role or "user"
     parts: list = []
     content = m.get("content")
     if role == "tool" and content is not None:
-        parts.append({"type": "tool_call_response", "id": m.get("tool_call_id", m.get("id")), "response": content})
+        parts.append({"type": "tool_call_response", "id": call_id(m.get("tool_call_id", m.get("id"))),
+                      "response": content})
     elif isinstance(content, str) and content and content != REDACTED:
         parts.append({"type": "text", "content": content})
     elif isinstance(content, list):
         parts += [{"type": "text", "content": c["text"]} for c in content
                   if isinstance(c, dict) and isinstance(c.get("text"), str)]
-    for call in m.get("tool_calls") or ():
+    for call in _list(m.get("tool_calls")):
         if isinstance(call, dict):
-            fn = call.get("function") or {}
-            parts.append({"type": "tool_call", "id": call.get("id"), "name": fn.get("name", call.get("name")),
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            parts.append({"type": "tool_call", "id": call_id(call.get("id")), "name": fn.get("name", call.get("name")),
                           "arguments": _arguments(fn.get("arguments", call.get("arguments")))})
     msg = {"role": role, "parts": parts}
     if m.get("finish_reason"):
@@ -275,7 +293,7 @@ def tool_span_call(span: dict) -> dict | None:
     name = a.get("gen_ai.tool.name", a.get("tool.name"))
     if not isinstance(name, str):
         return None
-    call = {"id": a.get("gen_ai.tool.call.id", a.get("tool_call.id")), "name": name}
+    call = {"id": call_id(a.get("gen_ai.tool.call.id", a.get("tool_call.id"))), "name": name}
     arguments = a.get("gen_ai.tool.call.arguments", a.get("tool.parameters", a.get("input.value")))
     if arguments is not None and arguments != REDACTED:
         call["arguments"] = _arguments(arguments)

@@ -232,13 +232,17 @@ def _context(row: _Row, retrievals: list) -> None:
 def _usage(row: _Row, llm: list, agents: list) -> None:
     for name, keys in (("input_tokens", INPUT_TOKENS), ("output_tokens", OUTPUT_TOKENS)):
         for group in (llm, agents):
-            counted = [(s, next(k for k in keys if isinstance(s["attributes"].get(k), int)))
-                       for s in group if any(isinstance(s["attributes"].get(k), int) for k in keys)]
+            counted = [(s, next(k for k in keys if _count(s["attributes"].get(k))))
+                       for s in group if any(_count(s["attributes"].get(k)) for k in keys)]
             if counted:
                 total = sum(s["attributes"][k] for s, k in counted)
                 where = cv.span_label(counted[0][0]) if len(counted) == 1 else f"{len(counted)} spans"
                 row.set(name, total, f"{' + '.join(dict.fromkeys(k for _, k in counted))} of {where}")
                 break
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _hint(spans: list, kinds: dict) -> str:
@@ -284,7 +288,8 @@ def map_trace(spans: list[dict], logs: list[dict]) -> Mapped:
         key, key_source = next(((r["attributes"]["gen_ai.conversation.id"], f"gen_ai.conversation.id of the "
                                  f"{r['event_name'] or 'log'} event") for r in logs
                                 if isinstance(r["attributes"].get("gen_ai.conversation.id"), str)), (None, ""))
-    row.set("conversation_id", None if key is None else str(key), key_source)
+    key = cv.call_id(key)  # an id is text (or a number written as text); anything else is no id
+    row.set("conversation_id", key, key_source)
     row.set(*("user_id", *_first(by_depth, ("enduser.id", "user.id"))))
     roots = [s for s in ordered if depth[s["span_id"]] == 0]
     if roots:
@@ -304,4 +309,4 @@ def map_trace(spans: list[dict], logs: list[dict]) -> Mapped:
     content = any(n in row.fields for n in ("query", "response"))
     hint = "" if content else (_hint(ordered, kinds) if genai else NO_GENAI_HINT)
     return Mapped(fields=row.fields, sources=row.sources, content=content, hint=hint,
-                  conversation_key=None if key is None else str(key), genai=genai, spans=len(ordered))
+                  conversation_key=key, genai=genai, spans=len(ordered))
