@@ -175,6 +175,22 @@ def test_a_trace_without_genai_spans_latency_and_errors():
     assert row.fields["service_name"] == "shop" and row.spans == 2
 
 
+def test_conversation_ids_as_text_and_bounded():
+    """A conversation id is text (a number becomes its text); one past MAX_KEY characters keys nothing."""
+    from evaluators.monitor.mapping import MAX_KEY
+
+    cap = Capture()
+    tracer = cap.tracer_provider.get_tracer("app")
+    for conversation in (42, "c" * MAX_KEY, "c" * (MAX_KEY + 1)):
+        with tracer.start_as_current_span("invoke_agent helper") as span:
+            span.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": conversation})
+    spans, _ = decode_traces(cap.traces(), PROTOBUF)
+    rows = [map_trace([s], []) for s in spans]
+    assert [r.conversation_key for r in rows] == ["42", "c" * MAX_KEY, None]
+    assert [r.fields["conversation_id"] for r in rows] == ["42", "c" * MAX_KEY, "c" * (MAX_KEY + 1)]
+    assert rows[0].sources["conversation_id"] == "gen_ai.conversation.id of span `invoke_agent helper`"
+
+
 KEYS = ["gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
         "gen_ai.tool.definitions", "gen_ai.retrieval.documents", "gen_ai.tool.name", "gen_ai.tool.call.id",
         "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.conversation.id", "session.id",

@@ -34,6 +34,8 @@ INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.
 OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
 MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+# A conversation id longer than this groups nothing (the field keeps it; the key, which the store indexes, is None).
+MAX_KEY = 256
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class Mapped:
         sources: field -> where it came from, e.g. "gen_ai.output.messages of span `chat gpt-4o`".
         content: whether a query or a response was captured (False: the trace is kept, counted "no content").
         hint: when not, what to set in the app so that it is.
-        conversation_key: ``gen_ai.conversation.id`` or OpenInference's ``session.id``, else None.
+        conversation_key: ``gen_ai.conversation.id`` or OpenInference's ``session.id`` as text, else None
+            (None too past :data:`MAX_KEY` characters).
         genai: whether any span is a GenAI one (a model call, agent, tool, retrieval...).
     """
 
@@ -309,4 +312,5 @@ def map_trace(spans: list[dict], logs: list[dict]) -> Mapped:
     content = any(n in row.fields for n in ("query", "response"))
     hint = "" if content else (_hint(ordered, kinds) if genai else NO_GENAI_HINT)
     return Mapped(fields=row.fields, sources=row.sources, content=content, hint=hint,
-                  conversation_key=key, genai=genai, spans=len(ordered))
+                  conversation_key=key if key is None or len(key) <= MAX_KEY else None, genai=genai,
+                  spans=len(ordered))
