@@ -21,7 +21,7 @@ plain spans and log records of :mod:`evaluators.monitor.otlp`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
@@ -43,7 +43,6 @@ class Exchange:
     source_in: str = ""
     source_out: str = ""
     source_system: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def json_value(v: Any) -> Any:
@@ -211,7 +210,7 @@ def _openllmetry_message(d: dict) -> dict:
 # --- one span's exchange ----------------------------------------------------------------------------------
 
 
-def _from_genai(span: dict, a: dict, where: str, ex: Exchange) -> None:
+def _from_genai(a: dict, where: str, ex: Exchange) -> None:
     if ex.inputs is None and (inputs := genai_messages(a.get("gen_ai.input.messages"))) is not None:
         ex.inputs, ex.source_in = inputs, f"gen_ai.input.messages of {where}"
     if ex.outputs is None and (outputs := genai_messages(a.get("gen_ai.output.messages"))) is not None:
@@ -245,10 +244,10 @@ def exchange(span: dict, logs: list[dict]) -> Exchange:
     a = span["attributes"]
     where = span_label(span)
     ex = Exchange()
-    _from_genai(span, a, where, ex)
+    _from_genai(a, where, ex)
     for record in logs:
         if record["event_name"] == DETAILS_EVENT:
-            _from_genai(span, record["attributes"], f"the {DETAILS_EVENT} event of {where}", ex)
+            _from_genai(record["attributes"], f"the {DETAILS_EVENT} event of {where}", ex)
     legacy = [{"name": r["event_name"], "body": r["body"]} for r in logs]
     legacy += [{"name": e["name"], "body": e["attributes"]} for e in span["events"]]
     _from_legacy_events(legacy, where, ex)

@@ -53,7 +53,9 @@ class Mapped:
         hint: when not, what to set in the app so that it is.
         conversation_key: ``gen_ai.conversation.id`` or OpenInference's ``session.id`` as text, else None
             (None too past :data:`MAX_KEY` characters).
-        genai: whether any span is a GenAI one (a model call, agent, tool, retrieval...).
+        genai: whether any span is a GenAI one (a model call, agent, tool, retrieval...) or a log record a
+            GenAI event.
+        spans: how many spans the trace had.
     """
 
     fields: dict
