@@ -43,6 +43,7 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 DOCS = [{"id": "kb-7", "content": "Paris is the capital of France.", "score": 0.91},
         {"id": "kb-2", "content": "Weather reports come from Météo-France.", "score": 0.42}]
 WEATHER = "Sunny, 21 °C"
+INSTRUCTIONS = "You are a weather assistant: answer with today's forecast."
 # scenario -> its user question, to which the loopback model answers with a tool call (the test queues it)
 TOOL_QUESTIONS = {"agent_genai": "What is the weather in Paris today?",
                   "tools_only": "Is it raining? Tell me the weather in Paris.",
@@ -124,6 +125,7 @@ def agent_genai(client, cap: Capture) -> dict:
     fn = TOOLS[0]["function"]
     with handler.invoke_local_agent(agent_name="weather-agent") as agent:
         agent.conversation_id = "conv-42"
+        agent.system_instruction = [Text(content=INSTRUCTIONS)]
         agent.input_messages = [InputMessage(role="user", parts=[Text(content=question)])]
         agent.tool_definitions = [FunctionToolDefinition(name=fn["name"], description=fn["description"],
                                                          parameters=fn["parameters"])]
@@ -142,7 +144,7 @@ def agent_genai(client, cap: Capture) -> dict:
         agent.output_messages = [OutputMessage(role="assistant", parts=[Text(content=answer)], finish_reason="stop")]
         trace_id = f"{agent.span.get_span_context().trace_id:032x}"
     return {"trace_id": trace_id, "query": question, "response": answer, "tool_calls": calls,
-            "tool_definitions": [fn], "context": DOCS, "conversation_id": "conv-42"}
+            "tool_definitions": [fn], "context": DOCS, "conversation_id": "conv-42", "system_instructions": INSTRUCTIONS}
 
 
 def tools_only(client, cap: Capture) -> dict:
@@ -183,9 +185,10 @@ def agent_openinference(client, cap: Capture) -> dict:
 
 
 def openllmetry_attributes(client, cap: Capture) -> dict:
-    """A chat span with OpenLLMetry's earlier indexed attributes (gen_ai.prompt.N.*, gen_ai.completion.N.*,
-    llm.request.functions.N.*), set with the SDK's tracer under the attribute names of OpenLLMetry's own
-    semantic-conventions package: its instrumentation (0.62) now writes the current GenAI attributes."""
+    """A tool loop's two chat spans with OpenLLMetry's earlier indexed attributes (gen_ai.prompt.N.*,
+    gen_ai.completion.N.*, llm.request.functions.N.*), set with the SDK's tracer under the attribute names of
+    OpenLLMetry's own semantic-conventions package, from the real calls' requests and replies: its
+    instrumentation (0.62) now writes the current GenAI attributes instead."""
     from opentelemetry.semconv_ai import SpanAttributes as SA
 
     tracer = cap.tracer_provider.get_tracer("opentelemetry.instrumentation.openai.v1", "0.47.0")

@@ -18,6 +18,7 @@ from collections import defaultdict
 import pytest
 from opentelemetry.trace import Status, StatusCode
 
+from evaluators.data.loading import load_dataset, metric_fields
 from evaluators.monitor.mapping import GENAI_HINT, NO_GENAI_HINT, OPENINFERENCE_HINT, map_trace
 from evaluators.monitor.otlp import decode_logs, decode_traces
 from tests.judge_server import Action
@@ -70,12 +71,24 @@ def _check(row, expected: dict) -> None:
     """The row holds what the app sent and got."""
     assert row.content and row.hint == ""
     for name in ("query", "response", "tool_calls", "tool_definitions", "context", "conversation_id",
-                 "conversation", "model", "input_tokens", "output_tokens"):
+                 "conversation", "model", "input_tokens", "output_tokens", "system_instructions"):
         if name in expected:
             assert row.fields.get(name) == expected[name], (name, row.sources.get(name))
     assert row.fields["error"] is False
     assert row.fields["service_name"] == "weather-app" and row.fields["service_version"] == "2.0.1"
     assert row.fields["latency_ms"] > 0
+    _loads_as_a_dataset(row)
+
+
+def _loads_as_a_dataset(row) -> None:
+    """The row's fields are what the engine's datasets take: the data layer checks them (tool calls and
+    definitions as the agent metrics read them, documents as context, the conversation as messages)."""
+    record = {k: row.fields[k] for k in ("query", "response", "context", "tool_calls", "tool_definitions",
+                                         "retrieved_documents") if k in row.fields}
+    dataset = load_dataset([record], fields=metric_fields(["tool_call_accuracy", "groundedness", "document_retrieval"]))
+    assert set(dataset.mapping) == set(record)
+    if "conversation" in row.fields:
+        assert load_dataset([{"messages": row.fields["conversation"]}]).shape == "conversation"
 
 
 # configuration -> scenario -> field -> where it must come from
@@ -89,7 +102,8 @@ SOURCES = {
                                 "tool_calls": "tool_call parts of gen_ai.output.messages of span `chat gpt-4o`; "
                                               "span `execute_tool get_weather` (execute_tool)",
                                 "tool_definitions": "gen_ai.tool.definitions of span `invoke_agent weather-agent`",
-                                "conversation_id": "gen_ai.conversation.id of span `invoke_agent weather-agent`"}},
+                                "conversation_id": "gen_ai.conversation.id of span `invoke_agent weather-agent`",
+                                "system_instructions": "gen_ai.system_instructions of span `invoke_agent weather-agent`"}},
     "v2-event": {"simple": {"response": "gen_ai.output.messages of the gen_ai.client.inference.operation.details "
                                         "event of span `chat gpt-4o`"}},
     "v2-legacy": {"simple": {"query": "gen_ai.system.message, gen_ai.user.message events of span `chat gpt-4o`",
@@ -114,10 +128,10 @@ def test_instrumented_app_traces_map_to_what_the_app_sent_and_got(config, judge_
     mapped, expected = run_app(config, judge_server, tmp_path)
     for scenario, want in expected.items():
         row = mapped[want["trace_id"]]
-        if config == "v2-event" and "context" in want:
-            # util-genai 1.1b0 writes a retrieval's documents on its span only, never as an event
-            assert "context" not in row.fields
-            del want["context"]
+        if config == "v2-event" and scenario == "agent_genai":
+            # util-genai 1.1b0 writes a retrieval's documents and an agent's instructions on spans only
+            assert "context" not in row.fields and "system_instructions" not in row.fields
+            del want["context"], want["system_instructions"]
         _check(row, want)
         for name, source in SOURCES.get(config, {}).get(scenario, {}).items():
             assert row.sources[name] == source, (scenario, name)
@@ -159,3 +173,77 @@ def test_a_trace_without_genai_spans_latency_and_errors():
     assert (row.fields["error"], row.fields["error_message"]) == (True, "deadlock detected")
     assert row.sources["error"] == "status of span `SELECT cart`"
     assert row.fields["service_name"] == "shop" and row.spans == 2
+
+
+def test_conversation_ids_as_text_and_bounded():
+    """A conversation id is text (a number becomes its text); one past MAX_KEY characters keys nothing."""
+    from evaluators.monitor.mapping import MAX_KEY
+
+    cap = Capture()
+    tracer = cap.tracer_provider.get_tracer("app")
+    for conversation in (42, "c" * MAX_KEY, "c" * (MAX_KEY + 1)):
+        with tracer.start_as_current_span("invoke_agent helper") as span:
+            span.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": conversation})
+    spans, _ = decode_traces(cap.traces(), PROTOBUF)
+    rows = [map_trace([s], []) for s in spans]
+    assert [r.conversation_key for r in rows] == ["42", "c" * MAX_KEY, None]
+    assert [r.fields["conversation_id"] for r in rows] == ["42", "c" * MAX_KEY, "c" * (MAX_KEY + 1)]
+    assert rows[0].sources["conversation_id"] == "gen_ai.conversation.id of span `invoke_agent helper`"
+
+
+KEYS = ["gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+        "gen_ai.tool.definitions", "gen_ai.retrieval.documents", "gen_ai.tool.name", "gen_ai.tool.call.id",
+        "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.conversation.id", "session.id",
+        "gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.request.model", "openinference.span.kind",
+        "input.value", "input.mime_type", "output.value", "tool.name", "llm.request.type",
+        "llm.input_messages.0.message.role", "llm.input_messages.0.message.content",
+        "llm.input_messages.1.message.tool_calls.0.tool_call.id", "llm.output_messages.0.message.contents.0.message_content.text",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments", "llm.tools.0.tool.json_schema",
+        "retrieval.documents.0.document.id", "retrieval.documents.0.document.score", "gen_ai.prompt.0.role",
+        "gen_ai.prompt.0.content", "gen_ai.completion.0.tool_calls.0.id", "llm.request.functions.0.parameters"]
+EVENTS = ["gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message", "gen_ai.tool.message",
+          "gen_ai.choice", "gen_ai.client.inference.operation.details", "other"]
+
+
+def _strategies():
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(["chat", "execute_tool", "retrieval", "invoke_agent", "LLM", "TOOL", "AGENT", "user",
+                             "assistant", "tool", "tool_call", "tool_call_response", "text", "id-1", ""])
+    values = st.recursive(st.none() | st.booleans() | st.integers(-5, 10 ** 6) | st.floats(allow_nan=False,
+                          allow_infinity=False) | words | st.text(max_size=20),
+                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                              st.sampled_from(["role", "parts", "type", "content", "id", "name", "arguments",
+                                               "response", "message", "tool_calls", "function", "score", "text"]),
+                              inner, max_size=4), max_leaves=8)
+    attributes = st.dictionaries(st.sampled_from(KEYS), values | values.map(json.dumps), max_size=8)
+    ids = st.sampled_from(["a" * 16, "b" * 16, "c" * 16])
+    span = st.builds(lambda sid, parent, name, a, events, start, status: {
+        "trace_id": "f" * 32, "span_id": sid, "parent_span_id": parent, "name": name, "kind": 1, "start_ns": start,
+        "end_ns": start + 5, "status_code": status, "status_message": "", "attributes": a,
+        "events": [{"name": n, "time_ns": 1, "attributes": e} for n, e in events], "resource": {}, "scope": {}},
+        ids, ids | st.just(""), words, attributes, st.lists(st.tuples(st.sampled_from(EVENTS), attributes), max_size=3),
+        st.integers(0, 100), st.sampled_from([0, 1, 2]))
+    log = st.builds(lambda sid, name, body, a: {
+        "trace_id": "f" * 32, "span_id": sid, "time_ns": 1, "event_name": name, "body": body, "attributes": a,
+        "resource": {}, "scope": {}, "severity": 9}, ids | st.just(""), st.sampled_from(EVENTS), values, attributes)
+    return st.lists(span, max_size=5), st.lists(log, max_size=4)
+
+
+def test_any_attributes_map_without_raising():
+    """Whatever an app sends under the names the mapping reads (wrong types, JSON text of anything, cycles
+    of parents), map_trace returns a row: JSON-serialisable, every source naming a field it gave."""
+    from hypothesis import given, settings
+
+    spans_st, logs_st = _strategies()
+
+    @settings(max_examples=100, deadline=None, database=None, derandomize=True)
+    @given(spans_st, logs_st)
+    def check(spans, logs):
+        row = map_trace(spans, logs)
+        json.dumps([row.fields, row.sources], allow_nan=False)
+        assert set(row.sources) == set(row.fields)
+        assert row.content == ("query" in row.fields or "response" in row.fields)
+        assert isinstance(row.fields["error"], bool)
+
+    check()

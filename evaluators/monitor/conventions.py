@@ -21,7 +21,7 @@ plain spans and log records of :mod:`evaluators.monitor.otlp`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
@@ -43,7 +43,6 @@ class Exchange:
     source_in: str = ""
     source_out: str = ""
     source_system: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def json_value(v: Any) -> Any:
@@ -64,8 +63,8 @@ def span_label(span: dict) -> str:
 def kind(span: dict) -> str:
     """What a span is: "llm", "agent", "tool", "retrieval", "embeddings", "genai" (another GenAI span) or ""."""
     a = span["attributes"]
-    op = a.get("gen_ai.operation.name")
-    oi = str(a.get("openinference.span.kind", "")).upper()
+    op = _text(a.get("gen_ai.operation.name"))
+    oi = _text(a.get("openinference.span.kind")).upper()
     if op in LLM_OPERATIONS or oi == "LLM" or a.get("llm.request.type") in ("chat", "completion"):
         return "llm"
     if op in AGENT_OPERATIONS or oi == "AGENT":
@@ -84,6 +83,20 @@ def kind(span: dict) -> str:
 
 
 # --- message parts ---------------------------------------------------------------------------------------
+
+
+def _text(v: Any) -> str:
+    """A value that should be text, as text ("" when it is not: an app may send anything)."""
+    return v if isinstance(v, str) else ""
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def call_id(v: Any) -> str | None:
+    """A tool call's id as text (ids are matched across messages and spans), None when it has none."""
+    return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
 
 
 def text_of(message: dict) -> str:
@@ -109,7 +122,7 @@ def genai_messages(value: Any) -> list | None:
     out = []
     for m in value:
         if isinstance(m, dict) and isinstance(m.get("role"), str):
-            parts = [_genai_part(p) for p in m.get("parts") or () if isinstance(p, dict)]
+            parts = [_genai_part(p) for p in _list(m.get("parts")) if isinstance(p, dict)]
             msg = {"role": m["role"], "parts": parts}
             if m.get("finish_reason"):
                 msg["finish_reason"] = m["finish_reason"]
@@ -119,7 +132,10 @@ def genai_messages(value: Any) -> list | None:
 
 def _genai_part(p: dict) -> dict:
     if p.get("type") == "tool_call":
-        return {"type": "tool_call", "id": p.get("id"), "name": p.get("name"), "arguments": _arguments(p.get("arguments"))}
+        return {"type": "tool_call", "id": call_id(p.get("id")), "name": p.get("name"),
+                "arguments": _arguments(p.get("arguments"))}
+    if p.get("type") == "tool_call_response":
+        return {**p, "id": call_id(p.get("id"))}
     return dict(p)
 
 
@@ -135,20 +151,21 @@ def system_text(value: Any) -> str | None:
 
 def openai_message(m: dict, role: str | None = None) -> dict:
     """An OpenAI chat message (content text or parts, ``tool_calls``, ``tool_call_id``) as a message."""
-    role = m.get("role") or role or "user"
+    role = _text(m.get("role")) or role or "user"
     parts: list = []
     content = m.get("content")
     if role == "tool" and content is not None:
-        parts.append({"type": "tool_call_response", "id": m.get("tool_call_id", m.get("id")), "response": content})
+        parts.append({"type": "tool_call_response", "id": call_id(m.get("tool_call_id", m.get("id"))),
+                      "response": content})
     elif isinstance(content, str) and content and content != REDACTED:
         parts.append({"type": "text", "content": content})
     elif isinstance(content, list):
         parts += [{"type": "text", "content": c["text"]} for c in content
                   if isinstance(c, dict) and isinstance(c.get("text"), str)]
-    for call in m.get("tool_calls") or ():
+    for call in _list(m.get("tool_calls")):
         if isinstance(call, dict):
-            fn = call.get("function") or {}
-            parts.append({"type": "tool_call", "id": call.get("id"), "name": fn.get("name", call.get("name")),
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            parts.append({"type": "tool_call", "id": call_id(call.get("id")), "name": fn.get("name", call.get("name")),
                           "arguments": _arguments(fn.get("arguments", call.get("arguments")))})
     msg = {"role": role, "parts": parts}
     if m.get("finish_reason"):
@@ -193,7 +210,7 @@ def _openllmetry_message(d: dict) -> dict:
 # --- one span's exchange ----------------------------------------------------------------------------------
 
 
-def _from_genai(span: dict, a: dict, where: str, ex: Exchange) -> None:
+def _from_genai(a: dict, where: str, ex: Exchange) -> None:
     if ex.inputs is None and (inputs := genai_messages(a.get("gen_ai.input.messages"))) is not None:
         ex.inputs, ex.source_in = inputs, f"gen_ai.input.messages of {where}"
     if ex.outputs is None and (outputs := genai_messages(a.get("gen_ai.output.messages"))) is not None:
@@ -227,10 +244,10 @@ def exchange(span: dict, logs: list[dict]) -> Exchange:
     a = span["attributes"]
     where = span_label(span)
     ex = Exchange()
-    _from_genai(span, a, where, ex)
+    _from_genai(a, where, ex)
     for record in logs:
         if record["event_name"] == DETAILS_EVENT:
-            _from_genai(span, record["attributes"], f"the {DETAILS_EVENT} event of {where}", ex)
+            _from_genai(record["attributes"], f"the {DETAILS_EVENT} event of {where}", ex)
     legacy = [{"name": r["event_name"], "body": r["body"]} for r in logs]
     legacy += [{"name": e["name"], "body": e["attributes"]} for e in span["events"]]
     _from_legacy_events(legacy, where, ex)
@@ -275,7 +292,7 @@ def tool_span_call(span: dict) -> dict | None:
     name = a.get("gen_ai.tool.name", a.get("tool.name"))
     if not isinstance(name, str):
         return None
-    call = {"id": a.get("gen_ai.tool.call.id", a.get("tool_call.id")), "name": name}
+    call = {"id": call_id(a.get("gen_ai.tool.call.id", a.get("tool_call.id"))), "name": name}
     arguments = a.get("gen_ai.tool.call.arguments", a.get("tool.parameters", a.get("input.value")))
     if arguments is not None and arguments != REDACTED:
         call["arguments"] = _arguments(arguments)

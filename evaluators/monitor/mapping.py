@@ -34,6 +34,8 @@ INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.
 OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
 MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+# A conversation id longer than this groups nothing (the field keeps it; the key, which the store indexes, is None).
+MAX_KEY = 256
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,11 @@ class Mapped:
         sources: field -> where it came from, e.g. "gen_ai.output.messages of span `chat gpt-4o`".
         content: whether a query or a response was captured (False: the trace is kept, counted "no content").
         hint: when not, what to set in the app so that it is.
-        conversation_key: ``gen_ai.conversation.id`` or OpenInference's ``session.id``, else None.
-        genai: whether any span is a GenAI one (a model call, agent, tool, retrieval...).
+        conversation_key: ``gen_ai.conversation.id`` or OpenInference's ``session.id`` as text, else None
+            (None too past :data:`MAX_KEY` characters).
+        genai: whether any span is a GenAI one (a model call, agent, tool, retrieval...) or a log record a
+            GenAI event.
+        spans: how many spans the trace had.
     """
 
     fields: dict
@@ -232,13 +237,17 @@ def _context(row: _Row, retrievals: list) -> None:
 def _usage(row: _Row, llm: list, agents: list) -> None:
     for name, keys in (("input_tokens", INPUT_TOKENS), ("output_tokens", OUTPUT_TOKENS)):
         for group in (llm, agents):
-            counted = [(s, next(k for k in keys if isinstance(s["attributes"].get(k), int)))
-                       for s in group if any(isinstance(s["attributes"].get(k), int) for k in keys)]
+            counted = [(s, next(k for k in keys if _count(s["attributes"].get(k))))
+                       for s in group if any(_count(s["attributes"].get(k)) for k in keys)]
             if counted:
                 total = sum(s["attributes"][k] for s, k in counted)
                 where = cv.span_label(counted[0][0]) if len(counted) == 1 else f"{len(counted)} spans"
                 row.set(name, total, f"{' + '.join(dict.fromkeys(k for _, k in counted))} of {where}")
                 break
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _hint(spans: list, kinds: dict) -> str:
@@ -284,7 +293,8 @@ def map_trace(spans: list[dict], logs: list[dict]) -> Mapped:
         key, key_source = next(((r["attributes"]["gen_ai.conversation.id"], f"gen_ai.conversation.id of the "
                                  f"{r['event_name'] or 'log'} event") for r in logs
                                 if isinstance(r["attributes"].get("gen_ai.conversation.id"), str)), (None, ""))
-    row.set("conversation_id", None if key is None else str(key), key_source)
+    key = cv.call_id(key)  # an id is text (or a number written as text); anything else is no id
+    row.set("conversation_id", key, key_source)
     row.set(*("user_id", *_first(by_depth, ("enduser.id", "user.id"))))
     roots = [s for s in ordered if depth[s["span_id"]] == 0]
     if roots:
@@ -304,4 +314,5 @@ def map_trace(spans: list[dict], logs: list[dict]) -> Mapped:
     content = any(n in row.fields for n in ("query", "response"))
     hint = "" if content else (_hint(ordered, kinds) if genai else NO_GENAI_HINT)
     return Mapped(fields=row.fields, sources=row.sources, content=content, hint=hint,
-                  conversation_key=None if key is None else str(key), genai=genai, spans=len(ordered))
+                  conversation_key=key if key is None or len(key) <= MAX_KEY else None, genai=genai,
+                  spans=len(ordered))
