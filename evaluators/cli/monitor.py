@@ -42,7 +42,23 @@ def add_commands(sub) -> None:
     e.add_argument("--since", help="traces that started at or after this time (ISO, UTC unless it says)")
     e.add_argument("--until", help="traces that started before this time")
     e.add_argument("--out", required=True, type=Path)
-    for q in (c, r, ls, p, s, st, e):
+    ru = ms.add_parser("rule", help="rules that judge a project's traces: metrics, a judge, a sample rate")
+    rus = ru.add_subparsers(dest="rule_command", required=True)
+    ra = rus.add_parser("add", help="add a rule, or change one (a new version: each decision keeps its version)")
+    ra.add_argument("--project", required=True)
+    ra.add_argument("--name", required=True)
+    ra.add_argument("--metrics", required=True, help="comma-separated metric names (see `metrics`)")
+    ra.add_argument("--sample-rate", type=float, default=1.0, help="share of traces judged (0-1), the same traces for "
+                    "every rule: a hash of the trace id under the rate")
+    ra.add_argument("--judge-base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    ra.add_argument("--judge-model", help="judge model (default gpt-4o-mini)")
+    ra.add_argument("--judge-api-key-env", metavar="VAR", help="the NAME of the variable holding the judge's key "
+                    "(read when the rule runs; the key itself is never stored)")
+    ra.add_argument("--concurrency", type=int, default=8)
+    rr = rus.add_parser("run", help="decide every mapped trace a rule has not, then judge the pending ones")
+    rr.add_argument("--project", required=True)
+    rr.add_argument("--name", help="only this rule (default: every rule of the project)")
+    for q in (c, r, ls, p, s, st, e, ra, rr):
         q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
 
 
@@ -85,23 +101,81 @@ def cmd_monitor(a) -> int:
                         max_pending=a.max_pending, write_timeout=a.write_timeout)
         serve(store, a.host, a.port, limits, a.assemble_every)
         return EXIT_OK
+    if a.monitor_command == "rule":
+        return _cmd_rule(a, store)
     if store.monitor_project(a.project) is None:
         print(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
         return EXIT_USAGE
     if a.monitor_command == "status":
-        counts = store.trace_counts(a.project)
+        counts, rules = store.trace_counts(a.project), store.decision_counts(a.project)
         if a.json:
-            print(json.dumps({"project": a.project, **counts}))
+            print(json.dumps({"project": a.project, **counts, **({"rules": rules} if rules else {})}))
         else:
             print(f"project {a.project!r}")
             for key, label in STATES:
                 print(f"  {counts[key]:>8,}  {label}")
+            for name, by in rules.items():
+                print(f"  rule {name!r}: " + ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in by.items()))
         return EXIT_OK
     from evaluators.monitor.serve import export_traces
 
     n = export_traces(store, a.project, a.out, a.since, a.until)
     print(f"wrote {n:,} traces to {a.out / 'traces.jsonl'}")
     return EXIT_OK
+
+
+def _cmd_rule(a, store) -> int:
+    from evaluators.cli.main import EXIT_OK
+    from evaluators.monitor.rules import decide, judge_pending
+
+    if a.rule_command == "add":
+        from evaluators.core.registry import get_metric
+        from evaluators.judge.config import JudgeConfig
+
+        metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
+        for m in metrics:
+            get_metric(m)  # an unknown metric is refused now, not when the rule runs
+        judge = JudgeConfig(model=a.judge_model or "gpt-4o-mini", base_url=a.judge_base_url,
+                            provider="compatible" if a.judge_base_url else "openai", concurrency=a.concurrency)
+        version = store.add_monitor_rule(a.project, a.name, metrics, a.sample_rate,
+                                         judge.for_storage().to_dict(), a.judge_api_key_env)
+        print(f"rule {a.name!r} of project {a.project!r}: version {version}")
+        return EXIT_OK
+    rules = [r for r in store.monitor_rules(a.project) if a.name in (None, r["name"])]
+    if not rules:
+        from evaluators.core.errors import UsageError
+
+        raise UsageError(f"project {a.project!r} has no rule{' ' + repr(a.name) if a.name else ''} (monitor rule add)")
+    for rule in rules:
+        decided = decide(store, a.project, rule)
+        done = judge_pending(store, a.project, rule, _engine(store, rule))
+        print(f"rule {rule['name']!r} v{rule['version']}: {decided:,} traces decided; {done['judged']:,} judged, "
+              f"{done['failed']:,} failed")
+    return EXIT_OK
+
+
+def _engine(store, rule):
+    """The engine's run (api.evaluate: the judge client, cache, retries, rate limits) over a rule's rows."""
+    import os
+
+    from sqlalchemy import select
+
+    from evaluators.api import evaluate
+    from evaluators.core.errors import UsageError
+    from evaluators.store.schema import ResultRow
+
+    def judge_rows(rows, rule):
+        key = None
+        if rule["key_env"]:
+            key = os.environ.get(rule["key_env"])
+            if not key:
+                raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
+        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key)
+        with store.session() as s:
+            errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
+                ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
+        return res.run_id, {i: e or "error" for i, e in errs}
+    return judge_rows
 
 
 COMMANDS = {"monitor": cmd_monitor}

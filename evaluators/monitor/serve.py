@@ -62,15 +62,16 @@ def _ns(when: str | None, what: str) -> int | None:
 
 
 def export_traces(store, project: str, out: Path, since: str | None = None, until: str | None = None) -> int:
-    """Write ``traces.jsonl`` in ``out``: one line a mapped trace (``trace_id``, ``time``, ``project``, the mapped
+    """Write ``traces.jsonl`` and ``scores.jsonl`` (:func:`_export_scores`) in ``out``: one line a mapped trace (``trace_id``, ``time``, ``project``, the mapped
     fields under the dataset's names, ``sources``), written beside and renamed into place when whole. Returns
     how many lines."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".traces.jsonl.{os.getpid()}.tmp"
-    n = 0
+    n, exported = 0, set()
     try:
         with tmp.open("w", encoding="utf-8") as f:
             for t in store.iter_mapped_traces(project, _ns(since, "--since"), _ns(until, "--until")):
+                exported.add(t["trace_id"])
                 fields = dict(t["fields"] or {})
                 line = {"trace_id": t["trace_id"], "time": _iso(t["start_ns"]), "project": project}
                 line.update({k: fields.pop(k) for k in EXPORT_FIELDS if k in fields})
@@ -83,7 +84,37 @@ def export_traces(store, project: str, out: Path, since: str | None = None, unti
         tmp.replace(out / "traces.jsonl")
     finally:
         tmp.unlink(missing_ok=True)
+    _export_scores(store, project, out, exported)
     return n
+
+
+def _export_scores(store, project: str, out: Path, exported: set[str]) -> None:
+    """``scores.jsonl``: one line a trace and rule (each rule's latest version): trace_id, rule, rule_version,
+    decision, and for a judged trace its values under rows.jsonl's keys (``outputs.coherence.coherence``...), for
+    a failed one its error."""
+    from evaluators.read.results import open_results
+
+    tmp = out / f".scores.jsonl.{os.getpid()}.tmp"
+    runs: dict[str, object] = {}
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for rule in store.monitor_rules(project):
+                decided = store.decisions(project, rule["name"], rule["version"])
+                for tid in sorted(set(decided) & exported):
+                    d = decided[tid]
+                    line = {"trace_id": tid, "rule": rule["name"], "rule_version": rule["version"],
+                            "decision": d["decision"]}
+                    if d["decision"] == "judged":
+                        if d["run_id"] not in runs:
+                            runs[d["run_id"]] = open_results(store, d["run_id"])
+                        row = runs[d["run_id"]].row(d["row_idx"])
+                        line.update({k: v for k, v in row.items() if k.startswith("outputs.")})
+                    elif d["error"]:
+                        line["error"] = d["error"]
+                    f.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        tmp.replace(out / "scores.jsonl")
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _iso(ns: int | None) -> str | None:

@@ -1,5 +1,6 @@
 """Production traffic (``python -m evaluators monitor``): projects, ingest tokens (hashed), received spans and log
-records, and the traces they make (evaluators/store/traces.py).
+records, and the traces they make (evaluators/store/traces.py); rules and their decisions per trace
+(evaluators/store/monitor_rules.py).
 
 Revision ID: 0004
 Revises: 0003
@@ -77,9 +78,38 @@ def upgrade() -> None:
         sa.Column("received_at", sa.DateTime(), nullable=False),
         sa.Column("late", sa.Boolean(), nullable=False),
     )
+    _rules()
+
+
+def _rules() -> None:
+    op.create_table(
+        "monitor_rules",
+        sa.Column("project", sa.String(200), primary_key=True),
+        sa.Column("name", sa.String(200), primary_key=True),
+        sa.Column("version", sa.Integer(), primary_key=True),
+        sa.Column("metrics", sa.JSON(), nullable=False),
+        sa.Column("sample_rate", sa.Float(), nullable=False),
+        sa.Column("judge", sa.JSON(), nullable=True),
+        sa.Column("key_env", sa.String(200), nullable=True),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+    )
+    op.create_table(
+        "monitor_decisions",
+        sa.Column("project", sa.String(200), primary_key=True),
+        sa.Column("trace_id", sa.String(32), primary_key=True),
+        sa.Column("rule", sa.String(200), primary_key=True),
+        sa.Column("rule_version", sa.Integer(), primary_key=True),
+        sa.Column("decision", sa.String(20), nullable=False),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("run_id", sa.String(32), nullable=True),
+        sa.Column("row_idx", sa.Integer(), nullable=True),
+        sa.Column("decided_at", sa.DateTime(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("monitor_decisions")
+    op.drop_table("monitor_rules")
     op.drop_table("monitor_logs")
     op.drop_table("monitor_spans")
     op.drop_index("ix_monitor_traces_due", table_name="monitor_traces")
