@@ -87,3 +87,31 @@ def test_rules_sample_the_same_traces_nest_by_rate_and_store_the_judges_values(s
     assert status["rules"]["a"] == {"sampled_out": sum(d["decision"] == "sampled_out" for d in decided["a"].values()),
                                     "no_content": sum(d["decision"] == "no_content" for d in decided["a"].values()),
                                     "pending": 0, "judged": len(judged["a"]), "failed": 0}
+
+
+def test_a_receiver_started_with_judge_every_judges_a_trace_it_received(store_url, judge_server):
+    """`monitor serve --judge-every S` starts the rules' process beside the receiver (SQLite's way; a team runs
+    `monitor rule run --every S` apart): a trace sent to it is mapped, decided and judged, with the judge's value."""
+    from tests.monitor_procs import ReceiverProcess, pb_span, traces_request
+    from tests.procs import wait_until
+
+    store = Store(store_url)
+    _, token = store.create_ingest_token("shop")
+    store.ensure_monitor_project("shop", quiet_seconds=0)
+    assert cli("rule", "add", "--project", "shop", "--name", "all", "--metrics", "coherence", "--judge-base-url",
+               judge_server.url, db=store_url).returncode == 0
+    said = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "What is 2 + 2?"}]}])
+    got = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "It is 4."}]}])
+    span = pb_span(42, 1, name="chat gpt-4o", attributes={"gen_ai.operation.name": "chat",
+                                                          "gen_ai.input.messages": said, "gen_ai.output.messages": got})
+    with ReceiverProcess(store_url, "--assemble-every", "0.2", "--judge-every", "0.5") as r:
+        assert r.post("/v1/traces", traces_request([span]), token)[0] == 200
+        wait_until(lambda: store.decisions("shop", "all", 1).get(f"{42:032x}", {}).get("decision") == "judged",
+                   what="the trace judged", timeout=120)
+    d = store.decisions("shop", "all", 1)[f"{42:032x}"]
+    [call] = judge_server.calls
+    assert "What is 2 + 2?" in prompt_text(call) and "It is 4." in prompt_text(call)
+    with store.engine.connect() as c:
+        value = c.execute(sa.text("SELECT value FROM results WHERE run_id = :r AND row_idx = :i"),
+                          {"r": d["run_id"], "i": d["row_idx"]}).scalar()
+    assert value == expected_score(prompt_text(call))

@@ -34,6 +34,8 @@ def add_commands(sub) -> None:
     s.add_argument("--max-pending", type=int, default=16, help="store writes waiting at most (429 past it)")
     s.add_argument("--write-timeout", type=float, default=10.0, help="seconds a write may take (then 503)")
     s.add_argument("--assemble-every", type=float, default=1.0, help="seconds between looks for complete traces")
+    s.add_argument("--judge-every", type=float, default=0, help="also start a process judging every project's "
+                   "rules (monitor rule run --every S), a round every S seconds (default 0: none; a team runs it apart)")
     st = ms.add_parser("status", help="a project's traces by state")
     st.add_argument("--project", required=True)
     st.add_argument("--json", action="store_true")
@@ -56,8 +58,9 @@ def add_commands(sub) -> None:
                     "(read when the rule runs; the key itself is never stored)")
     ra.add_argument("--concurrency", type=int, default=8)
     rr = rus.add_parser("run", help="decide every mapped trace a rule has not, then judge the pending ones")
-    rr.add_argument("--project", required=True)
+    rr.add_argument("--project", help="this project's rules (default: every project's)")
     rr.add_argument("--name", help="only this rule (default: every rule of the project)")
+    rr.add_argument("--every", type=float, help="go on: a round every this many seconds, until stopped")
     for q in (c, r, ls, p, s, st, e, ra, rr):
         q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
 
@@ -99,7 +102,7 @@ def cmd_monitor(a) -> int:
 
         limits = Limits(max_body=int(a.max_body_mb * 2**20), max_inflight=int(a.max_inflight_mb * 2**20),
                         max_pending=a.max_pending, write_timeout=a.write_timeout)
-        serve(store, a.host, a.port, limits, a.assemble_every)
+        serve(store, a.host, a.port, limits, a.assemble_every, a.judge_every)
         return EXIT_OK
     if a.monitor_command == "rule":
         return _cmd_rule(a, store)
@@ -126,7 +129,6 @@ def cmd_monitor(a) -> int:
 
 def _cmd_rule(a, store) -> int:
     from evaluators.cli.main import EXIT_OK
-    from evaluators.monitor.rules import decide, judge_pending
 
     if a.rule_command == "add":
         from evaluators.core.registry import get_metric
@@ -141,17 +143,39 @@ def _cmd_rule(a, store) -> int:
                                          judge.for_storage().to_dict(), a.judge_api_key_env)
         print(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
-    rules = [r for r in store.monitor_rules(a.project) if a.name in (None, r["name"])]
-    if not rules:
-        from evaluators.core.errors import UsageError
+    if a.every is None:
+        if not _rule_round(store, a.project, a.name):
+            from evaluators.core.errors import UsageError
 
-        raise UsageError(f"project {a.project!r} has no rule{' ' + repr(a.name) if a.name else ''} (monitor rule add)")
-    for rule in rules:
-        decided = decide(store, a.project, rule)
-        done = judge_pending(store, a.project, rule, _engine(store, rule))
-        print(f"rule {rule['name']!r} v{rule['version']}: {decided:,} traces decided; {done['judged']:,} judged, "
-              f"{done['failed']:,} failed")
-    return EXIT_OK
+            raise UsageError(f"no rule{' ' + repr(a.name) if a.name else ''}"
+                             f"{' in project ' + repr(a.project) if a.project else ''} (monitor rule add)")
+        return EXIT_OK
+    import threading
+
+    stop = threading.Event()
+    while True:  # (a TERM ends the process between or during rounds: a decision is written whole or not at all)
+        try:
+            _rule_round(store, a.project, a.name)
+        except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
+            print(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
+                  flush=True)
+        stop.wait(a.every)
+
+
+def _rule_round(store, project: str | None, name: str | None) -> int:
+    """Decide and judge for each rule asked for; returns how many rules there were."""
+    from evaluators.monitor.rules import decide, judge_pending
+
+    n = 0
+    for proj in [project] if project else store.monitor_projects():
+        for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
+            n += 1
+            decided = decide(store, proj, rule)
+            done = judge_pending(store, proj, rule, _engine(store, rule))
+            if decided or done["judged"] or done["failed"]:
+                print(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
+                      f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
+    return n
 
 
 def _engine(store, rule):

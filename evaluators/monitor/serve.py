@@ -27,8 +27,11 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Limits(),
-          assemble_every: float = 1.0) -> None:
-    """Receive until SIGINT or SIGTERM (uvicorn's graceful shutdown: requests in flight are answered)."""
+          assemble_every: float = 1.0, judge_every: float = 0) -> None:
+    """Receive until SIGINT or SIGTERM (uvicorn's graceful shutdown: requests in flight are answered). With
+    ``judge_every``, a child process judges the rules meanwhile (`monitor rule run --every`), ended with it."""
+    import subprocess
+
     import uvicorn
 
     sock = listen(host, port)
@@ -40,10 +43,17 @@ def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Lim
     print(f"monitor: receiving OTLP/HTTP on http://{host}:{bound} (POST /v1/traces, /v1/logs)", flush=True)
     config = uvicorn.Config(Receiver(store, limits).app(), log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=limits.write_timeout + 5)
+    judge = None
+    if judge_every > 0:  # the store's URL through the environment, not the command line (it may hold a password)
+        judge = subprocess.Popen([sys.executable, "-m", "evaluators", "monitor", "rule", "run", "--every",
+                                  str(judge_every)], env={**os.environ, "EVAL_DATABASE_URL": store.url})
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         assembler.stop()
+        if judge is not None:
+            judge.terminate()
+            judge.wait(timeout=60)
 
 
 def _ns(when: str | None, what: str) -> int | None:
