@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what is missing, then open the dashboard (SQLite + bundled samples; no key needed to look around), and
 # beside it the monitor's OTLP/HTTP receiver on 127.0.0.1:4318 (EVAL_MONITOR=0 leaves it off; EVAL_MONITOR_PORT
-# moves it), so an app instrumented as the README's "Monitoring" says sends its traces here.
+# moves it), so an app instrumented as the README's "Monitoring" says sends its traces here; its rules are judged
+# every minute (EVAL_MONITOR_JUDGE_EVERY: seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,7 +10,8 @@ dashboard=(.venv/bin/python -m streamlit run app.py --server.headless true --bro
 if [ "${EVAL_MONITOR:-1}" = "0" ]; then
   exec "${dashboard[@]}"
 fi
-.venv/bin/python -m evaluators monitor serve --host 127.0.0.1 --port "${EVAL_MONITOR_PORT:-4318}" &
+.venv/bin/python -m evaluators monitor serve --host 127.0.0.1 --port "${EVAL_MONITOR_PORT:-4318}" \
+  --judge-every "${EVAL_MONITOR_JUDGE_EVERY:-60}" &
 receiver=$!
 "${dashboard[@]}" &
 app=$!

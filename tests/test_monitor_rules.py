@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 
@@ -108,6 +109,10 @@ def test_a_receiver_started_with_judge_every_judges_a_trace_it_received(store_ur
         assert r.post("/v1/traces", traces_request([span]), token)[0] == 200
         wait_until(lambda: store.decisions("shop", "all", 1).get(f"{42:032x}", {}).get("decision") == "judged",
                    what="the trace judged", timeout=120)
+        with open(f"/proc/{r.proc.pid}/task/{r.proc.pid}/children") as f:
+            [child] = f.read().split()
+    # the receiver ended by TERM (uvicorn raises it again after its shutdown): its judging process ends too
+    wait_until(lambda: not os.path.exists(f"/proc/{child}"), what="the judging process ended", timeout=60)
     d = store.decisions("shop", "all", 1)[f"{42:032x}"]
     [call] = judge_server.calls
     assert "What is 2 + 2?" in prompt_text(call) and "It is 4." in prompt_text(call)

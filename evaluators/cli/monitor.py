@@ -5,7 +5,9 @@ Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); ex
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +63,7 @@ def add_commands(sub) -> None:
     rr.add_argument("--project", help="this project's rules (default: every project's)")
     rr.add_argument("--name", help="only this rule (default: every rule of the project)")
     rr.add_argument("--every", type=float, help="go on: a round every this many seconds, until stopped")
+    rr.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)  # serve's child: ends with it
     for q in (c, r, ls, p, s, st, e, ra, rr):
         q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
 
@@ -152,8 +155,10 @@ def _cmd_rule(a, store) -> int:
         return EXIT_OK
     import threading
 
-    stop = threading.Event()
+    stop, parent = threading.Event(), os.getppid()
     while True:  # (a TERM ends the process between or during rounds: a decision is written whole or not at all)
+        if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
+            return EXIT_OK
         try:
             _rule_round(store, a.project, a.name)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again

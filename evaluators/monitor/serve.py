@@ -46,11 +46,11 @@ def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Lim
     judge = None
     if judge_every > 0:  # the store's URL through the environment, not the command line (it may hold a password)
         judge = subprocess.Popen([sys.executable, "-m", "evaluators", "monitor", "rule", "run", "--every",
-                                  str(judge_every)], env={**os.environ, "EVAL_DATABASE_URL": store.url})
+                                  str(judge_every), "--with-parent"], env={**os.environ, "EVAL_DATABASE_URL": store.url})
     try:
         uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        assembler.stop()
+    finally:  # (not reached after a TERM: uvicorn raises it again once it has shut down, so the child watches
+        assembler.stop()  # for its parent's end itself: --with-parent)
         if judge is not None:
             judge.terminate()
             judge.wait(timeout=60)
