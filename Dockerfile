@@ -7,5 +7,5 @@ COPY scripts/setup.sh scripts/setup.sh
 RUN bash scripts/setup.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
 ENV PATH=/app/.venv/bin:$PATH EVAL_HOME=/data PYTHONUNBUFFERED=1
-EXPOSE 8501
+EXPOSE 8501 4318
 CMD ["python", "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.address", "0.0.0.0"]

@@ -146,3 +146,37 @@ def test_the_services_commands_serve_a_team_migrate_dashboard_workers_submit_wai
     run = Store(url).get_run(rid)
     assert (run["status"], run["tasks_done"], run["tasks_errored"]) == ("completed", 31, 0)
     assert len(judge_server.calls) == 31  # each row judged once, with the worker's key (any other gets 401)
+
+
+def test_the_receiver_service_takes_an_apps_traces_into_the_team_store(compose, postgres):
+    """The receiver service's command and environment (its store the migrate service's) receive a trace sent with
+    a token made by the CLI against the same store."""
+    from tests.monitor_procs import pb_span, traces_request
+
+    spec, _ = compose
+    service = spec["services"]["receiver"]
+    assert service["environment"] == spec["services"]["migrate"]["environment"]  # the team's store
+    assert service["ports"] == ["4318:4318"] and service["command"][-1] == "4318"
+    here = make_url(postgres.new_database())
+    url = make_url(service["environment"]["EVAL_DATABASE_URL"]).set(host=here.host, port=here.port,
+                                                                     database=here.database)
+    url = url.render_as_string(hide_password=False)
+    env = env_for_subprocess(EVAL_DATABASE_URL=url)
+    assert subprocess.run([sys.executable, *spec["services"]["migrate"]["command"][1:]], cwd=ROOT, env=env,
+                          timeout=120).returncode == 0
+    made = subprocess.run([sys.executable, "-m", "evaluators", "monitor", "token", "create", "--project", "shop"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    token = made.stdout.split()[-1]
+    argv = [sys.executable, *service["command"][1:]]
+    argv[argv.index("0.0.0.0")] = "127.0.0.1"  # (all interfaces inside the container; loopback here)
+    argv[-1] = "0"  # any free port
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(proc.stdout.readline().split("http://127.0.0.1:")[1].split()[0])
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=traces_request([pb_span(1, 1)]),
+                                     headers={"Content-Type": "application/x-protobuf",
+                                              "Authorization": f"Bearer {token}"})
+        assert urllib.request.urlopen(req, timeout=30).status == 200
+    finally:
+        stop(proc)
+    assert Store(url).trace_counts("shop")["spans"] == 1

@@ -1,0 +1,210 @@
+"""``python -m evaluators monitor ...``: production traffic in (evaluators/monitor). ``token create|revoke|list``,
+``project`` (its quiet period), ``serve`` (the OTLP/HTTP receiver), ``status`` and ``export``.
+
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def add_commands(sub) -> None:
+    m = sub.add_parser("monitor", help="production traffic: ingest tokens, the OTLP receiver, traces' status and export")
+    ms = m.add_subparsers(dest="monitor_command", required=True)
+    t = ms.add_parser("token", help="ingest tokens: an app sends its traces with one (Authorization: Bearer TOKEN)")
+    ts = t.add_subparsers(dest="token_command", required=True)
+    c = ts.add_parser("create", help="make a token for a project (made if new); printed once, stored hashed")
+    c.add_argument("--project", required=True)
+    r = ts.add_parser("revoke", help="revoke a token (given as itself or its id): its requests get 401 from then on")
+    r.add_argument("token", help="the token or its id (monitor token list)")
+    ls = ts.add_parser("list", help="tokens' ids, projects and states (never the tokens)")
+    ls.add_argument("--project")
+    p = ms.add_parser("project", help="make a project or set its quiet period")
+    p.add_argument("--project", required=True)
+    p.add_argument("--quiet-seconds", type=float, help="a trace is complete this long after its last span, its root "
+                                                       "span having ended (default 30)")
+    s = ms.add_parser("serve", help="receive OTLP/HTTP traces and logs (POST /v1/traces, /v1/logs) and assemble them")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=4318, help="default 4318, OTLP/HTTP's; 0: any free port")
+    s.add_argument("--max-body-mb", type=float, default=20.0, help="largest body, before and after gzip (413 past it)")
+    s.add_argument("--max-inflight-mb", type=float, default=80.0,
+                   help="bodies being read and decoded at once, in all (429 past it; one always goes)")
+    s.add_argument("--max-pending", type=int, default=16, help="store writes waiting at most (429 past it)")
+    s.add_argument("--write-timeout", type=float, default=10.0, help="seconds a write may take (then 503)")
+    s.add_argument("--assemble-every", type=float, default=1.0, help="seconds between looks for complete traces")
+    s.add_argument("--judge-every", type=float, default=0, help="also start a process judging every project's "
+                   "rules (monitor rule run --every S), a round every S seconds (default 0: none; a team runs it apart)")
+    st = ms.add_parser("status", help="a project's traces by state")
+    st.add_argument("--project", required=True)
+    st.add_argument("--json", action="store_true")
+    e = ms.add_parser("export", help="write a project's mapped traces to DIR/traces.jsonl")
+    e.add_argument("--project", required=True)
+    e.add_argument("--since", help="traces that started at or after this time (ISO, UTC unless it says)")
+    e.add_argument("--until", help="traces that started before this time")
+    e.add_argument("--out", required=True, type=Path)
+    ru = ms.add_parser("rule", help="rules that judge a project's traces: metrics, a judge, a sample rate")
+    rus = ru.add_subparsers(dest="rule_command", required=True)
+    ra = rus.add_parser("add", help="add a rule, or change one (a new version: each decision keeps its version)")
+    ra.add_argument("--project", required=True)
+    ra.add_argument("--name", required=True)
+    ra.add_argument("--metrics", required=True, help="comma-separated metric names (see `metrics`)")
+    ra.add_argument("--sample-rate", type=float, default=1.0, help="share of traces judged (0-1), the same traces for "
+                    "every rule: a hash of the trace id under the rate")
+    ra.add_argument("--judge-base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    ra.add_argument("--judge-model", help="judge model (default gpt-4o-mini)")
+    ra.add_argument("--judge-api-key-env", metavar="VAR", help="the NAME of the variable holding the judge's key "
+                    "(read when the rule runs; the key itself is never stored)")
+    ra.add_argument("--concurrency", type=int, default=8)
+    rr = rus.add_parser("run", help="decide every mapped trace a rule has not, then judge the pending ones")
+    rr.add_argument("--project", help="this project's rules (default: every project's)")
+    rr.add_argument("--name", help="only this rule (default: every rule of the project)")
+    rr.add_argument("--every", type=float, help="go on: a round every this many seconds, until stopped")
+    rr.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)  # serve's child: ends with it
+    for q in (c, r, ls, p, s, st, e, ra, rr):
+        q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
+
+
+STATES = (("traces", "traces"), ("open", "open (waiting for the root span's end and the quiet period)"),
+          ("mapped", "mapped to a row"), ("no_content", "of which no content captured"),
+          ("no_root", "of which mapped without a root span"), ("late", "with late spans (came after mapping)"),
+          ("spans", "spans stored"))
+
+
+def cmd_monitor(a) -> int:
+    from evaluators.cli.main import EXIT_OK, EXIT_USAGE
+    from evaluators.store.store import Store
+
+    store = Store(a.db)
+    if a.monitor_command == "token":
+        if a.token_command == "create":
+            tid, token = store.create_ingest_token(a.project)
+            print(f"token {tid} for project {a.project.strip()!r} (shown once; only its hash is stored):")
+            print(token)
+        elif a.token_command == "revoke":
+            done = store.revoke_ingest_token(a.token)
+            if done is None:
+                print("error: no such token (give the token or its id: monitor token list)", file=sys.stderr)
+                return EXIT_USAGE
+            print(f"revoked token {done['id']} of project {done['project']!r}")
+        else:
+            for t in store.ingest_tokens(a.project):
+                state = f"revoked {t['revoked_at']:%Y-%m-%d %H:%M}" if t["revoked_at"] else "active"
+                print(f"{t['id']}  {t['project']}  created {t['created_at']:%Y-%m-%d %H:%M}  {state}")
+        return EXIT_OK
+    if a.monitor_command == "project":
+        store.ensure_monitor_project(a.project, a.quiet_seconds)
+        print(f"project {a.project.strip()!r}: quiet period {store.monitor_project(a.project.strip())['quiet_seconds']:g} s")
+        return EXIT_OK
+    if a.monitor_command == "serve":
+        from evaluators.monitor.receiver import Limits
+        from evaluators.monitor.serve import serve
+
+        limits = Limits(max_body=int(a.max_body_mb * 2**20), max_inflight=int(a.max_inflight_mb * 2**20),
+                        max_pending=a.max_pending, write_timeout=a.write_timeout)
+        serve(store, a.host, a.port, limits, a.assemble_every, a.judge_every)
+        return EXIT_OK
+    if a.monitor_command == "rule":
+        return _cmd_rule(a, store)
+    if store.monitor_project(a.project) is None:
+        print(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
+        return EXIT_USAGE
+    if a.monitor_command == "status":
+        counts, rules = store.trace_counts(a.project), store.decision_counts(a.project)
+        if a.json:
+            print(json.dumps({"project": a.project, **counts, **({"rules": rules} if rules else {})}))
+        else:
+            print(f"project {a.project!r}")
+            for key, label in STATES:
+                print(f"  {counts[key]:>8,}  {label}")
+            for name, by in rules.items():
+                print(f"  rule {name!r}: " + ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in by.items()))
+        return EXIT_OK
+    from evaluators.monitor.serve import export_traces
+
+    n = export_traces(store, a.project, a.out, a.since, a.until)
+    print(f"wrote {n:,} traces to {a.out / 'traces.jsonl'}")
+    return EXIT_OK
+
+
+def _cmd_rule(a, store) -> int:
+    from evaluators.cli.main import EXIT_OK
+
+    if a.rule_command == "add":
+        from evaluators.core.registry import get_metric
+        from evaluators.judge.config import JudgeConfig
+
+        metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
+        for m in metrics:
+            get_metric(m)  # an unknown metric is refused now, not when the rule runs
+        judge = JudgeConfig(model=a.judge_model or "gpt-4o-mini", base_url=a.judge_base_url,
+                            provider="compatible" if a.judge_base_url else "openai", concurrency=a.concurrency)
+        version = store.add_monitor_rule(a.project, a.name, metrics, a.sample_rate,
+                                         judge.for_storage().to_dict(), a.judge_api_key_env)
+        print(f"rule {a.name!r} of project {a.project!r}: version {version}")
+        return EXIT_OK
+    if a.every is None:
+        if not _rule_round(store, a.project, a.name):
+            from evaluators.core.errors import UsageError
+
+            raise UsageError(f"no rule{' ' + repr(a.name) if a.name else ''}"
+                             f"{' in project ' + repr(a.project) if a.project else ''} (monitor rule add)")
+        return EXIT_OK
+    import threading
+
+    stop, parent = threading.Event(), os.getppid()
+    while True:  # (a TERM ends the process between or during rounds: a decision is written whole or not at all)
+        if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
+            return EXIT_OK
+        try:
+            _rule_round(store, a.project, a.name)
+        except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
+            print(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
+                  flush=True)
+        stop.wait(a.every)
+
+
+def _rule_round(store, project: str | None, name: str | None) -> int:
+    """Decide and judge for each rule asked for; returns how many rules there were."""
+    from evaluators.monitor.rules import decide, judge_pending
+
+    n = 0
+    for proj in [project] if project else store.monitor_projects():
+        for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
+            n += 1
+            decided = decide(store, proj, rule)
+            done = judge_pending(store, proj, rule, _engine(store, rule))
+            if decided or done["judged"] or done["failed"]:
+                print(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
+                      f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
+    return n
+
+
+def _engine(store, rule):
+    """The engine's run (api.evaluate: the judge client, cache, retries, rate limits) over a rule's rows."""
+    import os
+
+    from sqlalchemy import select
+
+    from evaluators.api import evaluate
+    from evaluators.core.errors import UsageError
+    from evaluators.store.schema import ResultRow
+
+    def judge_rows(rows, rule):
+        key = None
+        if rule["key_env"]:
+            key = os.environ.get(rule["key_env"])
+            if not key:
+                raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
+        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key)
+        with store.session() as s:
+            errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
+                ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
+        return res.run_id, {i: e or "error" for i, e in errs}
+    return judge_rows
+
+
+COMMANDS = {"monitor": cmd_monitor}

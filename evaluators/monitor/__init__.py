@@ -1,0 +1,1 @@
+"""Production traffic in: OpenTelemetry traces received, mapped to rows, sampled and judged online."""
