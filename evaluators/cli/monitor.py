@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from evaluators.cli.text import say
+
 
 def add_commands(sub) -> None:
     m = sub.add_parser("monitor", help="production traffic: ingest tokens, the OTLP receiver, traces' status and export")
@@ -82,22 +84,22 @@ def cmd_monitor(a) -> int:
     if a.monitor_command == "token":
         if a.token_command == "create":
             tid, token = store.create_ingest_token(a.project)
-            print(f"token {tid} for project {a.project.strip()!r} (shown once; only its hash is stored):")
-            print(token)
+            say(f"token {tid} for project {a.project.strip()!r} (shown once; only its hash is stored):")
+            say(token)
         elif a.token_command == "revoke":
             done = store.revoke_ingest_token(a.token)
             if done is None:
-                print("error: no such token (give the token or its id: monitor token list)", file=sys.stderr)
+                say("error: no such token (give the token or its id: monitor token list)", file=sys.stderr)
                 return EXIT_USAGE
-            print(f"revoked token {done['id']} of project {done['project']!r}")
+            say(f"revoked token {done['id']} of project {done['project']!r}")
         else:
             for t in store.ingest_tokens(a.project):
                 state = f"revoked {t['revoked_at']:%Y-%m-%d %H:%M}" if t["revoked_at"] else "active"
-                print(f"{t['id']}  {t['project']}  created {t['created_at']:%Y-%m-%d %H:%M}  {state}")
+                say(f"{t['id']}  {t['project']}  created {t['created_at']:%Y-%m-%d %H:%M}  {state}")
         return EXIT_OK
     if a.monitor_command == "project":
         store.ensure_monitor_project(a.project, a.quiet_seconds)
-        print(f"project {a.project.strip()!r}: quiet period {store.monitor_project(a.project.strip())['quiet_seconds']:g} s")
+        say(f"project {a.project.strip()!r}: quiet period {store.monitor_project(a.project.strip())['quiet_seconds']:g} s")
         return EXIT_OK
     if a.monitor_command == "serve":
         from evaluators.monitor.receiver import Limits
@@ -110,23 +112,23 @@ def cmd_monitor(a) -> int:
     if a.monitor_command == "rule":
         return _cmd_rule(a, store)
     if store.monitor_project(a.project) is None:
-        print(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
+        say(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
         return EXIT_USAGE
     if a.monitor_command == "status":
         counts, rules = store.trace_counts(a.project), store.decision_counts(a.project)
         if a.json:
-            print(json.dumps({"project": a.project, **counts, **({"rules": rules} if rules else {})}))
+            say(json.dumps({"project": a.project, **counts, **({"rules": rules} if rules else {})}))
         else:
-            print(f"project {a.project!r}")
+            say(f"project {a.project!r}")
             for key, label in STATES:
-                print(f"  {counts[key]:>8,}  {label}")
+                say(f"  {counts[key]:>8,}  {label}")
             for name, by in rules.items():
-                print(f"  rule {name!r}: " + ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in by.items()))
+                say(f"  rule {name!r}: " + ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in by.items()))
         return EXIT_OK
     from evaluators.monitor.serve import export_traces
 
     n = export_traces(store, a.project, a.out, a.since, a.until)
-    print(f"wrote {n:,} traces to {a.out / 'traces.jsonl'}")
+    say(f"wrote {n:,} traces to {a.out / 'traces.jsonl'}")
     return EXIT_OK
 
 
@@ -144,7 +146,7 @@ def _cmd_rule(a, store) -> int:
                             provider="compatible" if a.judge_base_url else "openai", concurrency=a.concurrency)
         version = store.add_monitor_rule(a.project, a.name, metrics, a.sample_rate,
                                          judge.for_storage().to_dict(), a.judge_api_key_env)
-        print(f"rule {a.name!r} of project {a.project!r}: version {version}")
+        say(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
     if a.every is None:
         if not _rule_round(store, a.project, a.name):
@@ -162,7 +164,7 @@ def _cmd_rule(a, store) -> int:
         try:
             _rule_round(store, a.project, a.name)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
-            print(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
+            say(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
                   flush=True)
         stop.wait(a.every)
 
@@ -178,7 +180,7 @@ def _rule_round(store, project: str | None, name: str | None) -> int:
             decided = decide(store, proj, rule)
             done = judge_pending(store, proj, rule, _engine(store, rule))
             if decided or done["judged"] or done["failed"]:
-                print(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
+                say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
                       f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
     return n
 
