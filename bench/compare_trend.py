@@ -55,7 +55,8 @@ def build_store(home: Path, runs: int, rows: int) -> str:
         rid = store.create_run(did, {"metrics": list(METRICS), "thresholds": {}, "judge": judge}, "h", f"nightly {k + 1}")
 
         def value(i: int, m: int) -> float:
-            return float(min(5, max(1, (i * 7 + m) % 5 + 1 + (1 if (i + k) % 5 == 0 else 0) - (1 if k % 3 == 2 and i % 9 == 0 else 0))))
+            moved = (1 if (i + k) % 5 == 0 else 0) - (1 if k % 3 == 2 and i % 9 == 0 else 0)
+            return float(min(5, max(1, (i * 7 + m) % 5 + 1 + moved)))
         store.write_results(rid, [Result(i, name, 0, "ok", value(i, m), {name: value(i, m)}, reason="ok")
                                   for m, name in enumerate(METRICS) for i in range(rows)])
         store.update_run(rid, status="completed", tasks_total=rows * len(METRICS), tasks_done=rows * len(METRICS))

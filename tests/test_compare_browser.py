@@ -51,9 +51,10 @@ def _table(page, heading: str):
     return table.inner_text()
 
 
-def _cells(page) -> list[str]:
-    """The data grids' cells as their accessible table gives them (the grid itself is a canvas)."""
-    page.locator('td[role="gridcell"]').first.wait_for(state="attached", timeout=30_000)
+def _cells(page, shown: str) -> list[str]:
+    """The data grids' cells as their accessible tables give them (a grid itself is a canvas), once a cell
+    reads ``shown`` (each grid's table is attached when that grid is drawn)."""
+    page.locator('td[role="gridcell"]', has_text=shown).first.wait_for(state="attached", timeout=30_000)
     return page.evaluate("() => [...document.querySelectorAll('td[role=gridcell]')].map(c => c.textContent)")
 
 
@@ -93,7 +94,7 @@ def test_compare_says_thresholds_first_and_shows_agreement_only_for_two_judges(d
     assert "target 80%" in chart.inner_text() and "thresholds differ between runs: ≥ 3, ≥ 4" in chart.inner_text()
     # the row: its inputs once, its scores per run (a score of 3 as "3"), the metric whose verdict differs first
     assert text.count("Question 2") == 1 and "The row's inputs (the same in every run)" in text
-    cells = _cells(page)  # (the accessible table gives a grid's data, not what its canvas draws: see test_compare_report)
+    cells = _cells(page, "3 · fail")  # (a grid's data, not what its canvas draws: see test_compare_report)
     assert ["coherence", "yes", "3 · pass", "3 · fail"] == cells[cells.index("coherence"):][:4]
     screenshot(page, SHOTS, "1-thresholds-differ")
 

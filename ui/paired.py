@@ -67,7 +67,7 @@ def differences(found: list[dict]) -> None:
                       f"Δ {rec['measure']} (points)": _pts(r.diff), "95% interval": _interval(r),
                       "p (McNemar)": _p(r.p_value), "rows needed": f"{r.rows_needed:,}" if r.rows_needed else "–",
                       "Δ mean": "–" if m is None else _mean(m.diff),
-                      "Δ mean 95%": "–" if m is None else f"{_mean(m.low)} to {_mean(m.high)}" if m.low is not None else "–",
+                      "Δ mean 95%": "–" if m is None or m.low is None else f"{_mean(m.low)} to {_mean(m.high)}",
                       "p (bootstrap)": "–" if m is None or m.p_value is None else _p(m.p_value)})
     if table:
         st.table(pd.DataFrame(table).set_index("metric"))
@@ -103,8 +103,9 @@ def judges(found: dict, base: RunResults, k: int, what: dict[str, list[str]]) ->
     if not found:
         return
     with st.expander(f"Judges compared: the baseline's judge against run {k}'s on the same rows"):
-        st.caption(_escape("; ".join(f"{name}: the {' and '.join(what[name])} "
-                                       f"{'differs' if len(what[name]) == 1 else 'differ'}" for name in found if what.get(name))))
+        said = [f"{name}: the {' and '.join(what[name])} {'differs' if len(what[name]) == 1 else 'differ'}"
+                for name in found if what.get(name)]
+        st.caption(_escape("; ".join(said)))
         rows = []
         for name, g in found.items():
             for key, label in (("kappa", "Cohen's κ (pass/fail)"), ("weighted_kappa", "weighted κ (scale)"),
