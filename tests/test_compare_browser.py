@@ -89,7 +89,7 @@ def test_compare_says_thresholds_first_and_shows_agreement_only_for_two_judges(d
     assert [t for t, _, _ in axis if t.endswith("%")] == ["0%", "25%", "50%", "75%", "100%"]
     assert ticks["0%"] - ticks["100%"] >= 200  # the plot's height in pixels (~40 px before)
     dates = [t for t, _, _ in axis if not t.endswith("%")]
-    assert {"Nov 02", "Nov 03", "Nov 04"} <= set(dates) and all(re.fullmatch(r"[A-Z][a-z]{2} \d\d", t) for t in dates)
+    assert {"Nov 02", "Nov 03", "Nov 04"} <= set(dates) and len(set(dates)) == len(dates) and all(re.fullmatch(r"[A-Z][a-z]{2} \d\d", t) for t in dates)
     assert not any("rotate" in tr for _, _, tr in axis) and "release" not in " ".join(dates)
     assert "target 80%" in chart.inner_text() and "thresholds differ between runs: ≥ 3, ≥ 4" in chart.inner_text()
     # the row: its inputs once, its scores per run (a score of 3 as "3"), the metric whose verdict differs first

@@ -44,6 +44,20 @@ def _date(v: Any) -> str:
     return v.isoformat(timespec="seconds") if hasattr(v, "isoformat") else str(v)
 
 
+def _ticks(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The date axis's ticks: whole days, weeks or months by the runs' span (Vega's own count put two ticks on
+    one day, both labelled "Nov 03", when three runs spanned two days)."""
+    import datetime as dt
+
+    try:
+        days = [dt.datetime.fromisoformat(_date(p["created_at"])) for p in points]
+    except ValueError:  # a time this code cannot read: Vega's own ticks, by day
+        days = []
+    span = (max(days) - min(days)).days if days else 0
+    unit = "day" if span <= 14 else "week" if span <= 120 else "month"
+    return {"interval": unit, "step": 1}
+
+
 def trend_chart(points: list[dict[str, Any]], metric: str, target: float = DEFAULT_TARGET) -> dict:
     """A Vega-Lite line of the rate over runs, by date (0-100%, a normal height), its interval as a band, the
     ``target`` pass rate as a dashed rule (1 - target for a defect rate), each run's name, threshold and change
@@ -56,8 +70,9 @@ def trend_chart(points: list[dict[str, Any]], metric: str, target: float = DEFAU
              "mark": MARKS[2] if p["threshold_changed"] else MARKS[0] if p["marked"] else MARKS[1]}
             for p in points if p["rate"] is not None]
     rules = sorted({p["passes at"] for p in data})
-    x = {"field": "date", "type": "temporal", "title": "run date", "scale": {"padding": 16},
-         "axis": {"format": "%b %d", "labelAngle": 0, "labelOverlap": "greedy", "tickCount": 8}}
+    ticks = _ticks(points)  # the domain rounded to them, so the first run's day has its tick
+    x = {"field": "date", "type": "temporal", "title": "run date", "scale": {"padding": 16, "nice": ticks},
+         "axis": {"format": "%b %d", "labelAngle": 0, "labelOverlap": "greedy", "tickCount": ticks}}
     y = {"field": "rate", "type": "quantitative", "title": measure, "scale": {"domain": [0, 1], "nice": False},
          "axis": {"format": ".0%", "values": [0, 0.25, 0.5, 0.75, 1]}}
     tooltip = [{"field": "run"}, {"field": "date", "type": "temporal", "format": "%Y-%m-%d %H:%M"},
