@@ -2,6 +2,7 @@
 import pandas as pd
 import streamlit as st
 
+from evaluators.read.charts_overview import number
 from evaluators.read.compare import delta_tone, metric_deltas, readable_deltas, row_changes, shared_metrics
 from ui import loaders, paired, rows, state, widgets as w
 
@@ -37,14 +38,18 @@ with w.guard():
         return r["id"] != base_id and (r["dataset_id"] == base_run["dataset_id"]
                                        or len(loaders.dataset(r["dataset_id"])) == len(base.dataset))
 
-    if st.toggle("Trend over every run of the baseline's dataset", key="trend", bind=state.URL):
-        paired.trend_section(base_run, runs)
     same_rows = [r["id"] for r in runs if aligned(r)]
     others_ids = state.pick_many("Compare with", "runs", same_rows, format_func=label)
+    trend_on = st.session_state.get("trend", state.read("trend", "") == "true")  # (its toggle is drawn below)
+    trend_runs = paired.trend_runs(base_run, runs) if trend_on else []
+    one = paired.thresholds_notice(base_run, [loaders.run(r) for r in others_ids] + trend_runs)  # first of all
+    thresholds = base.thresholds if one else {}  # the baseline's for every run, or each run's own
+    if st.toggle("Trend over every run of the baseline's dataset", key="trend", bind=state.URL):
+        paired.trend_section(base_run, runs, thresholds)
     if not others_ids:
         st.info("Pick one or more runs on the same dataset (or on a dataset with as many rows, aligned by position).")
         st.stop()
-    others = [loaders.results(loaders.run(r), {}) for r in others_ids]
+    others = [loaders.results(loaders.run(r), thresholds) for r in others_ids]
     for k, (rid, other) in enumerate(zip(others_ids, others), 1):
         st.markdown(f"**Run {k}:**")
         st.text(label(rid))  # a run's name is data: text, not Markdown
@@ -63,16 +68,16 @@ with w.guard():
     shown = changes[changes["changed"]] if only else changes
     st.caption(f"{int(changes['changed'].sum())} of {len(changes)} rows changed verdict on some metric")
     verdicts = [c for c in shown.columns if c.endswith(" verdict")]  # coloured as on the Results page
+    values = [c for c in shown.columns if " · " in c and c not in verdicts]
     styled = shown.rename(columns={"changed": "Changed"}).style.map(
-        lambda v: rows.PASS_STYLE if v == "pass" else rows.FAIL_STYLE if v == "fail" else "", subset=verdicts)
+        lambda v: rows.PASS_STYLE if v == "pass" else rows.FAIL_STYLE if v == "fail" else "", subset=verdicts
+    ).format(number, subset=values)  # a score of 4 as 4, not the Styler's "4.000000"
     event = st.dataframe(styled, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
     k = state.selected(event, len(shown))
     if k is not None:
         state.write("row", int(shown.index[k]))  # the row's index in the dataset, not its place in this table
     row = state.read("row", None, int)
     if row is not None and 0 <= row < len(changes):
-        cols = st.columns(1 + len(others))
-        for col, res, title in zip(cols, [base] + others, ["Baseline"] + [f"Run {k}" for k in range(1, len(others) + 1)]):
-            with col:
-                st.markdown(f"### {title}")
-                rows.detail(res, row)
+        titles = ["Baseline"] + [f"Run {k}" for k in range(1, len(others) + 1)]
+        one_dataset = all(loaders.run(r)["dataset_id"] == base_run["dataset_id"] for r in others_ids)
+        paired.row_compared([base] + others, titles, row, shared_inputs=one_dataset)

@@ -1,9 +1,11 @@
 """Compare page (AppTest) and the HTML report's layout (rendered in Chromium)."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from evaluators import evaluate
+from evaluators.read.charts_overview import number
 from evaluators.read.results import open_results
 from tests.browser import needs_chromium
 from tests.conftest import ROOT, SINGLE
@@ -25,7 +27,7 @@ def test_compare_reads_as_percentages_with_coloured_deltas_and_1_based_rows(home
     at = app("pages/compare.py", base=a, runs=b)
     table = at.table[0]
     deltas = table.value
-    assert list(deltas.columns) == ["Metric", "Baseline mean", "Mean", "Δ mean", "Baseline pass rate", "Pass rate",
+    assert list(deltas.columns) == ["Metric", "Passes at", "Baseline mean", "Mean", "Δ mean", "Baseline pass rate", "Pass rate",
                                     "Δ pass rate", "Improved rows", "Regressed rows", "Changed verdicts"]
     f1 = deltas[deltas["Metric"] == "f1_score"].iloc[0]
     assert (f1["Baseline pass rate"], f1["Pass rate"]) == (f"{rate_a:.1%}", f"{rate_b:.1%}")
@@ -39,10 +41,14 @@ def test_compare_reads_as_percentages_with_coloured_deltas_and_1_based_rows(home
     assert styles.count("{ color:") == 1
     rows = at.dataframe[0].value
     assert list(rows["Row"]) == list(range(1, 32))  # as the dataset numbers them ("Row 4" in the detail)
+    # scores as the Results page writes them (4 significant digits, a whole one whole), not the Styler's "0.421348"
+    shown = pa.ipc.open_stream(at.dataframe[0].proto.arrow_data.styler.display_values).read_pandas()
+    for col in ("f1_score · baseline", "f1_score · run 1"):
+        assert list(shown[col]) == [number(v) for v in values] and any(v == int(v) for v in values)
     assert not any("_" in c for c in rows.columns if "·" not in c)  # plain headers beside the metric names
     # selecting the table's 4th row opens "Row 4" of each run
     at = app("pages/compare.py", base=a, runs=b, row="3")
-    assert [s.value for s in at.subheader].count("Row 4") == 2
+    assert [s.value for s in at.subheader].count("Row 4") == 1  # one heading, the runs side by side under it
 
 
 def test_compare_says_plainly_when_two_runs_share_no_metric(home_store):
@@ -114,3 +120,19 @@ def test_html_report_charts_do_not_overlap_and_labels_are_not_clipped(store, jud
             assert t["right"] - t["left"] > 0
     names = {t["text"] for c in charts for t in c["texts"]}
     assert {"rows", "0", "1"} <= names  # axis title and tick labels are there to be checked
+
+
+def test_a_compared_row_shows_the_differing_metric_first_and_its_inputs_once(home_store):
+    app()
+    a = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"bleu": 0.1}).run_id
+    b = evaluate(SINGLE, ["f1_score", "bleu"], store=home_store, thresholds={"bleu": 0.3}).run_id
+    bleu = [c.value for c in open_results(home_store, a).cells["bleu"]]
+    f1 = [c.value for c in open_results(home_store, a).cells["f1_score"]]
+    i = next(k for k, v in enumerate(bleu) if 0.1 <= v < 0.3)  # passes in the baseline, fails in the run
+    at = app("pages/compare.py", base=a, runs=b, row=str(i))
+    table = at.dataframe[-1].value  # bleu is the run's second metric, and the one that differs: first
+    assert list(table.columns) == ["metric", "differs", "Baseline", "Run 1"]
+    assert table.values.tolist() == [["bleu", "yes", f"{number(bleu[i])} · pass", f"{number(bleu[i])} · fail"],
+                                     ["f1_score", "", *[f"{number(f1[i])} · {'pass' if f1[i] >= 0.5 else 'fail'}"] * 2]]
+    assert [e.label for e in at.expander].count("The row's inputs (the same in every run)") == 1
+    assert [s.value for s in at.subheader].count(f"Row {i + 1}") == 1

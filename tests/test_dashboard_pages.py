@@ -124,7 +124,7 @@ def test_compare_page_shows_deltas_and_changed_rows(home_store, judge_server):
     deltas = at.table[0].value
     f1 = deltas[deltas["Metric"] == "f1_score"].iloc[0]
     base, other = open_results(home_store, a), open_results(home_store, b)
-    assert f1["Δ mean"] == "+0.000"
+    assert f1["Δ mean"] == "0"
     expected = other.summary(other.specs[0])["pass_rate"] - base.summary(base.specs[0])["pass_rate"]
     assert f1["Δ pass rate"] == f"{expected:+.1%}"
     changed = metric_deltas(base, other)[0]["changed"]

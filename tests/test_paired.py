@@ -92,7 +92,7 @@ def test_cli_and_compare_page(two_runs):
     assert "paired rows" in text and "judges agree on" in text
     at = app("pages/compare.py", base=a, runs=b)
     shown = shown_text(at)
-    assert "Run 1's pass rate on coherence" in shown and "McNemar" in shown
+    assert "Run 1's pass rate (≥ 3) on coherence" in shown and "McNemar" in shown
 
 
 def test_trend_marks_the_run_whose_change_is_unlikely_to_be_chance(two_runs):
@@ -113,4 +113,55 @@ def test_trend_marks_the_run_whose_change_is_unlikely_to_be_chance(two_runs):
     text = shown_text(at)
     assert "Trend over runs of this dataset" in text and ("Unlikely to be chance: candidate" in text) == points[1]["marked"]
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
-    assert spec["title"] == "coherence: pass rate over runs" and len(spec["layer"]) == 3
+    assert spec["title"] == {"text": "coherence: pass rate over runs", "subtitle": "a row passes at coherence ≥ 3"}
+
+
+def test_judge_changes_name_what_differs_and_nothing_for_the_same_judge():
+    from evaluators.read.paired import judge_changes
+
+    judge = {"model": "gpt-4o-mini", "provider": "openai"}
+    run = {"metrics": ["coherence", "f1_score"], "thresholds": {"coherence": 3}, "judge": judge}
+    stricter = {**run, "thresholds": {"coherence": 4}}  # only the threshold: the same judge, its answers cached
+    assert judge_changes(run, stricter, "coherence") == [] and judge_changes(run, run, "f1_score") == []
+    other_model = {**run, "judge": {**judge, "model": "gpt-4o"}}
+    assert judge_changes(run, other_model, "coherence") == ["model"]
+    other_template = {**run, "templates": {"coherence": "mine.txt"},
+                      "template_texts": {"coherence": "Rate the coherence of {{response}} from 1 to 5."}}
+    assert judge_changes(run, other_template, "coherence") == ["template"]
+    assert judge_changes(run, {**run, "judge": {**judge, "temperature": 0.7}}, "coherence") == ["judge settings"]
+    assert judge_changes(run, other_model, "f1_score") == []  # no judge answers it
+
+
+def test_p_values_read_p_below_0001_never_p_0_and_a_threshold_change_is_said():
+    from evaluators.core.inference import PairedDifference
+    from evaluators.read.paired import p_text, sentence
+
+    assert [p_text(p) for p in (0.0, 1e-12, 0.000999, 0.001, 0.0156, 0.5, None)] == [
+        "p < 0.001", "p < 0.001", "p < 0.001", "p = 0.001", "p = 0.0156", "p = 0.5", "p = 1"]
+    d = PairedDifference(-0.226, -0.35, -0.1, 0.0156, 31, 40, "McNemar exact")
+    same = sentence("coherence", "pass rate", d, "Run 1", ("≥ 3", "≥ 3"))
+    assert same.startswith("Run 1's pass rate (≥ 3) on coherence is 22.6 points lower than the baseline's [")
+    assert same.endswith("unlikely to be chance (McNemar exact, p = 0.0156)")
+    moved = sentence("coherence", "pass rate", d, "Run 1", ("≥ 3", "≥ 4"))
+    assert "Run 1's pass rate (≥ 4) on coherence is 22.6 points lower than the baseline's (≥ 3)" in moved
+    assert "chance" not in moved and moved.endswith("the thresholds differ, so this compares the thresholds as much as the runs")
+
+
+def test_trend_chart_is_0_to_100_by_date_with_the_target_and_names_in_tooltips(two_runs):
+    from evaluators.read.trend import trend, trend_chart
+
+    store, a, b = two_runs
+    runs = [(store.get_run(r), open_view(store, r, thresholds)) for r, thresholds in ((a, {}), (b, {"coherence": 4}))]
+    points = trend(runs, "coherence")
+    assert [p["passes_at"] for p in points] == ["≥ 3", "≥ 4"]
+    assert points[1]["threshold_changed"] and not points[1]["marked"]  # a threshold's change is not the answers'
+    spec = trend_chart(points, "coherence")
+    assert spec["height"] >= 250 and spec["autosize"]["type"] == "fit-x"  # the plot's height, axes around it
+    line = spec["layer"][1]["encoding"]
+    assert line["x"]["type"] == "temporal" and line["x"]["axis"]["labelAngle"] == 0
+    assert line["y"]["scale"]["domain"] == [0, 1] and line["y"]["axis"]["values"] == [0, 0.25, 0.5, 0.75, 1]
+    assert [r["target"] for r in spec["layer"][2]["data"]["values"]] == [0.8]
+    assert spec["layer"][3]["data"]["values"][0]["label"] == "target 80%"
+    assert {t["field"] for t in spec["layer"][4]["encoding"]["tooltip"]} >= {"run", "date", "passes at", "change"}
+    assert [d["run"] for d in spec["layer"][4]["data"]["values"]] == ["baseline", "candidate"]
+    assert spec["title"]["subtitle"] == "thresholds differ between runs: ≥ 3, ≥ 4"

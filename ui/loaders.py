@@ -381,16 +381,41 @@ def queues(run_id: str) -> list[dict]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
-def _comparison(base_id: str, base_state: tuple, other_id: str, other_state: tuple, label: str, _base, _other):
+def _comparison(base_id: str, base_state: tuple, other_id: str, other_state: tuple, label: str, thresholds: tuple,
+                judged: tuple, _base, _other):
     from evaluators.read.paired import judges_agreement, paired_differences
 
-    return paired_differences(_base, _other, label), judges_agreement(_base, _other)
+    return paired_differences(_base, _other, label), judges_agreement(_base, _other, only=list(judged))
 
 
-def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResults, label: str):
-    """(paired differences, judge-judge agreement) of two runs (``evaluators.read.paired``): their bootstraps
-    computed once per state of the two runs, not on every rerun of the Compare page."""
-    return _comparison(base_run["id"], _version(base_run), other_run["id"], _version(other_run), label, base, other)
+def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResults, label: str,
+               judged: list[str]):
+    """(paired differences, judge-judge agreement on the metrics ``judged``) of two runs
+    (``evaluators.read.paired``): their bootstraps computed once per state of the two runs and their
+    thresholds, not on every rerun of the Compare page."""
+    thresholds = (tuple(sorted(base.thresholds.items())), tuple(sorted(other.thresholds.items())))
+    return _comparison(base_run["id"], _version(base_run), other_run["id"], _version(other_run), label, thresholds,
+                       tuple(judged), base, other)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
+def _trend(states: tuple, thresholds: tuple, _runs: list) -> list:
+    from evaluators.read.trend import trend, trend_chart
+
+    loaded = [(r, results(r, dict(thresholds))) for r in _runs]
+    out = []
+    for spec in loaded[0][1].specs:
+        points = trend(loaded, spec.name)
+        if len(points) >= 2:
+            out.append((spec.name, points, trend_chart(points, spec.name)))
+    return out
+
+
+def trend(runs: list[dict], thresholds: dict[str, float]) -> list:
+    """Per metric of the first run that two or more of ``runs`` have: (name, the points of
+    ``evaluators.read.trend.trend``, its chart), with ``thresholds`` applied to every run (each run's own where
+    none is given); built once per state of the runs and thresholds."""
+    return _trend(tuple((r["id"], _version(r)) for r in runs), tuple(sorted(thresholds.items())), runs)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=600)

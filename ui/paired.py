@@ -5,8 +5,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from evaluators.read.paired import judge_changes, p_text
 from evaluators.read.results import RunResults
-from ui import loaders
+from ui import loaders, state
+
+
+def _p(p) -> str:  # a table's p-value column: "0.0156", "< 0.001"
+    return p_text(p).removeprefix("p = ").removeprefix("p ")
+
+
+def _mean(v) -> str:  # a change in mean: "+0.25", and a whole one as a whole number ("0", "+1")
+    return f"{v:+.3f}" if not float(v).is_integer() else (f"{int(v):+d}" if v else "0")
 
 
 def _pts(v) -> str:
@@ -17,6 +26,27 @@ def _interval(d, scale: float = 100.0, fmt: str = "+.1f") -> str:
     if d is None or d.low is None:
         return "–"
     return f"{scale * d.low:{fmt}} to {scale * d.high:{fmt}}"
+
+
+def thresholds_notice(base_run: dict, runs: list[dict]) -> bool:
+    """Said before any number when the baseline and ``runs`` (those compared, those of the trend) count passes
+    at different thresholds, with the offer to read every run at the baseline's (thresholds are applied at read
+    time: nothing is re-run). Returns whether the reader took it."""
+    from evaluators.read.compare import run_rules, threshold_differences
+
+    found = threshold_differences(base_run, list({r["id"]: r for r in runs}.values()))
+    if not found:
+        return False
+    own = run_rules(base_run)
+    lines = [f"{name}: {own[name]} in the baseline; " + "; ".join(f"{rule} in {_escape(r['name'])}" for r, rule in got)
+             for name, got in found.items()]
+    st.warning("These runs count a pass at different thresholds, so their pass rates differ even where no answer "
+               "did:\n\n" + "\n".join(f"- {line}" for line in lines), icon=":material/rule:")
+    one = st.toggle("Compare at one threshold: the baseline's for every run", key="one_threshold", bind=state.URL)
+    if one:
+        st.caption(_escape("Every run is read at the baseline's thresholds (" +
+                           ", ".join(f"{name} {own[name]}" for name in found) + "); nothing is re-run."))
+    return one
 
 
 def differences(found: list[dict]) -> None:
@@ -31,12 +61,14 @@ def differences(found: list[dict]) -> None:
         if not rec["rows"]:
             continue
         r, m = rec["rate"], rec.get("mean")
-        table.append({"metric": rec["metric"], "paired rows": f"{rec['rows']:,}",
+        a, b = rec["passes_at"]
+        table.append({"metric": rec["metric"], "passes at": a if a == b else f"{a} → {b}",
+                      "paired rows": f"{rec['rows']:,}",
                       f"Δ {rec['measure']} (points)": _pts(r.diff), "95% interval": _interval(r),
-                      "p (McNemar)": f"{r.p_value:.3g}", "rows needed": f"{r.rows_needed:,}" if r.rows_needed else "–",
-                      "Δ mean": "–" if m is None else f"{m.diff:+.3f}",
-                      "Δ mean 95%": "–" if m is None else _interval(m, 1.0, "+.3f"),
-                      "p (bootstrap)": "–" if m is None or m.p_value is None else f"{m.p_value:.3g}"})
+                      "p (McNemar)": _p(r.p_value), "rows needed": f"{r.rows_needed:,}" if r.rows_needed else "–",
+                      "Δ mean": "–" if m is None else _mean(m.diff),
+                      "Δ mean 95%": "–" if m is None or m.low is None else f"{_mean(m.low)} to {_mean(m.high)}",
+                      "p (bootstrap)": "–" if m is None or m.p_value is None else _p(m.p_value)})
     if table:
         st.table(pd.DataFrame(table).set_index("metric"))
         st.caption("Paired on the rows both runs scored. Rows needed: how many paired rows a change of that "
@@ -44,9 +76,19 @@ def differences(found: list[dict]) -> None:
 
 
 def compare(base_run: dict, other_run: dict, base: RunResults, other: RunResults, k: int) -> None:
-    diffs, agree = loaders.comparison(base_run, other_run, base, other, f"Run {k}")
+    """The paired differences, then the two judges' agreement on each judged metric whose judge (model,
+    template, settings) differs between the runs: the same judge agreeing with itself, its answers often
+    from the cache, would only measure the thresholds."""
+    changed = {s.name: judge_changes(base_run["spec"], other_run["spec"], s.name) for s in base.specs
+               if s.is_judge and s.name in other.thresholds}
+    differ = sorted(n for n, what in changed.items() if what)
+    diffs, agree = loaders.comparison(base_run, other_run, base, other, f"Run {k}", differ)
     differences(diffs)
-    judges(agree, base, k)
+    judges(agree, base, k, {n: changed[n] for n in differ})
+    same = [n for n, what in changed.items() if not what]
+    if same:
+        st.caption(_escape(f"The same judge (model, template and settings) judged {', '.join(same)} in both runs: "
+                           "there are not two judges to compare there."))
 
 
 def _escape(text: str) -> str:
@@ -55,11 +97,15 @@ def _escape(text: str) -> str:
     return _md(text)
 
 
-def judges(found: dict, base: RunResults, k: int) -> None:
-    """Two judgings of the same rows (another judge model, prompt or day): agreement per judged metric."""
+def judges(found: dict, base: RunResults, k: int, what: dict[str, list[str]]) -> None:
+    """Two judges of the same rows (another judge model, template or settings: ``what`` differs, per
+    metric): agreement per judged metric."""
     if not found:
         return
     with st.expander(f"Judges compared: the baseline's judge against run {k}'s on the same rows"):
+        said = [f"{name}: the {' and '.join(what[name])} {'differs' if len(what[name]) == 1 else 'differ'}"
+                for name in found if what.get(name)]
+        st.caption(_escape("; ".join(said)))
         rows = []
         for name, g in found.items():
             for key, label in (("kappa", "Cohen's κ (pass/fail)"), ("weighted_kappa", "weighted κ (scale)"),
@@ -78,21 +124,60 @@ def judges(found: dict, base: RunResults, k: int) -> None:
                                   for d in g["disagree_most"]))
 
 
-def trend_section(base_run: dict, runs: list[dict]) -> None:
-    """The baseline's dataset (or its run name) over every completed run of it: each metric's rate with its
-    interval as a line, runs whose change from the one before is unlikely to be chance marked."""
-    from evaluators.read.trend import trend, trend_chart
+def row_compared(results: list[RunResults], titles: list[str], i: int, shared_inputs: bool) -> None:
+    """Row ``i`` in every run: first each shared metric's value and verdict per run, the metrics whose value or
+    verdict differs between runs first; then the row's inputs, once when the runs share them (``shared_inputs``:
+    one dataset), else per run; then each run's judge reasoning side by side, the differing metrics first."""
+    from evaluators.read.compare import verdict
+    from ui import rows
 
-    same = [r for r in runs if r["dataset_id"] == base_run["dataset_id"] or r["name"] == base_run["name"]]
+    base = results[0]
+    st.subheader(f"Row {base.dataset.row_no(i)}")
+    names = [s.name for s in base.specs if all(s.name in r.thresholds for r in results[1:])]
+    seen = {}
+    for name in names:
+        cells = [r.cell(name, i) for r in results]
+        values = [None if c is None or c.status != "ok" else c.value for c in cells]
+        seen[name] = [f"{rows.shown(v)} · {verdict(r, name, i)}" if v is not None else verdict(r, name, i)
+                      for r, v in zip(results, values)]
+    differ = [n for n in names if len(set(seen[n])) > 1]
+    same = [n for n in names if n not in differ]
+    st.dataframe(pd.DataFrame([{"metric": n, "differs": "yes" if n in differ else "", **dict(zip(titles, seen[n]))}
+                               for n in differ + same]), hide_index=True)
+    if shared_inputs:
+        with st.expander("The row's inputs (the same in every run)", expanded=True):
+            rows.row_inputs(base, i, scores=False)
+    cols = st.columns(len(results))
+    for col, res, title in zip(cols, results, titles):
+        with col:
+            st.markdown(f"#### {title}")
+            if not shared_inputs:
+                rows.row_inputs(res, i, scores=False)
+            if differ:
+                rows.metric_details(res, i, only=differ)
+            if same:
+                st.caption("The same value and verdict in every run:")
+                rows.metric_details(res, i, only=same)
+
+
+def trend_runs(base_run: dict, runs: list[dict]) -> list[dict]:
+    """The runs of the trend: those of the baseline's dataset, or of its name."""
+    return [r for r in runs if r["dataset_id"] == base_run["dataset_id"] or r["name"] == base_run["name"]]
+
+
+def trend_section(base_run: dict, runs: list[dict], thresholds: dict[str, float]) -> None:
+    """The baseline's dataset (or its run name) over every completed run of it: each metric's rate with its
+    interval as a line by date, runs whose change from the one before is unlikely to be chance marked.
+    ``thresholds``: applied to every run (the baseline's, for the comparison at one threshold), else each
+    run's own."""
+    same = trend_runs(base_run, runs)
     if len(same) < 2:
         return
     st.markdown("#### Trend over runs of this dataset")
-    loaded = [(r, loaders.results(r, {})) for r in same]
-    for spec in loaded[0][1].specs:
-        points = trend(loaded, spec.name)
-        if len(points) < 2:
-            continue
-        st.vega_lite_chart(trend_chart(points, spec.name), width="stretch")
-        marked = [f"{p['name']} ({100 * p['change']:+.1f} points, p = {p['p_value']:.2g})" for p in points if p["marked"]]
-        st.caption("Unlikely to be chance: " + ", ".join(marked) if marked else
-                   "No change between consecutive runs is beyond chance (McNemar's exact test, 5% level).")
+    for name, points, chart in loaders.trend(same, thresholds):
+        st.vega_lite_chart(chart, width="stretch")
+        marked = [f"{p['name']} ({100 * p['change']:+.1f} points, {p_text(p['p_value'])})" for p in points if p["marked"]]
+        moved = [p["name"] for p in points if p["threshold_changed"]]
+        st.caption(_escape(("Unlikely to be chance: " + ", ".join(marked) if marked else
+                    "No change between consecutive runs is beyond chance (McNemar's exact test, 5% level).")
+                   + (f" Threshold changed at: {', '.join(moved)} (not compared)." if moved else "")))

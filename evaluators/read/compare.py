@@ -7,10 +7,41 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluators.read.charts_overview import number
 from evaluators.read.results import RunResults
 
 
-def _verdict(res: RunResults, metric: str, i: int) -> str:
+def passes_at(spec, threshold: float) -> str:
+    """The rule a row's verdict follows, said the way the page says a rate's threshold: "≥ 3", "≤ 0.5",
+    or "not labelled" for a label (whose verdict is the label itself, whatever the threshold)."""
+    if spec.kind == "label":
+        return "not labelled"
+    return f"{'≥' if spec.higher_is_better else '≤'} {number(threshold)}"
+
+
+def run_rules(run: dict[str, Any]) -> dict[str, str]:
+    """Metric -> the rule its verdicts follow in a stored run, at the run's own thresholds (:func:`passes_at`)."""
+    from evaluators.run.spec import RunSpec
+
+    rs = RunSpec.from_dict(run["spec"])
+    return {s.name: passes_at(s, rs.threshold(s)) for s in rs.specs()}
+
+
+def threshold_differences(base_run: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict, str]]]:
+    """Metric -> [(run, its rule)] for each of ``runs`` whose own threshold for a metric it shares with the
+    baseline is not the baseline's: on those metrics, their pass rates differ by the threshold as well as by
+    the answers (labels never differ: their verdict ignores the threshold)."""
+    base = run_rules(base_run)
+    out: dict[str, list[tuple[dict, str]]] = {}
+    for run in runs:
+        for name, rule in run_rules(run).items():
+            if name in base and rule != base[name] and run["id"] != base_run["id"]:
+                out.setdefault(name, []).append((run, rule))
+    return out
+
+
+def verdict(res: RunResults, metric: str, i: int) -> str:
+    """Row ``i``'s verdict on ``metric``: "pass", "fail", "pending", or the cell's status ("error", "skipped")."""
     spec = next(s for s in res.specs if s.name == metric)
     cell = res.cells[metric][i]
     if cell is None:
@@ -31,9 +62,10 @@ def metric_deltas(base: RunResults, other: RunResults) -> list[dict[str, Any]]:
     for name in shared_metrics(base, other):
         bs = next(s for s in base.specs if s.name == name)
         sb, so = base.summary(bs), other.summary(next(s for s in other.specs if s.name == name))
-        changes = [(_verdict(base, name, i), _verdict(other, name, i)) for i in range(min(len(base.dataset), len(other.dataset)))]
+        changes = [(verdict(base, name, i), verdict(other, name, i)) for i in range(min(len(base.dataset), len(other.dataset)))]
         out.append({
             "metric": name, "higher_is_better": bs.higher_is_better,
+            "base_passes_at": passes_at(bs, base.thresholds[name]), "passes_at": passes_at(bs, other.thresholds[name]),
             "base_mean": sb[bs.primary], "mean": so[bs.primary],
             "mean_delta": None if sb[bs.primary] is None or so[bs.primary] is None else so[bs.primary] - sb[bs.primary],
             "base_pass_rate": sb["pass_rate"], "pass_rate": so["pass_rate"],
@@ -46,17 +78,22 @@ def metric_deltas(base: RunResults, other: RunResults) -> list[dict[str, Any]]:
 
 
 # Headers people read, for the keys of :func:`metric_deltas` (in this order).
-DELTA_HEADERS = {"metric": "Metric", "base_mean": "Baseline mean", "mean": "Mean", "mean_delta": "Δ mean",
+DELTA_HEADERS = {"metric": "Metric", "passes_at": "Passes at", "base_mean": "Baseline mean", "mean": "Mean", "mean_delta": "Δ mean",
                  "base_pass_rate": "Baseline pass rate", "pass_rate": "Pass rate", "pass_rate_delta": "Δ pass rate",
                  "improved": "Improved rows", "regressed": "Regressed rows", "changed": "Changed verdicts"}
 
 
 def _num(v: float | None, fmt: str) -> str:
-    return "–" if v is None else format(v, fmt)
+    if v is None:
+        return "–"
+    if float(v).is_integer() and not fmt.endswith("%"):  # a mean of 4 or a change of 0: no "4.000"
+        return f"{int(v):+d}" if fmt.startswith("+") and v else str(int(v))
+    return format(v, fmt)
 
 
 def readable_deltas(deltas: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """:func:`metric_deltas` for reading: plain headers, rates as percentages, signed deltas.
+    """:func:`metric_deltas` for reading: plain headers, rates as percentages, signed deltas, and the rule
+    the rates count ("Passes at": "≥ 3", or "≥ 3 → ≥ 4" when the run's threshold is not the baseline's).
 
     Returns:
         One record per metric keyed by :data:`DELTA_HEADERS`' values, every value a string
@@ -64,7 +101,8 @@ def readable_deltas(deltas: list[dict[str, Any]]) -> list[dict[str, str]]:
     """
     out = []
     for d in deltas:
-        out.append({DELTA_HEADERS["metric"]: d["metric"],
+        rule = d["passes_at"] if d["passes_at"] == d["base_passes_at"] else f"{d['base_passes_at']} → {d['passes_at']}"
+        out.append({DELTA_HEADERS["metric"]: d["metric"], DELTA_HEADERS["passes_at"]: rule,
                     DELTA_HEADERS["base_mean"]: _num(d["base_mean"], ".3f"), DELTA_HEADERS["mean"]: _num(d["mean"], ".3f"),
                     DELTA_HEADERS["mean_delta"]: _num(d["mean_delta"], "+.3f"),
                     DELTA_HEADERS["base_pass_rate"]: _num(d["base_pass_rate"], ".1%"),
@@ -98,13 +136,13 @@ def row_changes(base: RunResults, others: list[RunResults]) -> list[dict[str, An
         for name in base.cells:
             if not any(name in o.cells for o in others):
                 continue
-            bv = _verdict(base, name, i)
+            bv = verdict(base, name, i)
             rec[f"{name} · baseline"] = base.cells[name][i].value if base.cells[name][i] else None
             rec[f"{name} · baseline verdict"] = bv
             for k, o in enumerate(others, 1):
                 if name not in o.cells:
                     continue
-                ov = _verdict(o, name, i)
+                ov = verdict(o, name, i)
                 rec[f"{name} · run {k}"] = o.cells[name][i].value if o.cells[name][i] else None
                 rec[f"{name} · run {k} verdict"] = ov
                 changed |= ov != bv

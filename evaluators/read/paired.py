@@ -12,10 +12,19 @@ from typing import Any
 import numpy as np
 
 from evaluators.core.agreement import agreement_numbers, rounds_for
+from evaluators.core.registry import spec_fingerprint
 from evaluators.core.scales import ordinal, reviewable, scale, snap
-from evaluators.core.inference import paired_difference
+from evaluators.core.inference import mcnemar_exact, paired_difference
+from evaluators.read.compare import passes_at
 from evaluators.read.results import RunResults
+from evaluators.run.spec import RunSpec, resolve_templates
 
+
+def p_text(p: float | None) -> str:
+    """A p-value as people read it: "p = 0.0156", "p < 0.001" (never "p = 0": a p-value is never zero)."""
+    if p is None:
+        return "p = 1"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
 
 
 def _spec(res: RunResults, name: str):
@@ -24,6 +33,25 @@ def _spec(res: RunResults, name: str):
 
 def _defect(spec) -> bool:
     return spec.kind in ("severity", "label")
+
+
+def _passing(base: RunResults, other: RunResults, spec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows both runs scored, 1.0 where the baseline's row counts in the measure, the same for the other run):
+    a pass for a score, a defect for a severity or a label (the rate each kind reports)."""
+    rows = _pairs(base, other, spec.name)
+    counted = 0 if _defect(spec) else 1
+    return (rows, (base.verdicts(spec.name)[rows] == counted).astype(float),
+            (other.verdicts(spec.name)[rows] == counted).astype(float))
+
+
+def rate_change(base: RunResults, other: RunResults, name: str) -> tuple[float, float] | None:
+    """How ``other``'s rate of metric ``name`` differs from ``base``'s on the rows both scored, and McNemar's
+    exact p-value: (difference, p), None when no row is scored in both. No bootstrap: the trend over runs
+    needs only these, for every pair of runs at once."""
+    rows, b, o = _passing(base, other, _spec(base, name))
+    if not len(rows):
+        return None
+    return float((o - b).mean()), mcnemar_exact(int(((b == 1) & (o == 0)).sum()), int(((b == 0) & (o == 1)).sum()))
 
 
 def _pairs(base: RunResults, other: RunResults, name: str) -> np.ndarray:
@@ -41,48 +69,80 @@ def paired_differences(base: RunResults, other: RunResults, label: str = "the ca
     for spec in base.specs:
         if spec.name not in names:
             continue
-        rows = _pairs(base, other, spec.name)
+        rows, b, o = _passing(base, other, spec)
         if not len(rows):
             out.append({"metric": spec.name, "rows": 0, "sentence": f"{spec.name}: no row scored in both runs"})
             continue
         defect = _defect(spec)
-        b = (base.verdicts(spec.name)[rows] == (0 if defect else 1)).astype(float)
-        o = (other.verdicts(spec.name)[rows] == (0 if defect else 1)).astype(float)
         rate = paired_difference(b, o, binary=True, rounds=rounds_for(len(rows), 2e7, 2000))
+        rules = (passes_at(spec, base.thresholds[spec.name]), passes_at(spec, other.thresholds[spec.name]))
         rec: dict[str, Any] = {"metric": spec.name, "rows": len(rows), "measure": "defect rate" if defect else "pass rate",
-                               "rate": rate}
+                               "rate": rate, "passes_at": rules}
         if spec.kind in ("score", "wb_score") or (spec.kind != "label" and not defect):
             rec["mean"] = paired_difference(base.values(spec.name)[rows], other.values(spec.name)[rows], binary=False,
                                             rounds=rounds_for(len(rows), 2e7, 2000))
-        rec["sentence"] = sentence(spec.name, rec["measure"], rate, label)
+        rec["sentence"] = sentence(spec.name, rec["measure"], rate, label, rules)
         out.append(rec)
     return out
 
 
-def sentence(metric: str, measure: str, d, label: str) -> str:
-    """"the candidate's pass rate of coherence is 3.2 points lower than the baseline's [-5.3, -1.1] on 200
-    rows; unlikely to be chance (p = 0.004)" or "...; could be chance (p = 0.31): a change this size needs
-    about 1,240 rows to be seen 4 times in 5"."""
+def sentence(metric: str, measure: str, d, label: str, rules: tuple[str, str] = ("", "")) -> str:
+    """"the candidate's pass rate (≥ 3) on coherence is 3.2 points lower than the baseline's [-5.3, -1.1] on
+    200 rows; unlikely to be chance (p = 0.004)" or "...; could be chance (p = 0.31): a change this size needs
+    about 1,240 rows to be seen 4 times in 5". ``rules``: the baseline's and the run's threshold
+    (:func:`~evaluators.read.compare.passes_at`); when they differ, the sentence says the change is theirs too."""
     if d is None:
         return f"{metric}: nothing to compare"
     pts = 100 * d.diff
     where = "higher" if pts > 0 else "lower"
-    text = (f"{label}'s {measure} on {metric} is {abs(pts):.1f} points {where} than the baseline's "
-            if pts else f"{label}'s {measure} on {metric} is the same as the baseline's ")
+    base_rule, rule = rules
+    mine, theirs = (f" ({rule})" if rule else ""), (f" ({base_rule})" if base_rule != rule else "")
+    text = (f"{label}'s {measure}{mine} on {metric} is {abs(pts):.1f} points {where} than the baseline's{theirs} "
+            if pts else f"{label}'s {measure}{mine} on {metric} is the same as the baseline's{theirs} ")
     if d.low is not None:
         text += f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
     text += f"on {d.rows:,} paired rows; "
+    if base_rule != rule:  # not a change in the answers: the same answers can pass one threshold and fail another
+        return text + "the thresholds differ, so this compares the thresholds as much as the runs"
     if d.p_value is not None and d.p_value < 0.05:
-        return text + f"unlikely to be chance ({d.test}, p = {d.p_value:.3g})"
+        return text + f"unlikely to be chance ({d.test}, {p_text(d.p_value)})"
     need = f": a change this size needs about {d.rows_needed:,} paired rows to be seen 4 times in 5" if d.rows_needed else ""
-    return text + f"could be chance ({d.test}, p = {1.0 if d.p_value is None else d.p_value:.2g}){need}"
+    return text + f"could be chance ({d.test}, {p_text(d.p_value)}){need}"
 
 
-def judges_agreement(base: RunResults, other: RunResults, top: int = 10, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Per judged metric both runs have (two judges, or two judgings, of the same rows): Cohen's kappa on
-    pass/fail and quadratically weighted kappa on the scale, Spearman's rho, each with a 95% bootstrap
-    interval, the confusion matrix (the baseline's verdicts by rows), and the rows where they differ most."""
-    names = {s.name for s in other.specs}
+def _judge(run_spec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """What decides metric ``name``'s judge answers in a run (its stored spec): the judge's model and settings,
+    the template (its hash), a jury's judges, repeats, the metric's options and recorded definition; None for a
+    metric no judge answers. The run fingerprint's parts (``RunSpec.fingerprint``), for one metric."""
+    rs = RunSpec.from_dict(run_spec)
+    spec = rs.metric(name).with_params(rs.options.get(name))
+    if not spec.is_judge:
+        return None
+    judge = rs.judge.identity() if rs.judge else {}
+    return {"model": judge.get("model"), "judge settings": {k: v for k, v in judge.items() if k != "model"},
+            "template": sorted(t.sha for t in resolve_templates(spec, rs.templates, rs.template_texts).values()),
+            "jury": [j.identity() for j in rs.jury], "repeats": rs.repeat, "options": rs.options.get(name),
+            "definition": spec_fingerprint(rs.definitions[name]) if name in rs.definitions else None}
+
+
+def judge_changes(base_spec: dict[str, Any], other_spec: dict[str, Any], name: str) -> list[str]:
+    """What differs between two runs' judging of metric ``name`` (their stored specs): some of "model",
+    "judge settings", "template", "jury", "repeats", "options", "definition"; empty when the same judge answered
+    both (its answers may even come from the cache) or the metric is not judged, so that two runs' judge
+    agreement is only shown where there are two judges to agree."""
+    a, b = _judge(base_spec, name), _judge(other_spec, name)
+    if a is None or b is None:
+        return []
+    return [k for k in a if a[k] != b[k]]
+
+
+def judges_agreement(base: RunResults, other: RunResults, top: int = 10, seed: int = 0,
+                     only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per judged metric both runs have (``only`` these: those whose judges differ, :func:`judge_changes`):
+    Cohen's kappa on pass/fail and quadratically weighted kappa on the scale, Spearman's rho, each with a 95%
+    bootstrap interval, the confusion matrix (the baseline's verdicts by rows), and the rows where they
+    differ most."""
+    names = {s.name for s in other.specs} & (set(only) if only is not None else {s.name for s in base.specs})
     out = {}
     for spec in base.specs:
         if spec.name not in names or not reviewable(spec):
