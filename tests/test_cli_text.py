@@ -61,3 +61,38 @@ def test_an_error_quoting_a_file_name_prints_no_controls(tmp_path):
     p = cli("run", tmp_path / f"rows{TITLE}{CLEAR}.jsonl", "--metrics", "f1_score", "--out", tmp_path / "o")
     assert p.returncode == 2 and "rows.jsonl" in p.stderr.replace("0;pwned", "")  # the file is named, as text
     assert controls(p.stderr) == []
+
+
+def test_a_metric_file_with_a_nul_is_refused_naming_its_line_on_either_store(store_url, tmp_path):
+    """Found with the hostile strings (issue 37): a description holding NUL (YAML's "\\0" escape) was accepted on
+    SQLite and ended in "internal error" printing the SQL and its parameters on PostgreSQL. Refused when the file
+    is read, naming file, line and key; nothing stored."""
+    template = (ROOT / "examples" / "metrics" / "politeness.md").read_text()
+    lines = template.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("description:")) + 1
+    path = tmp_path / "politeness.md"
+    path.write_text(template.replace("description: How polite the answer is, 1 (rude) to 5 (courteous).",
+                                     'description: "polite\\0answers"'))
+    p = cli("metrics", "add", path, "--db", store_url)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"{path}:{at}: description: holds a NUL character" in p.stderr
+    assert "SELECT" not in p.stderr and "INSERT" not in p.stderr
+    listed = cli("metrics", "list", "--db", store_url)
+    assert "politeness" not in listed.stdout
+
+
+def test_an_internal_error_prints_its_first_line_not_the_sql_and_its_parameters(tmp_path):
+    """A database error's message goes on with the statement and its parameters (issue 37: a note given as an
+    object printed the SQL with its values); the CLI prints only the error's first line."""
+    import sqlite3
+
+    db = tmp_path / "evals.db"
+    assert cli("db", "upgrade", "--db", f"sqlite:///{db}").returncode == 0
+    with sqlite3.connect(db) as con:  # every new saved metric refused by the database itself, with its statement
+        con.execute("CREATE TRIGGER refuse BEFORE INSERT ON saved_metrics BEGIN "
+                    "SELECT RAISE(ABORT, 'refused by a trigger'); END")
+    p = cli("metrics", "add", ROOT / "examples" / "metrics" / "politeness.md", "--db", f"sqlite:///{db}")
+    assert p.returncode != 0 and "internal error: IntegrityError: (sqlite3.IntegrityError) refused by a trigger" \
+        in p.stderr, p.stderr
+    assert "INSERT" not in p.stderr and "parameters" not in p.stderr and "How polite" not in p.stderr
+

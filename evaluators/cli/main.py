@@ -554,5 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 — one line for the user; EVAL_DEBUG=1 for the traceback
         if os.environ.get("EVAL_DEBUG"):
             raise
-        say(f"internal error: {type(e).__name__}: {e} (set EVAL_DEBUG=1 for details)", file=sys.stderr)
+        # the first line only: a database driver's message goes on with the SQL and its parameters (a row's
+        # values, a note, a key), which are not for a terminal or a CI log
+        first = (str(e).strip().splitlines() or [""])[0][:500]
+        say(f"internal error: {type(e).__name__}: {first} (set EVAL_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_ERROR

@@ -71,7 +71,20 @@ def front_matter(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]
     if node is not None and isinstance(node, yaml.MappingNode):
         for k, _ in node.value:
             key_lines[str(k.value)] = k.start_mark.line + 2
+    for key, value in meta.items():  # YAML's "\0" escape makes one no text check of the file sees
+        if _has_nul(key) or _has_nul(value):
+            raise DefinitionError(source, "holds a NUL character (\\0): remove it", key_lines.get(str(key)), str(key))
     return meta, key_lines, "\n".join(lines[end + 1:]), end + 2
+
+
+def _has_nul(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict) and depth < 50:
+        return any(_has_nul(k, depth + 1) or _has_nul(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list) and depth < 50:
+        return any(_has_nul(v, depth + 1) for v in value)
+    return False
 
 
 def check_size(text: str, source: str) -> None:
@@ -79,6 +92,9 @@ def check_size(text: str, source: str) -> None:
     size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > MAX_DEFINITION_BYTES else len(text)
     if size > MAX_DEFINITION_BYTES:
         raise DefinitionError(source, f"the file is {size:,} bytes; a metric file may have {MAX_DEFINITION_BYTES:,}")
+    if "\x00" in text:  # no store keeps one (PostgreSQL's text refuses it), and no prompt needs one
+        raise DefinitionError(source, "the file holds a NUL character (\\x00): remove it",
+                              text.count("\n", 0, text.index("\x00")) + 1)
 
 
 def _no_aliases(head: str, source: str) -> None:
