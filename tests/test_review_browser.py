@@ -132,3 +132,33 @@ def test_two_reviewers_at_once_with_the_keyboard(reviewed_run, browser):
     page.get_by_role("button", name="Agree with the judge").wait_for()
     settle(page)
     screenshot(page, SHOTS, "6-link-to-a-row")
+
+
+def test_the_end_of_a_queue_offers_what_was_skipped_and_no_key_changes_a_verdict_it_was_not_aimed_at(
+        reviewed_run, browser):
+    """Issue 35: at the end of a queue further digits re-answered the last row (a 31st key overwrote row
+    16's verdict), a skipped row was never offered again, and "A" in a blind queue did nothing, silently."""
+    url, store, rid, qid = reviewed_run
+    rows = store.get_queue(qid)["rows"]
+    page = _open(browser, f"{url}/review?run={rid}&queue={qid}", "ann")
+    page.keyboard.press("a")  # blind, not yet answered: refused, with why
+    settle(page, "Blind review: give your own verdict first")
+    assert _count(store, rid, "ann") == 0
+    _answer_row(page, store, rid, "ann", "4", "0")
+    page.keyboard.press("s")  # skip the queue's second row
+    settle(page, f"Row {rows[2] + 1}")
+    for _ in range(QUEUE - 2):
+        _answer_row(page, store, rid, "ann", "4", "0")
+    settle(page, f"All done here except row {rows[1] + 1} (skipped)")
+    before = {(r["row_idx"], r["metric"]): r["value"] for r in store.reviews(rid, reviewer="ann")}
+    assert len(before) == 2 * (QUEUE - 1)
+    for key in ("2", "1", "a"):  # aimed at nothing: the last row is done, no metric is being answered
+        page.keyboard.press(key)
+    settle(page, f"All done here except row {rows[1] + 1} (skipped)")
+    assert {(r["row_idx"], r["metric"]): r["value"] for r in store.reviews(rid, reviewer="ann")} == before
+    page.get_by_role("button", name=f"Go to row {rows[1] + 1}").click()
+    settle(page, "coherence · passes at ≥ 3 · answering")
+    _answer_row(page, store, rid, "ann", "5", "1")
+    settle(page, "You have reviewed every row of this queue")
+    got = {(r["row_idx"], r["metric"]): r["value"] for r in store.reviews(rid, reviewer="ann")}
+    assert got == {**before, (rows[1], "coherence"): 5.0, (rows[1], "violence"): 1.0}

@@ -57,7 +57,8 @@ def test_a_name_once_then_a_blind_queue_answered_with_the_scale(run):
     text = shown_text(at)
     assert "hidden until you answer" in text and "the judge's reasoning on row" not in text
     agree = next(b for b in at.button if b.label == "Agree with the judge")
-    assert agree.disabled  # nothing to agree with while the verdict is hidden
+    agree.click().run()  # nothing to agree with while the verdict is hidden: refused, saying why
+    assert "Blind review: give your own verdict first" in " ".join(e.value for e in at.error)
     first = q["rows"][0]
     _click(at, "2")
     got = store.reviews(rid)

@@ -134,6 +134,7 @@ def _go(k: str, share: list[int], pos: int) -> None:
     pos = max(0, min(len(share) - 1, pos))
     st.session_state[k + ".pos"] = pos
     st.session_state.pop(k + ".metric", None)
+    st.session_state.pop(k + ".refused", None)
     state.write("row", share[pos])
 
 
@@ -156,8 +157,22 @@ def _answer(run_id: str, queue: dict | None, who: str, i: int, metric: str, valu
         st.session_state[k + ".metric"] = left[0]
         return
     st.session_state[k + ".last"] = (i, metric)
-    after = [p for p in range(pos + 1, len(share)) if any((share[p], m) not in done for m in metrics)]
-    _go(k, share, after[0] if after else min(pos + 1, len(share) - 1))
+    nxt = _next_open(share, metrics, done, pos)
+    if nxt is None or nxt < pos:  # the end: nothing stays "answering", so no further key changes a verdict;
+        st.session_state.pop(k + ".metric", None)  # rows skipped earlier are offered by name (_review_rows)
+        return
+    _go(k, share, nxt)
+
+
+def _next_open(share: list[int], metrics: list[str], done: dict, pos: int) -> int | None:
+    """The position of the next row with a metric not yet answered after ``pos``, else the first such row
+    before it (a row skipped earlier), else None."""
+    open_ = [p for p in range(len(share)) if p != pos and any((share[p], m) not in done for m in metrics)]
+    return next((p for p in open_ if p > pos), open_[0] if open_ else None)
+
+
+def _refuse(k: str, why: str) -> None:
+    st.session_state[k + ".refused"] = why
 
 
 @st.fragment
@@ -189,12 +204,19 @@ def _review_rows(run: dict, res: RunResults, queue: dict | None, who: str) -> No
             st.caption("Others in this queue: " + literal(" · ".join(others)))
     if len(finished) == len(share):
         st.success("You have reviewed every row of this queue. The Agreement tab shows what the reviews say.")
+    elif i in finished:  # at a done row with others left (skipped, or after it): say which, and go there
+        left = [p for p, r in enumerate(share) if r not in finished]
+        names = ", ".join(f"row {res.dataset.row_no(share[p])}" + (" (skipped)" if p < pos else "") for p in left[:5])
+        c1, c2 = st.columns([4, 1], vertical_alignment="center")
+        c1.info(f"All done here except {names}" + (f" and {len(left) - 5} more" if len(left) > 5 else "") + ".")
+        c2.button(f"Go to row {res.dataset.row_no(share[left[0]])}", key=f"{k}.goto", on_click=_go,
+                  args=(k, share, left[0]), type="primary")
     _last_caption(res, k, done)
     if i not in share:
         return
     blind = bool(queue and queue["blind"])
     active = _active(k, i, metrics, done)
-    _nav(k, share, pos)
+    _nav(k, share, pos, _next_open(share, metrics, done, pos))
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.subheader(f"Row {res.dataset.row_no(i)}")
@@ -225,11 +247,13 @@ def _position(k: str, share: list[int], metrics: list[str], done: dict) -> int:
     return pos
 
 
-def _active(k: str, i: int, metrics: list[str], done: dict) -> str:
+def _active(k: str, i: int, metrics: list[str], done: dict) -> str | None:
+    """The metric the keys answer: the one picked, else the row's first unanswered one; None on a row whose
+    every metric is answered (a key is then aimed at nothing: "Change" picks a verdict to change)."""
     chosen = st.session_state.get(k + ".metric")
     if chosen in metrics:
         return chosen
-    return next((m for m in metrics if (i, m) not in done), metrics[0])
+    return next((m for m in metrics if (i, m) not in done), None)
 
 
 def _last_caption(res: RunResults, k: str, done: dict) -> None:
@@ -242,12 +266,13 @@ def _last_caption(res: RunResults, k: str, done: dict) -> None:
                    f"{choice_name(spec, None if judge is None else snap(spec, judge))}")
 
 
-def _nav(k: str, share: list[int], pos: int) -> None:
+def _nav(k: str, share: list[int], pos: int, skip_to: int | None) -> None:
     c1, c2, c3 = st.columns(3)
     c1.button("Previous row", key=f"{k}.prev", shortcut="Left", disabled=pos == 0, on_click=_go,
               args=(k, share, pos - 1), width="stretch")
-    c2.button("Skip row", key=f"{k}.skip", shortcut="S", on_click=_go, args=(k, share, pos + 1),
-              disabled=pos >= len(share) - 1, width="stretch", help="Leave this row unanswered and go on")
+    c2.button("Skip row", key=f"{k}.skip", shortcut="S", on_click=_go, args=(k, share, skip_to),
+              disabled=skip_to is None, width="stretch",
+              help="Leave this row unanswered and go to the next row not yet done (it is offered again at the end)")
     c3.button("Next row", key=f"{k}.next", shortcut="Right", disabled=pos >= len(share) - 1, on_click=_go,
               args=(k, share, pos + 1), width="stretch")
 
@@ -287,7 +312,8 @@ def _metric_block(run_id: str, res: RunResults, queue: dict | None, who: str, i:
         else:
             st.caption("The judge's verdict is hidden until you answer (blind review).")
         if not active:
-            st.button("Answer this metric", key=f"{k}.{i}.{spec.name}.pick", on_click=_set_metric, args=(k, spec.name))
+            st.button("Change your verdict" if mine is not None else "Answer this metric",
+                      key=f"{k}.{i}.{spec.name}.pick", on_click=_set_metric, args=(k, spec.name))
             return
         common = (run_id, queue, who, i, spec.name)
         tail = (judge, k, share, metrics, pos)
@@ -297,10 +323,14 @@ def _metric_block(run_id: str, res: RunResults, queue: dict | None, who: str, i:
                           args=(*common, c.value, False, *tail), type="primary" if mine and mine["value"] == c.value
                           else "secondary")
         hidden = blind and mine is None
-        st.button("Agree with the judge", key=f"{k}.{i}.{spec.name}.agree", shortcut="A",
-                  disabled=judge is None or hidden, on_click=_answer,
-                  args=(*common, None if judge is None else snap(spec, judge), True, *tail),
-                  help="Blind review: give your own verdict first" if hidden else "Take the judge's verdict as yours")
+        if hidden or judge is None:  # pressed (A) anyway: said why, nothing stored
+            why = ("Blind review: give your own verdict first; the judge's is shown once you have answered."
+                   if hidden else "The judge gave this row no verdict to agree with.")
+            st.button("Agree with the judge", key=f"{k}.{i}.{spec.name}.agree", shortcut="A", on_click=_refuse,
+                      args=(k, why), help=why)
+        else:
+            st.button("Agree with the judge", key=f"{k}.{i}.{spec.name}.agree", shortcut="A", on_click=_answer,
+                      args=(*common, snap(spec, judge), True, *tail), help="Take the judge's verdict as yours")
         j = metrics.index(spec.name)
         c1, c2 = st.columns(2)
         c1.button("Previous metric", key=f"{k}.{i}.up", shortcut="Up", disabled=j == 0, on_click=_set_metric,
