@@ -234,6 +234,10 @@ def run_status(run: dict) -> None:
     elif run["status"] == "failed":
         st.error("The run failed:")
         st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
+        from ui import judge_form  # (it imports this module)
+
+        if judge_form.rerun_panel(run):  # another judge: its own button, not a resume with the same one
+            return
     elif run["status"] == "cancelled":
         st.info("The run was cancelled. Results so far are kept.")
     elif status_text(run) == "completed with errors":
