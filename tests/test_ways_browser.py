@@ -49,3 +49,42 @@ def test_a_failed_run_offers_another_judge_and_its_errors_tab_says_why(dash, bro
     assert [h["judge"]["base_url"] for h in run["spec"]["judge_history"]] == [NOWHERE]
     assert len(judge_server.calls) == 31
     screenshot(page, SHOTS, "failed-run-other-judge")
+
+
+def test_test_connection_says_the_likely_cause_and_start_waits_for_every_failed_setting(dash, browser):
+    """'HTTP 405 Method Not Allowed' for a base URL without /v1 now says the likely cause; Start, blocked after a
+    failed test, was enabled again by going back to an earlier failed URL (only the last failure was kept)."""
+    from evaluators.data.loading import load_dataset
+    from tests.test_judge import root_only_server
+
+    url, store = dash
+    did = store.save_dataset(load_dataset(SINGLE))
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.goto(f"{url}/new?dataset={did}")
+    settle(page, "coherence")
+    page.get_by_test_id("stCheckbox").get_by_text("coherence", exact=True).click()
+    settle(page, "Give the model and the base URL of the judge.")
+    start = page.get_by_role("button", name="Start evaluation")
+    model, base = (page.get_by_role("textbox", name=n) for n in ("Model (Azure: deployment)", "Base URL"))
+    model.fill("m")
+    model.press("Tab")
+
+    def test(base_url: str, cause: str) -> None:
+        base.fill(base_url)
+        base.press("Enter")
+        start.wait_for()  # the settings are complete: the page reaches Start
+        settle(page)
+        page.get_by_role("button", name="Test connection").click()
+        settle(page, cause)
+        assert start.is_disabled()
+
+    with root_only_server() as root:
+        test(root, "is the base URL missing /v1?")
+        test(NOWHERE, "Is the server running, at this address and port?")
+        screenshot(page, SHOTS, "test-connection-likely-cause")
+        base.fill(root)  # back to the first failed URL
+        base.press("Enter")
+        page.get_by_text("Is the server running").wait_for(state="detached")  # the page drawn for this URL
+        settle(page)
+        assert start.is_disabled()  # enabled before: only the last failure was remembered
+        page.get_by_text("did not answer the connection test with these settings").wait_for()

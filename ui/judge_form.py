@@ -158,9 +158,10 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
         if cfg.judge_name:  # a named judge's address stays on the server
             msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
         st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
-        st.session_state[f"{prefix}.failed"] = _tested(cfg, api_key)
+        # every setting that failed stays refused (going back to an earlier failed URL is no way round)
+        st.session_state[f"{prefix}.failed"] = st.session_state.get(f"{prefix}.failed", set()) | {_tested(cfg, api_key)}
         return
-    st.session_state.pop(f"{prefix}.failed", None)
+    st.session_state.get(f"{prefix}.failed", set()).discard(_tested(cfg, api_key))
     st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
 
 
@@ -174,8 +175,9 @@ def _tested(cfg: JudgeConfig, api_key: str | None) -> str:
 
 
 def failed_test(cfg: JudgeConfig | None, api_key: str | None, prefix: str = "judge") -> bool:
-    """Whether the connection test failed for exactly these settings (changing any of them clears it)."""
-    return cfg is not None and st.session_state.get(f"{prefix}.failed") == _tested(cfg, api_key)
+    """Whether the connection test failed for exactly these settings, this time or an earlier one in this browser
+    session (a later test that passes with them clears it)."""
+    return cfg is not None and _tested(cfg, api_key) in st.session_state.get(f"{prefix}.failed", set())
 
 
 def estimate_panel(dataset_id: str, spec: RunSpec) -> dict:
