@@ -88,3 +88,49 @@ def test_test_connection_says_the_likely_cause_and_start_waits_for_every_failed_
         settle(page)
         assert start.is_disabled()  # enabled before: only the last failure was remembered
         page.get_by_text("did not answer the connection test with these settings").wait_for()
+
+
+def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(dash, browser, tmp_path):
+    """One bad row blocked the whole upload: now 'Leave out these 2 rows and save' stores the others, the dataset
+    saying which file rows it is without. A near-miss column (reponse) is suggested; an OpenAI Evals file with input
+    and ideal but no answers is said to have no answers to judge (it quoted a CLI flag); long problems wrap."""
+    import json
+
+    url, store = dash
+    lines = [json.dumps({"query": f"question {k}", "response": f"answer {k}"}) for k in range(1, 32)]
+    lines[2] = json.dumps({"query": "question 3", "response": {"not": "text"}})
+    lines[6] = '{"query": "question 7", broken'
+    upload = tmp_path / "two-bad-rows.jsonl"
+    upload.write_text("\n".join(lines) + "\n")
+    page = browser.new_page(viewport={"width": 1280, "height": 1200})
+    page.goto(f"{url}/datasets")
+    settle(page, "Upload JSONL")
+    dropzone = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    dropzone.set_input_files(str(upload))
+    settle(page, "2 problems found; nothing was saved.")
+    grid = page.locator('[data-testid="stDataFrame"]').filter(has=page.locator('th', has_text="problem"))
+    assert grid.bounding_box()["height"] >= 35 + 2 * 64  # rows tall enough for Streamlit's grid to wrap a problem
+    grid.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    grid.screenshot(path=str(SHOTS / "datasets-problems-wrap.png"))
+    page.get_by_text("stored without rows 3 and 7 of the file").wait_for()
+    page.get_by_role("button", name="Leave out these 2 rows and save").click()
+    settle(page, "New evaluation")
+    [saved] = [d for d in store.list_datasets() if d["name"].startswith("two-bad-rows.jsonl")]
+    ds = store.get_dataset(saved["id"])
+    assert ds.source == ds.name == "two-bad-rows.jsonl without rows 3 and 7"
+    assert len(ds) == 29 and list(ds.row_numbers) == [n for n in range(1, 32) if n not in (3, 7)]
+    assert [r["query"] for r in ds.records[:3]] == ["question 1", "question 2", "question 4"]
+    page.goto(f"{url}/datasets?dataset={saved['id']}")
+    settle(page, "29 rows")
+    for name, rows, says in [("evals.jsonl", [{"input": "2+2?", "ideal": "4"}],
+                              "has questions ('input') and expected answers ('ideal') but no answers to judge"),
+                             ("typo.jsonl", [{"query": "q", "reponse": "a"}], "is 'reponse' the response")]:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        dropzone.set_input_files(str(path))
+        page.locator('td[role="gridcell"]', has_text=says).first.wait_for(state="attached")  # the grid's text copy
+        settle(page)
+        assert page.get_by_role("button", name="Leave out these 1 row and save").count() == 0  # the whole file's
+        if name == "evals.jsonl":  # said in words, without the CLI's flag
+            assert page.locator('td[role="gridcell"]', has_text="--map").count() == 0

@@ -456,7 +456,11 @@ def problems_table(problems: list, truncated: bool = False) -> None:
     n = len(problems)
     st.error(f"{n:,}{'+' if truncated else ''} {'problem' if n == 1 and not truncated else 'problems'} found; "
              "nothing was saved.")
-    table([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems])
+    # a long problem wraps in its cell: Streamlit's grid wraps text only in rows taller than 4rem (64 px)
+    longest = max((len(p.message) for p in problems), default=0)
+    table([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems],
+          widths={"problem": "large"}, **({"row_height": max(72, 22 * min(4, -(-longest // 70)) + 10)}
+                                          if longest > 70 else {}))
 
 
 def json_preview(rows: list[dict]) -> None:
