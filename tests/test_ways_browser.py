@@ -134,3 +134,32 @@ def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(d
         assert page.get_by_role("button", name="Leave out these 1 row and save").count() == 0  # the whole file's
         if name == "evals.jsonl":  # said in words, without the CLI's flag
             assert page.locator('td[role="gridcell"]', has_text="--map").count() == 0
+
+
+def test_new_evaluation_starts_on_the_dataset_last_judged_and_never_offers_a_judgment_set(dash, browser, tmp_path):
+    """New evaluation opened on an imported WildBench judgment set (the newest dataset), with nearly every metric
+    disabled. Judgment sets are not offered (a link to one says what it is) and the default is the dataset of the
+    newest run, not the newest dataset."""
+    from evaluators.data.loading import load_dataset
+    from evaluators.suites.wildbench import import_files
+    from tests.test_dashboard_newuser import _score_file
+    from tests.test_results_page import stored_run
+
+    url, store = dash
+    used = [{"query": f"the dataset judged last {k}", "response": f"yes {k}"} for k in range(3)]
+    rid = stored_run(store, [], metrics=["f1_score"], rows=used)
+    last = store.get_run(rid)["dataset_id"]
+    newer = store.save_dataset(load_dataset([{"query": "uploaded later", "response": "never judged"}]))
+    [imported] = import_files(store, [_score_file(tmp_path)])[0]
+    judged = store.get_run(imported.run_id)["dataset_id"]
+    assert [d["id"] for d in store.list_datasets()][:3] == [judged, newer, last]  # the judgment set is the newest
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{url}/new")
+    settle(page, "Pick at least one metric.")
+    assert page.url.endswith(f"/new?dataset={last}")  # the dataset last judged, written in the link
+    page.get_by_test_id("stSelectbox").first.click()
+    options = page.get_by_role("option").all_inner_texts()
+    assert len(options) >= 3 and not [o for o in options if o.startswith("WildBench")], options
+    page.goto(f"{url}/new?dataset={judged}")
+    settle(page, "is an imported WildBench judgment set")
+    assert page.get_by_text("Pick at least one metric.").count() == 0  # no metric picker for it

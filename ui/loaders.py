@@ -62,6 +62,16 @@ def datasets(wanted: str | None = None) -> list[dict]:
     return _fresh(_datasets, wanted)
 
 
+def datasets_to_judge(wanted: str | None = None) -> tuple[list[dict], set[str], str | None]:
+    """What New evaluation offers: (the datasets, newest first, without imported judgment sets; the ids of those
+    sets, whose rows are a judge's verdicts already made, not answers to judge; the dataset of the newest run
+    that is not an import, None if none)."""
+    runs_ = runs()
+    imported = {r["dataset_id"] for r in runs_ if (r["spec"] or {}).get("imported")}
+    last = next((r["dataset_id"] for r in runs_ if not (r["spec"] or {}).get("imported")), None)
+    return [d for d in datasets(wanted) if d["id"] not in imported], imported, last
+
+
 def completed_runs(wanted: str | None = None, at_least: int = 2) -> list[dict]:
     """Completed runs, newest first; a cached list with fewer than ``at_least`` is read again before
     a page says there are not enough (a run may have completed within the cache's 2 s)."""
