@@ -39,7 +39,7 @@ def test_csv_and_jsonl_exports(store):
 def test_html_report_is_self_contained(store):
     res = evaluate(SINGLE, ["bleu", "rouge"], store=store)
     page = html_report(res.results, store.get_run(res.run_id))
-    assert "<script src=" not in page and "plotly" in page.lower()
+    assert "<script" not in page and page.count("<svg") == 2  # a chart a metric, drawn in the file
     assert page.count("<tr>") >= 31 + 2  # every row and the summary
     assert "How long does the Aurora X2 e-bike battery last on one charge?" in page
 
