@@ -163,3 +163,32 @@ def test_new_evaluation_starts_on_the_dataset_last_judged_and_never_offers_a_jud
     page.goto(f"{url}/new?dataset={judged}")
     settle(page, "is an imported WildBench judgment set")
     assert page.get_by_text("Pick at least one metric.").count() == 0  # no metric picker for it
+
+
+def test_an_export_can_hold_only_the_filtered_rows(dash, browser, tmp_path):
+    """Exports ignored the Rows tab's filter: 'Only the filtered rows' writes just the rows it leaves, in its order."""
+    import csv
+    import io
+    import re
+
+    from tests.test_results_page import COHERENCE, known_results, stored_run
+
+    url, store = dash
+    rid = stored_run(store, known_results())
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{url}/results?run={rid}&view=Rows&verdict=fail")
+    settle(page, "Search query and response")
+    page.get_by_role("tab", name="Share & export").click()
+    failing = [i for i, v in enumerate(COHERENCE) if v < 3]  # coherence passes at 3 or more (its default)
+    toggle = page.get_by_text(f"Only the filtered rows: {len(failing)} of 10")
+    toggle.click()
+    settle(page)
+    page.get_by_role("button", name="Rows as CSV").click()
+    link = page.get_by_role("link", name=re.compile(r"^Download known_scores\.csv \("))
+    link.wait_for(timeout=60_000)
+    with page.expect_download() as dl:
+        link.click()
+    dl.value.save_as(str(tmp_path / "rows.csv"))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "rows.csv").read_text(encoding="utf-8"))))
+    assert [r["inputs.query"] for r in rows] == [f"question {i}" for i in failing]
+    assert {r["outputs.coherence.coherence_result"] for r in rows} == {"fail"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 import io
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from evaluators.read.charts import distribution_svg
 from evaluators.read.exports import CHUNK_ROWS, row_chunks
@@ -73,19 +73,22 @@ def _row(res: RunResults, i: int) -> str:
             f"<td>{html.escape(str(response or ''))}</td>{''.join(cells)}</tr>")
 
 
-def write_html_report(res: RunResults, run: dict[str, Any], out: TextIO, chunk: int = CHUNK_ROWS) -> None:
+def write_html_report(res: RunResults, run: dict[str, Any], out: TextIO, chunk: int = CHUNK_ROWS,
+                      rows: Sequence[int] | None = None) -> None:
     """Write the report to ``out``, its rows a chunk at a time (``exports.row_chunks``): the whole run is
     never in memory. Model and dataset text is escaped.
 
     Args:
         res: the run's results, thresholds applied.
         run: the stored run record (name, status, timestamps, spec).
+        rows: only these rows listed (the summary and charts are still the whole run's, and say so).
     """
     for part in (*_head(res, run), *_charts(res)):
         out.write(part)
-    out.write("<h2>Rows</h2><table class='rows'><tr><th>#</th><th>query</th><th>response</th>"
+    some = "" if rows is None else f" ({len(rows):,} of {len(res.dataset):,}: the filtered rows; the summary above is every row's)"
+    out.write(f"<h2>Rows{some}</h2><table class='rows'><tr><th>#</th><th>query</th><th>response</th>"
               + "".join(f"<th>{s.name}</th>" for s in res.specs) + "</tr>")
-    for idx in row_chunks(res, chunk):
+    for idx in row_chunks(res, chunk, rows):
         out.write("".join(_row(res, i) for i in idx))
     out.write("</table></body></html>")
 
