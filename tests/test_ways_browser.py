@@ -166,15 +166,19 @@ def test_new_evaluation_starts_on_the_dataset_last_judged_and_never_offers_a_jud
 
 
 def test_an_export_can_hold_only_the_filtered_rows(dash, browser, tmp_path):
-    """Exports ignored the Rows tab's filter: 'Only the filtered rows' writes just the rows it leaves, in its order."""
+    """Exports ignored the Rows tab's filter and left reviews out: 'Only the filtered rows' writes just the rows it
+    leaves, in its order, and each row carries its reviewers' verdicts and whether they agree with the judge."""
     import csv
     import io
+    import json
     import re
 
     from tests.test_results_page import COHERENCE, known_results, stored_run
 
     url, store = dash
     rid = stored_run(store, known_results())
+    store.save_review(rid, 3, "coherence", "alice", 4.0, note="reads fine")  # the judge said 2: fail
+    store.save_review(rid, 4, "coherence", "bob", 2.0)  # the judge said 1: fail too
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{url}/results?run={rid}&view=Rows&verdict=fail")
     settle(page, "Search query and response")
@@ -192,3 +196,9 @@ def test_an_export_can_hold_only_the_filtered_rows(dash, browser, tmp_path):
     rows = list(csv.DictReader(io.StringIO((tmp_path / "rows.csv").read_text(encoding="utf-8"))))
     assert [r["inputs.query"] for r in rows] == [f"question {i}" for i in failing]
     assert {r["outputs.coherence.coherence_result"] for r in rows} == {"fail"}
+    # people's verdicts beside the judge's (exports left them out)
+    people = {r["inputs.query"]: (r["reviews.coherence.result"], r["reviews.coherence.agrees_with_judge"],
+                                  json.loads(r["reviews.coherence.verdicts"] or "[]")) for r in rows}
+    assert people["question 3"] == ("pass", "False", [{"reviewer": "alice", "value": 4.0, "result": "pass",
+                                                        "note": "reads fine"}])
+    assert people["question 4"][:2] == ("fail", "True") and people["question 7"] == ("", "", [])

@@ -5,7 +5,8 @@ import streamlit as st
 
 from evaluators.read.exports import write_export
 from evaluators.read.results import RunResults
-from ui import downloads, state
+from evaluators.review.io import review_keys
+from ui import downloads, loaders, state
 
 # format -> (button, content type)
 FORMATS = {"csv": ("Rows as CSV", "text/csv"), "jsonl": ("Rows as JSONL", "application/jsonl"),
@@ -55,7 +56,9 @@ def _export(res: RunResults, run: dict, fmt: str, filename: str, view: list, row
         what = "the HTML report" if fmt == "html" else f"{n:,} rows as {fmt.upper()}"
         try:
             with st.spinner(f"Writing {what}…"):
-                token = downloads.prepare(lambda path: write_export(res, fmt, path, run, rows), filename, media_type)
+                store, rid = loaders.store(), run["id"]  # people's verdicts beside the judge's, in CSV and JSONL
+                token = downloads.prepare(lambda path: write_export(
+                    res, fmt, path, run, rows, lambda idx: review_keys(store, rid, res, idx)), filename, media_type)
         except OSError as e:  # a full or read-only disk: said, not a traceback
             st.error(f"The export could not be written: {e.strerror or type(e).__name__}")
             return

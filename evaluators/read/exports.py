@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 if TYPE_CHECKING:
     from evaluators.read.results import RunResults
@@ -137,18 +137,21 @@ def row_chunks(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] |
         yield idx
 
 
-def iter_rows(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None) -> Iterator[dict[str, Any]]:
-    """A run's rows with the SDK's keys (as ``res.rows()``; ``rows``: only these), read a chunk of rows at a time."""
+def iter_rows(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None,
+              extra: Callable[[list[int]], dict[int, dict]] | None = None) -> Iterator[dict[str, Any]]:
+    """A run's rows with the SDK's keys (as ``res.rows()``; ``rows``: only these), read a chunk of rows at a time;
+    ``extra`` gives a chunk's rows further keys (people's verdicts: ``review.io.review_keys``, passed in from above)."""
     for idx in row_chunks(res, chunk, rows):
+        more = extra(idx) if extra is not None else {}
         for i in idx:
-            yield res.row(i)
+            yield {**res.row(i), **more.get(i, {})}
 
 
 FORMATS = ("csv", "jsonl", "html")
 
 
 def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, Any] | None = None,
-                 rows: Sequence[int] | None = None) -> Path:
+                 rows: Sequence[int] | None = None, extra: Callable[[list[int]], dict[int, dict]] | None = None) -> Path:
     """Write a run's export to ``path``, whole or not at all, a chunk of rows at a time.
 
     Args:
@@ -157,6 +160,7 @@ def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, A
         run: the stored run record; the HTML report's heading reads it.
         rows: only these rows (0-based indices, in this order; e.g. a filter's), the report's summary still the
             whole run's; None: every row.
+        extra: further keys of a chunk's rows in CSV and JSONL (see :func:`iter_rows`).
     Returns:
         ``path``.
     """
@@ -168,9 +172,9 @@ def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, A
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             if fmt == "csv":
-                write_csv(iter_rows(res, rows=rows), f)
+                write_csv(iter_rows(res, rows=rows, extra=extra), f)
             elif fmt == "jsonl":
-                write_jsonl(iter_rows(res, rows=rows), f)
+                write_jsonl(iter_rows(res, rows=rows, extra=extra), f)
             else:
                 from evaluators.read.report import write_html_report  # the report draws charts: loaded when asked
 
