@@ -109,7 +109,11 @@ def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(d
     dropzone.set_input_files(str(upload))
     settle(page, "2 problems found; nothing was saved.")
     grid = page.locator('[data-testid="stDataFrame"]').filter(has=page.locator('th', has_text="problem"))
-    assert grid.bounding_box()["height"] >= 35 + 2 * 64  # rows tall enough for Streamlit's grid to wrap a problem
+    # rows tall enough for Streamlit's grid to wrap a problem (it wraps only in rows over 4rem): polled, as the grid
+    # sizes itself after its first frame (107 px without, 2 rows of 35 under the header)
+    grid.element_handle().wait_for_element_state("stable")
+    page.wait_for_function("el => el.getBoundingClientRect().height >= 35 + 2 * 64", arg=grid.element_handle(),
+                           timeout=30_000)
     grid.scroll_into_view_if_needed()
     SHOTS.mkdir(parents=True, exist_ok=True)
     grid.screenshot(path=str(SHOTS / "datasets-problems-wrap.png"))
