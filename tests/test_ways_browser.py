@@ -39,6 +39,7 @@ def test_a_failed_run_offers_another_judge_and_its_errors_tab_says_why(dash, bro
     page.get_by_test_id("stAlertContentWarning").get_by_text("cannot reach the judge at").wait_for()  # and the tab
     page.get_by_test_id("stWidgetLabel").get_by_text("Change the judge and run again").click()
     settle(page, "Base URL")
+    screenshot(page, SHOTS, "failed-run-other-judge")  # the failure, why, and the judge to change
     assert page.get_by_role("textbox", name="Base URL").input_value() == NOWHERE  # starts from the run's judge
     page.get_by_role("textbox", name="Base URL").fill(judge_server.url)
     page.get_by_role("textbox", name="Base URL").press("Enter")
@@ -48,7 +49,6 @@ def test_a_failed_run_offers_another_judge_and_its_errors_tab_says_why(dash, bro
     assert run["spec"]["judge"]["base_url"] == judge_server.url and run["tasks_done"] == 31
     assert [h["judge"]["base_url"] for h in run["spec"]["judge_history"]] == [NOWHERE]
     assert len(judge_server.calls) == 31
-    screenshot(page, SHOTS, "failed-run-other-judge")
 
 
 def test_test_connection_says_the_likely_cause_and_start_waits_for_every_failed_setting(dash, browser):
