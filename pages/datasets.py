@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from evaluators.data.loading import bad_rows, rows_text
 from evaluators.data.reading import max_upload_bytes
 from evaluators.core.registry import FIELDS
 from ui import auth, loaders, state, widgets as w
@@ -54,6 +55,17 @@ def column_mapping(upload, first) -> dict[str, str | None]:
     return changes
 
 
+def save(ds, name: str, reused: str) -> None:
+    """Store the dataset and open New evaluation on it; datasets are kept once per content: an upload already
+    stored is said so (under ``reused``), not switched to silently."""
+    before = {d["id"] for d in loaders.store().list_datasets()}
+    did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
+    loaders.forget_lists()
+    if did not in before:
+        st.switch_page("pages/new.py", query_params={"dataset": did})
+    st.session_state[reused] = did
+
+
 with w.guard():
     limit = max_upload_bytes() // 2**20
     upload = st.file_uploader(f"Upload JSONL, JSON, CSV or Parquet (up to {limit} MB)",
@@ -66,20 +78,26 @@ with w.guard():
         checked = loaders.inspect_upload(upload, changes) if changes else first
         if checked.preview:
             preview(checked)
+        reused = f"datasets.reused.{upload.file_id}"
         if checked.problems:
             w.problems_table(checked.problems, checked.truncated)
+            rows = bad_rows(checked.problems, checked.truncated)
+            if rows:  # one click: the rest saved, the note of the rows left out kept in its source (and name)
+                st.caption(f"Or save the other rows: the dataset is stored without {rows_text(rows)} of the file, "
+                           "and says so; no run reads them.")
+                if st.button(f"Leave out these {w.count(len(rows), 'row')} and save", key="datasets.leave_out"):
+                    kept = loaders.inspect_upload(upload, changes, tuple(rows))
+                    if kept.dataset is not None:
+                        save(kept.dataset, kept.name, reused)
         else:
             ds = checked.dataset
             st.success(f"{w.count(len(ds), 'row')}, {ds.shape} shape, all checks passed.")
+            for column, field in checked.near_misses.items():  # names are data: text
+                st.info(f"Column {w.literal(column)} is read by no field: is it {field}? Choose it in the {field} box "
+                        "above.", icon=":material/help:")
             name = st.text_input("Name", checked.name, key="datasets.name")
-            reused = f"datasets.reused.{upload.file_id}"
             if st.button("Save dataset", type="primary", key="datasets.save"):
-                before = {d["id"] for d in loaders.store().list_datasets()}
-                did = loaders.store().save_dataset(dataclasses.replace(ds, name=name), created_by=auth.current_user())
-                loaders.forget_lists()
-                if did not in before:
-                    st.switch_page("pages/new.py", query_params={"dataset": did})
-                st.session_state[reused] = did  # datasets are kept once per content: say so, don't switch silently
+                save(ds, name, reused)
             if st.session_state.get(reused):
                 did = st.session_state[reused]
                 same = next((d for d in loaders.datasets(did) if d["id"] == did), None)
@@ -104,6 +122,8 @@ with w.guard():
     if chosen is not None:
         ds = loaders.dataset(chosen)
         st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
+        if ds.source != ds.name:  # e.g. "a.jsonl without rows 3 and 7": the rows left out when it was saved
+            st.text(f"From {ds.source}")
         st.caption("Column mapping: which column of the file each field is read from")
         st.table(w.plain_table(pd.DataFrame(  # st.table renders Markdown: a column is named by the file
             [{"Field": f, "Column": ds.mapping.get(f, "–")} for f in FIELDS if f in ds.mapping]

@@ -11,12 +11,17 @@ w.entry()  # first: a run that skipped app.py's router goes through it (ui.widge
 
 st.title("New evaluation")
 with w.guard():
-    saved = loaders.datasets(st.query_params.get("dataset"))
+    saved, imported, last = loaders.datasets_to_judge(st.query_params.get("dataset"))
+    if st.query_params.get("dataset") in imported:
+        st.info("This dataset is an imported WildBench judgment set: its rows are verdicts a judge already gave, "
+                "not answers to judge. Its scores are on the WildBench leaderboard.", icon=":material/info:")
+        st.page_link("pages/leaderboard.py", label="Open the WildBench leaderboard", icon=":material/leaderboard:")
+        st.stop()
     ids = [d["id"] for d in saved]
-    # with no dataset in the link (the sidebar), the one this browser session chose last, then the newest: the
-    # ticks kept below are for the data the user left, not for whichever dataset is newest
+    # with no dataset in the link (the sidebar), the one this browser session chose last, then the one the newest
+    # run judged, then the newest: the ticks kept below are for the data the user left, not whichever is newest
     kept = st.session_state.get("kept.new.dataset")
-    did = state.pick("Dataset", "dataset", ids, kept if kept in ids else next(iter(ids), None),
+    did = state.pick("Dataset", "dataset", ids, next((d for d in (kept, last) if d in ids), next(iter(ids), None)),
                      format_func=w.dataset_label(saved))
     st.session_state["kept.new.dataset"] = did
     if not did:

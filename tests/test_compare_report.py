@@ -64,8 +64,8 @@ def test_compare_says_plainly_when_two_runs_share_no_metric(home_store):
 REPORT_SHOTS = ROOT / "artifacts"
 
 # Every box of every chart (SVG), and what each text in it covers, in page coordinates.
-_GEOMETRY = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => {
-    const svg = plot.querySelector('svg.main-svg').getBoundingClientRect();
+_GEOMETRY = """() => [...document.querySelectorAll('figure.chart svg')].map(plot => {
+    const svg = plot.getBoundingClientRect();
     const box = plot.getBoundingClientRect();
     const texts = [...plot.querySelectorAll('svg text')].filter(t => t.textContent.trim()).map(t => {
         const r = t.getBoundingClientRect();
@@ -102,8 +102,7 @@ def test_html_report_charts_do_not_overlap_and_labels_are_not_clipped(store, jud
     path.write_text(html_report(out.results, store.get_run(out.run_id)), encoding="utf-8")
     page = browser.new_page(viewport={"width": width, "height": 1000})
     page.goto(path.as_uri())
-    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= {len(metrics)}")
-    page.wait_for_timeout(300)  # plotly lays out ticks after the first frame
+    page.wait_for_function(f"() => document.querySelectorAll('figure.chart svg text.xtick').length >= {len(metrics)}")
     charts = page.evaluate(_GEOMETRY)
     assert len(charts) == len(metrics)
     REPORT_SHOTS.mkdir(parents=True, exist_ok=True)

@@ -223,8 +223,12 @@ def test_counts_say_one_run_and_one_row_not_one_runs(home_store, tmp_path):
     assert [c.value for c in at.caption] == ["1 run"]
     at = app("pages/runs.py", q="tiny")
     assert [c.value for c in at.caption] == ["1 of 1 run"]
+    from evaluators.data.loading import load_dataset  # (a judgment set is not offered there: a dataset to judge)
+
+    home_store.save_dataset(load_dataset([{"query": "q", "response": "a"}], name="one.jsonl"))
+    loaders.forget_lists()
     at = app("pages/new.py")
-    assert "WildBench score: tiny-model · 1 row · single" in at.selectbox[0].options
+    assert "one.jsonl · 1 row · single" in at.selectbox[0].options
 
 
 def test_a_greyed_generate_button_says_why(home_store):

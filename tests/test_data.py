@@ -255,3 +255,30 @@ def test_a_protected_material_run_on_a_set_with_expected_labels(tmp_path):
                      "--judge-base-url", s.url, "--quiet"]) == 0
     m = json.loads((tmp_path / "o" / "metrics.json").read_text())
     assert m["protected_material.protected_material_defect_rate"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("columns, mapping, expected", [
+    (["query", "reponse"], {"query": "query"}, {"reponse": "response"}),
+    (["question", "answer", "contxt"], {"query": "question", "response": "answer"}, {"contxt": "context"}),
+    (["Ground_Truth2", "response"], {"response": "response"}, {"Ground_Truth2": "ground_truth"}),
+    (["input", "ideal", "notes", "id"], {"query": "input", "ground_truth": "ideal"}, {}),  # nothing near: none
+])
+def test_near_miss_columns_are_suggested_for_the_field_they_nearly_name(columns, mapping, expected):
+    from evaluators.data.mapping import near_misses
+
+    assert near_misses(columns, mapping) == expected
+
+
+def test_rows_left_out_are_named_and_the_others_keep_their_file_numbers():
+    from evaluators.data.loading import bad_rows, inspect_parsed, read_upload, rows_text, without_rows
+
+    assert [rows_text(r) for r in ([3], [3, 7], [1, 2, 3, 7, 9, 10])] == ["row 3", "rows 3 and 7", "rows 1-3, 7 and 9-10"]
+    assert rows_text(list(range(1, 400, 2)), 30) == "rows 1, 3, 5, 7, 9, 11, 13, 15, 17... (200 rows)"
+    lines = [json.dumps({"query": f"q{k}", "response": f"r{k}"}) for k in range(1, 11)]
+    lines[4] = json.dumps({"query": "q5", "response": [1]})
+    parsed = read_upload("\n".join(lines).encode(), "f.jsonl")
+    checked = inspect_parsed(parsed)
+    assert bad_rows(checked.problems, checked.truncated) == [5] and bad_rows(checked.problems, True) == []
+    ds = inspect_parsed(without_rows(parsed, [5])).dataset
+    assert ds.source == "f.jsonl without row 5" and list(ds.row_numbers) == [1, 2, 3, 4, 6, 7, 8, 9, 10]
+    assert parsed.numbers == list(range(1, 11))  # the upload as read stays whole (another choice may be made)

@@ -36,10 +36,33 @@ def test_csv_and_jsonl_exports(store):
     assert line["inputs.query"] == "=1+1" and line["outputs.f1_score.f1_score_result"] == "pass"  # JSONL keeps values as they are
 
 
+@pytest.mark.both_stores
+def test_a_row_export_carries_reviewers_verdicts_and_agreement_at_the_views_threshold(store, tmp_path):
+    """Issue 35: exports left reviews out. Each reviewed row's JSONL line carries its verdicts, their consensus's
+    pass or fail at the view's threshold, and whether that agrees with the judge's; only the rows asked for."""
+    from evaluators.read.exports import write_export
+    from evaluators.review.io import review_keys
+    from tests.test_results_page import known_results, stored_run
+
+    rid = stored_run(store, known_results())  # coherence judged 5, 4, 3, 2, 1, ...
+    store.save_review(rid, 1, "coherence", "alice", 2.0)
+    store.save_review(rid, 1, "coherence", "bob", 3.0)  # consensus: the median, 2.5, snapped to the scale
+    store.save_review(rid, 3, "coherence", "alice", 2.0)
+    for threshold, row1 in ((3, ("fail", False)), (2, ("pass", True))):
+        res = open_results(store, rid, {"coherence": threshold})
+        path = write_export(res, "jsonl", tmp_path / f"t{threshold}.jsonl", rows=[3, 1, 0],
+                            extra=lambda idx: review_keys(store, rid, res, idx))
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        assert [x["inputs.query"] for x in lines] == ["question 3", "question 1", "question 0"]
+        got = [(x.get("reviews.coherence.result"), x.get("reviews.coherence.agrees_with_judge")) for x in lines]
+        assert got == [("pass" if threshold == 2 else "fail", True), row1, (None, None)]
+        assert [v["reviewer"] for v in lines[1]["reviews.coherence.verdicts"]] == ["alice", "bob"]
+
+
 def test_html_report_is_self_contained(store):
     res = evaluate(SINGLE, ["bleu", "rouge"], store=store)
     page = html_report(res.results, store.get_run(res.run_id))
-    assert "<script src=" not in page and "plotly" in page.lower()
+    assert "<script" not in page and page.count("<svg") == 2  # a chart a metric, drawn in the file
     assert page.count("<tr>") >= 31 + 2  # every row and the summary
     assert "How long does the Aurora X2 e-bike battery last on one charge?" in page
 

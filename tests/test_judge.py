@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
+import threading
 
 import pytest
 
@@ -128,6 +131,48 @@ def test_check_judge_names_url_and_model(judge_server, judge_config):
     with pytest.raises(JudgeUnavailable, match="failed its check: InternalServerError") as e:
         check_judge(judge_config)
     assert e.value.attempts == 4  # a server error is retried like any call before giving up
+
+
+@contextlib.contextmanager
+def root_only_server():
+    """A web server that is not an OpenAI-compatible one at its root: POST anywhere answers 405 (as a server whose
+    API lives under /v1 answers /chat/completions asked at its root); its URL without /v1."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_check_says_the_likely_cause(judge_server, judge_config):
+    """Issue 35: 'HTTP 405 Method Not Allowed' for a base URL without /v1 said nothing of why; each failure of the
+    check now names its likely cause: the missing /v1, a server not running, the key, the model's name."""
+    from evaluators.judge.client import JudgeUnavailable, check_judge
+
+    cases = [({"base_url": None}, "is the base URL missing /v1?"),
+             ({"base_url": "http://127.0.0.1:9/v1"}, "Is the server running, at this address and port?"),
+             ({"model": "no-such-model"}, "is the model's name right, as the server lists it?")]
+    judge_server.models = {"test-judge"}
+    with root_only_server() as root:
+        for change, cause in cases:
+            cfg = judge_config.with_(**{**change, "base_url": change.get("base_url", judge_config.base_url) or root})
+            with pytest.raises(JudgeUnavailable) as e:
+                check_judge(cfg)
+            assert cause in str(e.value) and str(e.value).count("?") == 1, str(e.value)
+    judge_server.require_key = "right"
+    with pytest.raises(JudgeUnavailable, match="refused the key \\(HTTP 401\\): is the API key right"):
+        check_judge(judge_config, "wrong")
 
 
 def test_check_of_a_silent_judge_gives_up_after_two_timeouts(judge_server, judge_config):

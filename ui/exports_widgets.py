@@ -5,7 +5,8 @@ import streamlit as st
 
 from evaluators.read.exports import write_export
 from evaluators.read.results import RunResults
-from ui import downloads, state
+from evaluators.review.io import review_keys
+from ui import downloads, loaders, state
 
 # format -> (button, content type)
 FORMATS = {"csv": ("Rows as CSV", "text/csv"), "jsonl": ("Rows as JSONL", "application/jsonl"),
@@ -17,25 +18,47 @@ def exports(res: RunResults, run: dict) -> None:
     (ui.downloads); then a link under it downloads that file once, streamed from disk. Streamlit's own
     download button would hold the whole file in the server's memory (1.4 GB for a 100,000-row CSV)."""
     name = "".join(ch if ch.isalnum() else "_" for ch in run["name"])[:60] or run["id"]
-    view = [run["id"], sorted(res.thresholds.items())]  # what a file holds: one made at other thresholds is not offered
+    rows, filters = _filtered(res, run)
+    # what a file holds: one made at other thresholds (or of other rows) is not offered
+    view = [run["id"], sorted(res.thresholds.items()), None if rows is None else repr(sorted(filters.items()))]
     for col, fmt in zip(st.columns(3), FORMATS):
         with col:
-            _export(res, run, fmt, f"{name}.{fmt}", view)
+            _export(res, run, fmt, f"{name}.{fmt}", view, rows)
     st.caption(f"A file is written when you ask for it; its link then works once, for {downloads.TTL_S // 60} "
                "minutes, from this page.")
 
 
-def _export(res: RunResults, run: dict, fmt: str, filename: str, view: list) -> None:
+def _filtered(res: RunResults, run: dict) -> tuple[list[int] | None, dict]:
+    """The rows the Rows tab's filters (as last set there in this session) leave, when the user asks for only
+    them and they are not every row: (their indices, the filters); else (None, {})."""
+    from ui.rows import matching
+
+    kept = st.session_state.get("results.filters")
+    if not kept or kept[0] != run["id"]:
+        return None, {}
+    ids = [int(i) for i in matching(res, kept[1])]
+    if len(ids) == len(res.dataset):
+        return None, {}
+    if st.toggle(f"Only the filtered rows: {len(ids):,} of {len(res.dataset):,}, as the Rows tab's filters leave "
+                 "them", key="export.filtered"):
+        return ids, kept[1]
+    return None, {}
+
+
+def _export(res: RunResults, run: dict, fmt: str, filename: str, view: list, rows: list[int] | None = None) -> None:
     label, media_type = FORMATS[fmt]
     key = f"export.{fmt}"
     held = st.session_state.get(key)
     if st.button(label, key=f"dl.{fmt}"):
         if held:
             downloads.discard(held["token"])
-        what = "the HTML report" if fmt == "html" else f"{len(res.dataset):,} rows as {fmt.upper()}"
+        n = len(res.dataset) if rows is None else len(rows)
+        what = "the HTML report" if fmt == "html" else f"{n:,} rows as {fmt.upper()}"
         try:
             with st.spinner(f"Writing {what}…"):
-                token = downloads.prepare(lambda path: write_export(res, fmt, path, run), filename, media_type)
+                store, rid = loaders.store(), run["id"]  # people's verdicts beside the judge's, in CSV and JSONL
+                token = downloads.prepare(lambda path: write_export(
+                    res, fmt, path, run, rows, lambda idx: review_keys(store, rid, res, idx)), filename, media_type)
         except OSError as e:  # a full or read-only disk: said, not a traceback
             st.error(f"The export could not be written: {e.strerror or type(e).__name__}")
             return

@@ -158,9 +158,10 @@ def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
         if cfg.judge_name:  # a named judge's address stays on the server
             msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
         st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
-        st.session_state[f"{prefix}.failed"] = _tested(cfg, api_key)
+        # every setting that failed stays refused (going back to an earlier failed URL is no way round)
+        st.session_state[f"{prefix}.failed"] = st.session_state.get(f"{prefix}.failed", set()) | {_tested(cfg, api_key)}
         return
-    st.session_state.pop(f"{prefix}.failed", None)
+    st.session_state.get(f"{prefix}.failed", set()).discard(_tested(cfg, api_key))
     st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
 
 
@@ -174,8 +175,9 @@ def _tested(cfg: JudgeConfig, api_key: str | None) -> str:
 
 
 def failed_test(cfg: JudgeConfig | None, api_key: str | None, prefix: str = "judge") -> bool:
-    """Whether the connection test failed for exactly these settings (changing any of them clears it)."""
-    return cfg is not None and st.session_state.get(f"{prefix}.failed") == _tested(cfg, api_key)
+    """Whether the connection test failed for exactly these settings, this time or an earlier one in this browser
+    session (a later test that passes with them clears it)."""
+    return cfg is not None and _tested(cfg, api_key) in st.session_state.get(f"{prefix}.failed", set())
 
 
 def estimate_panel(dataset_id: str, spec: RunSpec) -> dict:
@@ -240,10 +242,16 @@ ERRORS_SHOWN = 1000  # errored cells listed at once (the data layer reads no mor
 
 
 def errors_panel(res: RunResults, run: dict) -> None:
-    """Errored rows (1-based, as the dataset numbers them), and a retry that may use another judge."""
+    """Errored rows (1-based, as the dataset numbers them), and a retry that may use another judge. A run that
+    failed as a whole (its judge unreachable, say) is explained here too: its rows have no error of their own."""
     errors = res.errors(ERRORS_SHOWN + 1)
+    if run["status"] == "failed":
+        st.warning(("The run failed before its rows were judged, so no row has an error of its own." if not errors
+                    else "The run failed, besides the errored cells below.") + " Why: " + literal(run["error"] or "?")
+                   + " To run it again with another judge: under the error above.", icon=":material/error:")
     if not errors:
-        st.success("No errored rows.")
+        if run["status"] != "failed":
+            st.success("No errored rows.")
         return
     more = len(errors) > ERRORS_SHOWN
     errors = errors[:ERRORS_SHOWN]
@@ -252,22 +260,42 @@ def errors_panel(res: RunResults, run: dict) -> None:
     table([{"row": res.dataset.row_no(i), "metric": m, "error": e} for i, m, e in errors])
     if run["status"] in ACTIVE and not worker_stopped(run):
         return
+    _retry(run, "retry", "Retry with other judge settings", "Retry failed rows")
+
+
+def rerun_panel(run: dict) -> bool:
+    """Under a failed run's error: change its judge and run it again (its stored results kept, like a resume).
+
+    Returns:
+        whether the judge is being changed here (the caller's plain "Resume run" is then left out).
+    """
+    return _retry(run, "rerun", "Change the judge and run again", None)
+
+
+def _retry(run: dict, prefix: str, toggle: str, label: str | None) -> bool:
+    """A toggle to other judge settings (starting from the run's) and the button that runs the run again with them
+    (``label`` None: only while the toggle is on). The settings become the run's judge; the one before is kept in
+    its history. Returns whether the toggle is on."""
     spec_judge = (run["spec"] or {}).get("judge")
     judge, key = None, session_key()
+    change = False
     if spec_judge and judged_metrics(run):
         current = JudgeConfig.from_dict(spec_judge)
-        change = st.toggle("Retry with other judge settings", key="retry.change",
+        change = st.toggle(toggle, key=f"{prefix}.change",
                            help="The run records the judge it used before; each result keeps the model that scored it.")
         if change:
-            judge, typed = judge_settings("retry", current)
+            judge, typed = judge_settings(prefix, current)
             if judge is None:
-                return
+                return change
             # a key typed for the run's judge goes to no other address (or server judge): only one typed here
             same_place = (judge.provider, judge.judge_name, judge_url(judge)) == \
                 (current.provider, current.judge_name, judge_url(current))
             key = typed if typed or not same_place else key
-    label = "Retry failed rows" + (" with these judge settings" if judge is not None else "")
-    if st.button(label, key="retry"):
+    if label is None and judge is None:
+        return change
+    label = (label or "Run again") + (" with these judge settings" if judge is not None else "")
+    if st.button(label, key=prefix, type="primary" if label.startswith("Run again") else "secondary"):
         retry_failed(loaders.store(), run["id"], key, judge)  # the worker clears the errors once it holds the run
         loaders.forget_lists()
         st.rerun()
+    return change

@@ -8,7 +8,7 @@ import streamlit as st
 from evaluators import Store, load_dataset
 from evaluators.core.errors import StoreVersionError
 from evaluators.read.results import open_results
-from evaluators.data.loading import Inspection, ParsedFile, inspect_parsed, read_upload
+from evaluators.data.loading import Inspection, ParsedFile, inspect_parsed, read_upload, without_rows
 from evaluators.read.results import RunResults
 from evaluators.read.view import open_view
 
@@ -60,6 +60,16 @@ def runs(wanted: str | None = None) -> list[dict]:
 def datasets(wanted: str | None = None) -> list[dict]:
     """Datasets, newest first."""
     return _fresh(_datasets, wanted)
+
+
+def datasets_to_judge(wanted: str | None = None) -> tuple[list[dict], set[str], str | None]:
+    """What New evaluation offers: (the datasets, newest first, without imported judgment sets; the ids of those
+    sets, whose rows are a judge's verdicts already made, not answers to judge; the dataset of the newest run
+    that is not an import, None if none)."""
+    runs_ = runs()
+    imported = {r["dataset_id"] for r in runs_ if (r["spec"] or {}).get("imported")}
+    last = next((r["dataset_id"] for r in runs_ if not (r["spec"] or {}).get("imported")), None)
+    return [d for d in datasets(wanted) if d["id"] not in imported], imported, last
 
 
 def completed_runs(wanted: str | None = None, at_least: int = 2) -> list[dict]:
@@ -124,15 +134,16 @@ def _parsed(file_id: str, name: str, _upload) -> ParsedFile:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _inspection(file_id: str, name: str, mapping: tuple, _upload) -> Inspection:
+def _inspection(file_id: str, name: str, mapping: tuple, _upload, left_out: tuple = ()) -> Inspection:
     # rows that need no conversion are shared with _parsed's, so a remapping costs no second copy
-    return inspect_parsed(_parsed(file_id, name, _upload), dict(mapping) or None)
+    parsed = _parsed(file_id, name, _upload)
+    return inspect_parsed(without_rows(parsed, left_out) if left_out else parsed, dict(mapping) or None)
 
 
-def inspect_upload(upload, mapping: dict[str, str | None] | None = None) -> Inspection:
+def inspect_upload(upload, mapping: dict[str, str | None] | None = None, left_out: tuple[int, ...] = ()) -> Inspection:
     """An upload read once per file, and mapped and checked once per mapping (the user's changes to the
-    detected one; None: no column for that field), not on every rerun."""
-    return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload)
+    detected one; None: no column for that field) and rows ``left_out`` (file rows), not on every rerun."""
+    return _inspection(upload.file_id, upload.name, tuple(sorted((mapping or {}).items())), upload, left_out)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -128,9 +128,13 @@ def position(res: RunResults, filters: dict, row: int) -> int | None:
     """Where ``row`` is among the rows matching ``filters`` in their order (None: the filters leave it out)."""
     import numpy as np
 
-    ids = res.select(**filters) if hasattr(res, "select") else res.table(**filters).index.to_numpy()
-    hit = np.nonzero(np.asarray(ids) == row)[0]
+    hit = np.nonzero(np.asarray(matching(res, filters)) == row)[0]
     return int(hit[0]) if len(hit) else None
+
+
+def matching(res: RunResults, filters: dict):
+    """The rows matching ``filters``, in the table's order (0-based indices)."""
+    return res.select(**filters) if hasattr(res, "select") else res.table(**filters).index.to_numpy()
 
 
 def not_listed(res: RunResults, filters: dict, row: int) -> None:
@@ -155,6 +159,8 @@ def rows_view(res: RunResults) -> None:
     detail (its inputs beside its scores). A fragment, so that a filter, a page or a selection reruns this
     tab only, not the charts of the whole run."""
     filters = row_filters(res)
+    # what "Only the filtered rows" exports (ui.exports_widgets), for this run (loaders.results names it in .state)
+    st.session_state["results.filters"] = ((getattr(res, "state", None) or (None,))[0], filters)
     row, listed = row_table(res, filters)
     review_ui.queue_of_filter(res, filters)
     if row is not None and not 0 <= row < len(res):

@@ -265,6 +265,10 @@ def run_status(run: dict) -> None:
     elif run["status"] == "failed":
         st.error("The run failed:")
         st.code(run["error"] or "", language=None, wrap_lines=True)  # may quote a judge's reply
+        from ui import judge_form  # (it imports this module)
+
+        if judge_form.rerun_panel(run):  # another judge: its own button, not a resume with the same one
+            return
     elif run["status"] == "cancelled":
         st.info("The run was cancelled. Results so far are kept.")
     elif status_text(run) == "completed with errors":
@@ -487,7 +491,11 @@ def problems_table(problems: list, truncated: bool = False) -> None:
     n = len(problems)
     st.error(f"{n:,}{'+' if truncated else ''} {'problem' if n == 1 and not truncated else 'problems'} found; "
              "nothing was saved.")
-    table([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems])
+    # a long problem wraps in its cell: Streamlit's grid wraps text only in rows taller than 4rem (64 px)
+    longest = max((len(p.message) for p in problems), default=0)
+    table([{"file": p.source, "row": p.row or "", "field": p.field, "problem": p.message} for p in problems],
+          widths={"problem": "large"}, **({"row_height": max(72, 22 * min(4, -(-longest // 70)) + 10)}
+                                          if longest > 70 else {}))
 
 
 def json_preview(rows: list[dict]) -> None:

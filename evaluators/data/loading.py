@@ -13,7 +13,7 @@ from evaluators.core.errors import DataValidationError, Problem, ProblemCollecto
 from evaluators.core.registry import FIELDS, get_metric
 from evaluators.data.dataset import Dataset, FORMATS, _records_hash
 from evaluators.data.mapping import (SAMPLE_ROWS, _check_row, _map_columns, build_dataset, detect_mapping,
-                                     lenient_fields)
+                                     lenient_fields, near_misses)
 from evaluators.data.reading import _json_safe, _jsonl_file, _sniff, max_upload_bytes, read_records
 
 
@@ -288,6 +288,8 @@ class Inspection:
     truncated: bool = False
     # The source file's 1-based row number of each preview row (as in ``problems``).
     preview_rows: list[int] = field(default_factory=list)
+    # Columns no field reads named nearly as a field no column feeds: column -> field (``mapping.near_misses``)
+    near_misses: dict[str, str] = field(default_factory=dict)
 
 
 def read_upload(data: bytes, name: str) -> ParsedFile:
@@ -339,7 +341,41 @@ def inspect_parsed(parsed: ParsedFile, column_mapping: Mapping[str, str] | None 
         return Inspection(name, columns, mapping, schema, preview, [usage, *problems.problems], None,
                           problems.truncated, rows)
     preview, rows = _preview(ds.records, ds.row_numbers, preview_rows, set())
-    return Inspection(name, columns, ds.mapping, ds.detected, preview, [], ds, False, rows)
+    return Inspection(name, columns, ds.mapping, ds.detected, preview, [], ds, False, rows,
+                      near_misses(columns, ds.mapping))
+
+
+def bad_rows(problems: list, truncated: bool) -> list[int]:
+    """The file rows the problems name, when leaving them out can help: every problem is known (reading stops at
+    ``MAX_PROBLEMS``, so rows after it are unread) and is a row's (none the whole file's, like a missing response
+    column). Empty otherwise."""
+    rows = sorted({p.row for p in problems})
+    return [] if truncated or not rows or rows[0] == 0 else rows
+
+
+def without_rows(parsed: ParsedFile, rows: Collection[int]) -> ParsedFile:
+    """The upload with these file rows left out (as if the file did not have them), to save a dataset without the
+    rows that do not check out. The rows kept keep their file row numbers, and the name says which were left out
+    (a saved dataset's ``source``: the note stays with it)."""
+    gone = set(rows)
+    kept = [(r, n) for r, n in zip(parsed.records, parsed.numbers) if n not in gone]
+    note = rows_text(sorted(gone), max(40, 280 - len(parsed.name)))  # a stored source is at most 300 characters
+    return ParsedFile(f"{parsed.name} without {note}", [r for r, _ in kept], [n for _, n in kept],
+                      [p for p in parsed.problems if p.row not in gone], parsed.truncated, parsed.readable)
+
+
+def rows_text(rows: list[int], limit: int = 200) -> str:
+    """'row 3', 'rows 3, 7 and 10-14': the file rows named, within ``limit`` characters (then '... (N rows)')."""
+    spans: list[str] = []
+    for n in rows:
+        if spans and spans[-1].split("-")[-1] == str(n - 1):
+            spans[-1] = f"{spans[-1].split('-')[0]}-{n}"
+        else:
+            spans.append(str(n))
+    text = spans[0] if len(spans) == 1 else ", ".join(spans[:-1]) + " and " + spans[-1]
+    if len(text) > limit:
+        text = text[:limit].rsplit(",", 1)[0] + f"... ({len(rows):,} rows)"
+    return ("row " if len(rows) == 1 else "rows ") + text
 
 
 def _preview(records: list[dict], numbers: list[int], n: int, wanted: set[int]) -> tuple[list[dict], list[int]]:

@@ -200,10 +200,37 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
     shape = "conversation" if "messages" in mapping else "single"
     # ranked retrieval's rows need no response (document_retrieval reads the labels and the ranked documents)
     if shape == "single" and "response" not in mapping and "retrieval_ground_truth" not in mapping:
+        guess = next((c for c, f in near_misses(columns, mapping).items() if f == "response"), None)
+        if guess is not None:
+            raise UsageError(f"{source}: no response column found among {', '.join(columns)}: is '{guess}' the "
+                             f"response (its name is one letter or two from it)? Map it to response "
+                             f"(CLI: --map response={guess})")
+        if "query" in mapping and "ground_truth" in mapping:  # e.g. an OpenAI Evals file: input and ideal
+            raise UsageError(f"{source}: this file has questions ('{mapping['query']}') and expected answers "
+                             f"('{mapping['ground_truth']}') but no answers to judge: add the answers your "
+                             "application gave, as a column of their own, and map that column to response")
         raise UsageError(
             f"{source}: no response column found among {', '.join(columns)}; "
             "map one (CLI: --map response=COLUMN)")
     return mapping, schema, shape
+
+
+def near_misses(columns: Sequence[str], mapping: Mapping[str, str]) -> dict[str, str]:
+    """Columns no field reads whose name is a near miss of an unmapped field's, or of a name a known schema reads
+    for it (``reponse`` -> response, ``contxt`` -> context): column -> field, for a suggestion."""
+    import difflib
+
+    used, out = set(mapping.values()), {}
+    for c in columns:
+        if c in used:
+            continue
+        for fld in FIELDS:
+            names = {fld, *(n for names in KNOWN_SCHEMAS.values() for n in names.get(fld, ()))}
+            if fld not in mapping and fld not in out.values() and c.lower() not in names and \
+                    difflib.get_close_matches(c.lower(), sorted(names), n=1, cutoff=0.8):
+                out[c] = fld
+                break
+    return out
 
 
 def _check_row(rec: dict, row: int, mapping: dict[str, str], problems: ProblemCollector,

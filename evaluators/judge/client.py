@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from evaluators.core.errors import UsageError
 from evaluators.core.redact import redact
@@ -361,12 +362,17 @@ class JudgeClient:
             if e.answered:
                 return e.attempts  # it answered: reachable, key accepted, model known
             where = f"the judge at {self.url} (model '{self.config.model}')"
-            if e.status in (401, 403):
-                what = f"{where} refused the key (HTTP {e.status})"
+            no_v1 = self.config.provider == "compatible" and not urlsplit(self.url).path.rstrip("/").endswith("/v1")
+            if no_v1 and e.status in (404, 405):  # /chat/completions asked at the server's root, not under /v1
+                what = (f"{where} answered HTTP {e.status} at /chat/completions: is the base URL missing /v1? "
+                        "(OpenAI-compatible servers answer under it, e.g. http://localhost:11434/v1)")
+            elif e.status in (401, 403):
+                what = f"{where} refused the key (HTTP {e.status}): is the API key right, and for this server?"
             elif e.status == 404:
-                what = f"{where} answered 404: the model does not exist there, or the URL is wrong"
+                what = f"{where} answered 404: the model does not exist there, or the URL is wrong: is the " \
+                       "model's name right, as the server lists it?"
             elif e.status is None:
-                what = f"cannot reach {where}: {e}"
+                what = f"cannot reach {where}: {e}. Is the server running, at this address and port?"
             else:
                 what = f"{where} failed its check: {e}"
             raise JudgeUnavailable(f"judge check failed: {what}", e.attempts) from None

@@ -1,54 +1,94 @@
-"""Plotly figures of a run's results, shared by the dashboard and the HTML report."""
+"""The HTML report's charts: each a small SVG drawn here, so the report carries no charting library (plotly.js
+inlined once weighed 4.8 MB, most of a 31-row report) and opens offline in any browser. The dashboard draws its
+own (``read.charts_overview``, Vega-Lite)."""
 from __future__ import annotations
+
+import html
+import itertools
+import math
 
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 
 PASS, FAIL = "#2e7d32", "#c62828"
-CHART_HEIGHT = 280  # pixels; the report's grid cells are sized for it
+CHART_HEIGHT = 280  # pixels at the drawing's own width (WIDTH); the report's grid cells are sized for it
+WIDTH = 420
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 48  # room for tick labels, axis titles and the threshold's label
 
 
-def distribution(res: RunResults, spec: MetricSpec):
-    """Score distribution of one metric, bars coloured by verdict, with the threshold marked."""
+def bars(res: RunResults, spec: MetricSpec) -> tuple[list[tuple[float, float, int, int]], tuple[float, float], bool]:
+    """Score distribution of one metric's scored rows: (bars as (x, width, passing rows, failing rows), the x
+    axis's range, whether the scale is whole numbers). A whole-number scale gets a bar a value; any other 20
+    bins across the scale, so a big run draws 20 bars, not every value."""
     import numpy as np
-    import plotly.graph_objects as go
 
     threshold = res.thresholds[spec.name]
     values = res.values(spec.name)
     values = values[~np.isnan(values)]  # scored rows only
     lo, hi = spec.score_range
     good = values >= threshold if spec.higher_is_better else values <= threshold  # spec.passes, per row
-    fig = go.Figure()
     if spec.integer and bool(np.all(values == np.floor(values))):
         xs = list(range(int(lo), int(hi) + 1))
         counts = np.bincount((values - int(lo)).astype(int), minlength=len(xs))[:len(xs)] if len(values) else [0] * len(xs)
-        colours = [PASS if spec.passes(x, threshold) else FAIL for x in xs]
-        fig.add_bar(x=xs, y=[int(c) for c in counts], marker_color=colours, name="rows",
-                    hovertemplate="score %{x}: %{y} rows<extra></extra>")
-        fig.update_xaxes(dtick=1, range=[lo - 0.6, hi + 0.6])
-    else:
-        # binned here (20 bins across the scale), so a big run sends 40 bars, not every value
-        edges = np.linspace(lo, hi, 21)
-        width = (hi - lo) / 20
-        for name, colour, part in (("pass", PASS, values[good]), ("fail", FAIL, values[~good])):
-            counts, _ = np.histogram(part, bins=edges)
-            fig.add_bar(x=edges[:-1] + width / 2, y=counts, width=width, marker_color=colour, name=name,
-                        hovertemplate="%{x:.3g}: %{y} rows<extra></extra>")
-        fig.update_layout(barmode="stack")
-        fig.update_xaxes(range=[lo, hi])
-    # The threshold as one layout shape (add_vline does the same, 10x slower on a big run); its label
-    # sits above the plot (in the top margin, never over a bar), on the side of the line with more
-    # room, so it is never cut at the plot's edge.
-    fig.update_layout(shapes=[dict(type="line", x0=threshold, x1=threshold, xref="x", y0=0, y1=1, yref="paper",
-                                   line=dict(dash="dash", color="#555"))],
-                      annotations=[dict(x=threshold, xref="x", y=1, yref="paper", yanchor="bottom", showarrow=False,
-                                        xanchor="right" if threshold > (lo + hi) / 2 else "left",
-                                        text=f"threshold {threshold:g}", font=dict(size=11, color="#555"))])
-    # Margins that hold the tick labels and axis titles (automargin grows them when the labels are
-    # longer), and room above the plot for the threshold's label. No figure title: a page or the
-    # report titles the chart outside it, where a title cannot cover the next chart.
-    fig.update_layout(height=CHART_HEIGHT, margin=dict(l=56, r=16, t=28, b=48), showlegend=False,
-                      xaxis_title=spec.primary, yaxis_title="rows")
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True, rangemode="tozero")
-    return fig
+        return ([(x, 0.8, int(c), 0) if spec.passes(x, threshold) else (x, 0.8, 0, int(c)) for x, c in zip(xs, counts)],
+                (lo - 0.6, hi + 0.6), True)
+    edges = np.linspace(lo, hi, 21)
+    width = (hi - lo) / 20
+    passing, _ = np.histogram(values[good], bins=edges)
+    failing, _ = np.histogram(values[~good], bins=edges)
+    return ([(float(e + width / 2), float(width), int(p), int(f)) for e, p, f in zip(edges[:-1], passing, failing)],
+            (lo, hi), False)
+
+
+def _step(top: int) -> int:
+    """A round step (1, 2, 5, 10, 20, 50, ...) giving at most 5 steps from 0 to ``top``."""
+    step = 1.0
+    for k in itertools.cycle((2, 2.5, 2)):
+        if top / step <= 5:
+            return int(step)
+        step *= k
+    raise AssertionError  # (the cycle never ends)
+
+
+def distribution_svg(res: RunResults, spec: MetricSpec) -> str:
+    """Score distribution of one metric as an SVG: bars coloured by verdict (pass green, fail red), the threshold
+    as a dashed line labelled above the plot on its roomier side, tick labels and axis titles inside the drawing,
+    a tooltip per bar. It scales with its container (viewBox); every text is escaped."""
+    data, (x0, x1), whole = bars(res, spec)
+    threshold = res.thresholds[spec.name]
+    w, h = WIDTH - LEFT - RIGHT, CHART_HEIGHT - TOP - BOTTOM
+    top = max([p + f for _, _, p, f in data] + [1])
+    step = _step(top)
+    ymax = math.ceil(top / step) * step
+
+    def sx(x: float) -> float:
+        return LEFT + (x - x0) / (x1 - x0) * w
+
+    def sy(n: float) -> float:
+        return TOP + h - n / ymax * h
+
+    out = [f"<svg class='chart' viewBox='0 0 {WIDTH} {CHART_HEIGHT}' width='100%' role='img' "
+           f"xmlns='http://www.w3.org/2000/svg' font-family='system-ui,sans-serif' font-size='11'>"]
+    for n in range(0, ymax + 1, step):  # grid lines and y tick labels
+        out.append(f"<line x1='{LEFT}' x2='{LEFT + w}' y1='{sy(n):.1f}' y2='{sy(n):.1f}' stroke='#eee'/>"
+                   f"<text class='ytick' x='{LEFT - 6}' y='{sy(n) + 4:.1f}' text-anchor='end' fill='#555'>{n}</text>")
+    for x, width, passing, failing in data:
+        left, right = sx(x - width / 2), sx(x + width / 2)
+        label = f"{x:g}" if whole else f"{x - width / 2:.3g}–{x + width / 2:.3g}"
+        for base, n, colour, word in ((0, passing, PASS, "pass"), (passing, failing, FAIL, "fail")):
+            if n:
+                out.append(f"<rect class='bar' x='{left:.1f}' y='{sy(base + n):.1f}' width='{right - left:.1f}' "
+                           f"height='{sy(base) - sy(base + n):.1f}' fill='{colour}'><title>{html.escape(label)}: "
+                           f"{n} rows ({word})</title></rect>")
+    ticks = [x for x, *_ in data] if whole else [x0 + k * (x1 - x0) / 4 for k in range(5)]
+    out.append(f"<line x1='{LEFT}' x2='{LEFT + w}' y1='{TOP + h}' y2='{TOP + h}' stroke='#888'/>")
+    out += [f"<text class='xtick' x='{sx(x):.1f}' y='{TOP + h + 14}' text-anchor='middle' fill='#555'>{x:g}</text>"
+            for x in ticks]
+    tx = sx(min(max(threshold, x0), x1))
+    side = "end" if threshold > (x0 + x1) / 2 else "start"
+    out.append(f"<line x1='{tx:.1f}' x2='{tx:.1f}' y1='{TOP}' y2='{TOP + h}' stroke='#555' stroke-dasharray='4 3'/>"
+               f"<text x='{tx:.1f}' y='{TOP - 6}' text-anchor='{side}' fill='#555'>threshold {threshold:g}</text>")
+    out.append(f"<text x='{LEFT + w / 2:.1f}' y='{CHART_HEIGHT - 8}' text-anchor='middle' fill='#333'>"
+               f"{html.escape(spec.primary)}</text><text transform='translate(14 {TOP + h / 2:.1f}) rotate(-90)' "
+               "text-anchor='middle' fill='#333'>rows</text></svg>")
+    return "".join(out)

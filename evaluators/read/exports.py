@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 if TYPE_CHECKING:
     from evaluators.read.results import RunResults
@@ -126,34 +126,41 @@ def csv_text(rows: Iterable[dict]) -> str:
     return buf.getvalue()
 
 
-def row_chunks(res: "RunResults", chunk: int = CHUNK_ROWS) -> Iterator[list[int]]:
-    """A run's row indices, ``chunk`` at a time, each chunk's cells and records read in one go first
-    (``RunResults.prefetch``: the columnar view reads them in one query each and keeps a bounded
-    cache), so that a pass over the run never holds the whole run."""
-    n = len(res.dataset)
+def row_chunks(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None) -> Iterator[list[int]]:
+    """A run's row indices (``rows``: only these, in their order), ``chunk`` at a time, each chunk's cells and
+    records read in one go first (``RunResults.prefetch``: the columnar view reads them in one query each and
+    keeps a bounded cache), so that a pass over the run never holds the whole run."""
+    n = len(res.dataset) if rows is None else len(rows)
     for start in range(0, n, chunk):
-        idx = list(range(start, min(n, start + chunk)))
+        idx = list(range(start, min(n, start + chunk))) if rows is None else [int(i) for i in rows[start:start + chunk]]
         res.prefetch(idx)
         yield idx
 
 
-def iter_rows(res: "RunResults", chunk: int = CHUNK_ROWS) -> Iterator[dict[str, Any]]:
-    """A run's rows with the SDK's keys (as ``res.rows()``), read a chunk of rows at a time."""
-    for idx in row_chunks(res, chunk):
+def iter_rows(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None,
+              extra: Callable[[list[int]], dict[int, dict]] | None = None) -> Iterator[dict[str, Any]]:
+    """A run's rows with the SDK's keys (as ``res.rows()``; ``rows``: only these), read a chunk of rows at a time;
+    ``extra`` gives a chunk's rows further keys (people's verdicts: ``review.io.review_keys``, passed in from above)."""
+    for idx in row_chunks(res, chunk, rows):
+        more = extra(idx) if extra is not None else {}
         for i in idx:
-            yield res.row(i)
+            yield {**res.row(i), **more.get(i, {})}
 
 
 FORMATS = ("csv", "jsonl", "html")
 
 
-def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, Any] | None = None) -> Path:
+def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, Any] | None = None,
+                 rows: Sequence[int] | None = None, extra: Callable[[list[int]], dict[int, dict]] | None = None) -> Path:
     """Write a run's export to ``path``, whole or not at all, a chunk of rows at a time.
 
     Args:
         res: the run's results, thresholds applied.
         fmt: "csv" or "jsonl" (every row with the SDK's keys) or "html" (the report).
         run: the stored run record; the HTML report's heading reads it.
+        rows: only these rows (0-based indices, in this order; e.g. a filter's), the report's summary still the
+            whole run's; None: every row.
+        extra: further keys of a chunk's rows in CSV and JSONL (see :func:`iter_rows`).
     Returns:
         ``path``.
     """
@@ -165,13 +172,13 @@ def write_export(res: "RunResults", fmt: str, path: str | Path, run: dict[str, A
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             if fmt == "csv":
-                write_csv(iter_rows(res), f)
+                write_csv(iter_rows(res, rows=rows, extra=extra), f)
             elif fmt == "jsonl":
-                write_jsonl(iter_rows(res), f)
+                write_jsonl(iter_rows(res, rows=rows, extra=extra), f)
             else:
                 from evaluators.read.report import write_html_report  # the report draws charts: loaded when asked
 
-                write_html_report(res, run or {}, f)
+                write_html_report(res, run or {}, f, rows=rows)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

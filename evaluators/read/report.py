@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import html
 import io
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
-from evaluators.read.charts import CHART_HEIGHT, distribution
+from evaluators.read.charts import distribution_svg
 from evaluators.read.exports import CHUNK_ROWS, row_chunks
 from evaluators.read.results import RunResults
 
@@ -14,7 +14,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{bord
          "td.pass{background:#e8f5e9}td.fail{background:#ffebee}.rows td{max-width:28em}"
          ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,26em),1fr));gap:1.5em}"
          "figure.chart{margin:0;min-width:0;border:1px solid #eee;padding:.5em}"
-         "figure.chart figcaption{font-weight:600;margin-bottom:.25em}")
+         "figure.chart figcaption{font-weight:600;margin-bottom:.25em}figure.chart svg{display:block;max-width:36em}")
 
 
 def _fmt(v: Any) -> str:
@@ -48,14 +48,11 @@ def _head(res: RunResults, run: dict[str, Any]) -> Iterator[str]:
 
 def _charts(res: RunResults) -> Iterator[str]:
     """Small multiples in a grid: each chart in its own cell, titled by a caption outside the drawing and
-    resized with its cell (responsive), so nothing is cut or drawn over its neighbour. plotly.js is
-    inlined with the first chart only (4.8 MB minified): one copy serves every chart of the page."""
+    resized with its cell, so nothing is cut or drawn over its neighbour. Each is an SVG of its own
+    (``charts.distribution_svg``): no script, a few kilobytes a chart."""
     yield "<h2>Distributions</h2><div class='charts'>"
-    for k, s in enumerate(res.specs):
-        chart = distribution(res, s).to_html(
-            full_html=False, include_plotlyjs=(k == 0), default_width="100%", default_height=f"{CHART_HEIGHT}px",
-            config={"responsive": True, "displayModeBar": False})
-        yield f"<figure class='chart'><figcaption>{html.escape(s.name)}</figcaption>{chart}</figure>"
+    for s in res.specs:
+        yield f"<figure class='chart'><figcaption>{html.escape(s.name)}</figcaption>{distribution_svg(res, s)}</figure>"
     yield "</div>"
 
 
@@ -76,26 +73,28 @@ def _row(res: RunResults, i: int) -> str:
             f"<td>{html.escape(str(response or ''))}</td>{''.join(cells)}</tr>")
 
 
-def write_html_report(res: RunResults, run: dict[str, Any], out: TextIO, chunk: int = CHUNK_ROWS) -> None:
+def write_html_report(res: RunResults, run: dict[str, Any], out: TextIO, chunk: int = CHUNK_ROWS,
+                      rows: Sequence[int] | None = None) -> None:
     """Write the report to ``out``, its rows a chunk at a time (``exports.row_chunks``): the whole run is
     never in memory. Model and dataset text is escaped.
 
     Args:
         res: the run's results, thresholds applied.
         run: the stored run record (name, status, timestamps, spec).
+        rows: only these rows listed (the summary and charts are still the whole run's, and say so).
     """
     for part in (*_head(res, run), *_charts(res)):
         out.write(part)
-    out.write("<h2>Rows</h2><table class='rows'><tr><th>#</th><th>query</th><th>response</th>"
+    some = "" if rows is None else f" ({len(rows):,} of {len(res.dataset):,}: the filtered rows; the summary above is every row's)"
+    out.write(f"<h2>Rows{some}</h2><table class='rows'><tr><th>#</th><th>query</th><th>response</th>"
               + "".join(f"<th>{s.name}</th>" for s in res.specs) + "</tr>")
-    for idx in row_chunks(res, chunk):
+    for idx in row_chunks(res, chunk, rows):
         out.write("".join(_row(res, i) for i in idx))
     out.write("</table></body></html>")
 
 
 def html_report(res: RunResults, run: dict[str, Any]) -> str:
-    """The report as one HTML string (see :func:`write_html_report`; plotly.js inlined once, so no
-    network is needed).
+    """The report as one HTML string (see :func:`write_html_report`; no script, so no network is needed).
 
     Args:
         res: the run's results, thresholds applied.

@@ -211,3 +211,39 @@ def export_text(records: list[dict[str, Any]], csv_format: bool) -> str:
     w.writeheader()
     w.writerows({k: neutralise(v) for k, v in r.items()} for r in records)
     return buf.getvalue()
+
+
+def review_keys(store: Store, run_id: str, res, rows) -> dict[int, dict[str, Any]]:
+    """Row index -> what people said of it, as keys beside the SDK's in a row export (``write_export``'s
+    ``extra``), for each metric reviewed there: ``reviews.M.verdicts`` (each reviewer's value, its pass or fail
+    at the view's threshold, note), ``reviews.M.result`` (pass or fail of their consensus, the value the agreement
+    figures use) and ``reviews.M.agrees_with_judge`` (None where the judge gave no verdict).
+
+    Args:
+        res: the run's results with the view's thresholds (``RunResults``).
+        rows: the row indices of one chunk of the export.
+    """
+    from collections import defaultdict
+
+    from evaluators.review.stats import _consensus
+
+    specs = {s.name: s for s in res.specs}
+    given: dict[tuple[int, str], list[dict]] = defaultdict(list)
+    for r in store.reviews(run_id, rows=rows):
+        if r["value"] is not None and r["metric"] in specs:
+            given[(r["row_idx"], r["metric"])].append(r)
+    out: dict[int, dict[str, Any]] = defaultdict(dict)
+    for (i, m), verdicts in given.items():
+        spec, threshold = specs[m], res.thresholds[m]
+
+        def word(v: float) -> str:
+            return "pass" if spec.passes(v, threshold) else "fail"
+
+        result = word(_consensus(spec, [r["value"] for r in verdicts]))
+        judge = res.passed(spec, res.cell(m, i))
+        out[i].update({f"reviews.{m}.verdicts": [{"reviewer": r["reviewer"], "value": r["value"], "result": word(r["value"]),
+                                                  "note": r["note"]} for r in verdicts],
+                       f"reviews.{m}.result": result,
+                       f"reviews.{m}.agrees_with_judge": None if judge is None else judge == (result == "pass")})
+    return out
+

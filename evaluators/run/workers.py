@@ -178,7 +178,7 @@ def _enqueue(store: Store, run: dict, retry_errors: bool) -> int:
 
 
 def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: JudgeConfig | None = None) -> int:
-    """Judge the run's errored results again; returns how many there are.
+    """Judge the run's errored results again (a failed run: run it again, also with none); returns how many there are.
 
     The errors are cleared by the worker once it holds the run, so a worker that cannot
     start (or a run held by another) leaves them as they were.
@@ -193,7 +193,7 @@ def retry_failed(store: Store, run_id: str, api_key: str | None = None, judge: J
         WorkerBusy: a worker holds the run; nothing was changed.
     """
     n = _count_errors(store, run_id)
-    if not n:
+    if not n and store.get_run(run_id)["status"] != "failed":  # a failed run (judge unreachable) has none: run again
         return 0
     if judge is not None:
         run = store.get_run(run_id)
