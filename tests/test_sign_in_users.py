@@ -116,6 +116,10 @@ def test_a_named_user_signs_in_only_as_themself(reviewed, secrets_file, routed_a
     at.switch_page("pages/review.py")
     at.query_params.update({"run": rid, "row": "1"})
     at.run()
+    # her row is answered: no key is aimed at it until she picks the verdict to change
+    assert not [b for b in at.button if b.label == "2"]
+    next(b for b in at.button if b.label == "Change your verdict").click()
+    at.run()
     next(b for b in at.button if b.label == "2" and not b.disabled).click()
     at.run()
     assert _mine(store, rid) == [("alice", 1, 2.0, None)]  # her own verdict, which she may change
@@ -165,6 +169,38 @@ def test_wrong_passwords_wait_longer_and_longer_per_client_and_per_server():
     assert tries.wait("10.9.9.9") == 2.0
     clock.now += 2.0 + 60.0 + 0.1  # its wait and a quiet minute: forgotten
     assert tries.wait("10.9.9.9") == 0
+
+
+def test_tries_started_at_once_are_counted_as_they_start():
+    """Found by review: the form checked the wait, then spent ~0.1 s on the password's hash, then counted the
+    failure; 40 sessions (tabs) trying at once all passed the check before any was counted. A try is now
+    counted as it starts (begin), in one locked step: of 40 started before any has finished, 5 are looked at,
+    and of 40 from 40 addresses, 20 (the server's allowance); a right password takes its try back."""
+    import threading
+
+    clock = Clock()
+    tries = Attempts(clock, free_client=5, free_server=20)
+    assert [tries.begin("10.0.0.1") for _ in range(40)].count(0.0) == 5  # none finished yet
+    tries = Attempts(clock, free_client=5, free_server=20)
+    barrier, admitted, lock = threading.Barrier(40), [], threading.Lock()
+
+    def one(i: int) -> None:
+        barrier.wait()
+        if tries.begin(f"10.2.0.{i}") == 0.0:
+            with lock:
+                admitted.append(i)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(admitted) == 20 and tries.wait("10.9.9.9") > 0
+    tries = Attempts(clock, free_client=5, free_server=20)
+    for i in range(19):
+        assert tries.begin(f"10.3.0.{i}") == 0.0
+    tries.succeeded("10.3.0.0")  # its try taken back: the server has 18 failures, so 2 more may try
+    assert tries.begin("10.4.0.1") == 0.0 and tries.begin("10.4.0.2") == 0.0 and tries.begin("10.4.0.3") > 0
 
 
 def test_the_form_refuses_without_looking_at_the_password_while_a_client_waits(home_store, monkeypatch,

@@ -59,17 +59,39 @@ class Attempts:
             self._forget_old(now)
             return max(self._left(client, now), self._left(SERVER, now))
 
+    def begin(self, client: str) -> float:
+        """Start a try: the seconds ``client`` must still wait (the try refused, not counted), else 0.0 with the
+        try counted as a failure already, in the same locked step, so tries started at once (many tabs, many
+        sessions) cannot all pass the check before any of them is counted; :meth:`succeeded` takes it back."""
+        with self._lock:
+            now = self._clock()
+            self._forget_old(now)
+            left = max(self._left(client, now), self._left(SERVER, now))
+            if left > 0:
+                return left
+            self._count(client, now)
+            return 0.0
+
     def failed(self, client: str) -> None:
         """Count a wrong password from ``client`` (and for the server)."""
         with self._lock:
             now = self._clock()
             self._forget_old(now)
-            for key in (client, SERVER):
-                self._fails[key] = (self._fails.get(key, (0, now))[0] + 1, now)
-            if len(self._fails) > MAX_CLIENTS:  # many addresses: drop the quietest, keep the server's count
-                oldest = min((k for k in self._fails if k != SERVER), key=lambda k: self._fails[k][1])
-                del self._fails[oldest]
+            self._count(client, now)
+
+    def _count(self, client: str, now: float) -> None:
+        for key in (client, SERVER):
+            self._fails[key] = (self._fails.get(key, (0, now))[0] + 1, now)
+        if len(self._fails) > MAX_CLIENTS:  # many addresses: drop the quietest, keep the server's count
+            oldest = min((k for k in self._fails if k != SERVER), key=lambda k: self._fails[k][1])
+            del self._fails[oldest]
 
     def succeeded(self, client: str) -> None:
+        """A right password: its client's count cleared, and the server's count less the try :meth:`begin` made."""
         with self._lock:
             self._fails.pop(client, None)
+            fails, last = self._fails.get(SERVER, (0, 0.0))
+            if fails > 1:
+                self._fails[SERVER] = (fails - 1, last)
+            else:
+                self._fails.pop(SERVER, None)

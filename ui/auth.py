@@ -296,17 +296,17 @@ def sign_in_page() -> None:
 
 def _submit(conf: SignIn, name: str, password: str) -> None:
     client = _client()
-    wait = attempts().wait(client)
     if not name.strip():
         st.error("Give your name: it is recorded on what you create.")
-    elif wait > 0:  # refused before the password is looked at
+        return
+    wait = attempts().begin(client)  # checked and counted in one step: tries from many tabs at once included
+    if wait > 0:  # refused before the password is looked at
         st.error(f"Too many wrong passwords: try again in {math.ceil(wait)} s.")
     elif user := identify(conf, name, password):
         attempts().succeeded(client)
         st.session_state[USER] = user
         st.rerun()
     else:
-        attempts().failed(client)
         st.error("Wrong name or password." if conf.users else "Wrong password.")
 
 
