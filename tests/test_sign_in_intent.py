@@ -54,6 +54,13 @@ CASES = {
                                    f"set {PASSWORD_ENV} to the password's SHA-256 digest"),
     "a misspelled variable": (None, {"EVAL_DASHBOARD_PASSWORD_SHA265": DIGEST},
                               "the environment variable EVAL_DASHBOARD_PASSWORD_SHA265 looks like"),
+    # found by review: an array of tables, OIDC settings under another section name, another variable's name
+    "an array of users": (f'[[users]]\nname = "alice"\npassword_sha256 = "{DIGEST}"\n', {},
+                          "{file}: users[0].password_sha256: a password setting outside [evaldash]"),
+    "OIDC under [oidc]": ("[oidc]\n" + AUTH_KEYS, {},
+                          "{file}: oidc.redirect_uri: an OIDC sign-in setting outside [auth]"),
+    "a digest in another variable": (None, {"DASHBOARD_PASSWORD_SHA256": DIGEST},
+                                     "the environment variable DASHBOARD_PASSWORD_SHA256 looks like"),
     "not UTF-8": (b'[evaldash]\npassword_sha256 = "\xff"\n', {}, "{file}: not UTF-8 text"),
     "a directory": ("DIRECTORY", {}, "{file}: a directory, where a TOML file is expected"),
 }

@@ -56,12 +56,23 @@ def names_a_password(key: str) -> bool:
                for w in _words(key))
 
 
-def _walk(table: Mapping, path: str) -> Iterator[tuple[str, Any]]:
+# what Streamlit's OIDC sign-in reads from [auth]: a table holding one anywhere else was meant for [auth]
+OIDC_KEYS = {"client_secret", "cookie_secret", "server_metadata_url", "redirect_uri"}
+
+
+def _walk(table: Mapping, path: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every key under ``table``, tables and arrays of tables (``[[users]]``) included."""
     for key, value in table.items():
         where = f"{path}.{key}" if path else str(key)
         yield where, value
+        if depth > 20:
+            continue
         if isinstance(value, Mapping):
-            yield from _walk(value, where)
+            yield from _walk(value, where, depth + 1)
+        elif isinstance(value, list):
+            for n, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    yield from _walk(item, f"{where}[{n}]", depth + 1)
 
 
 def secrets_problems(secrets: Mapping[str, Any]) -> list[str]:
@@ -88,8 +99,12 @@ def _stray(table: Mapping, path: str) -> list[str]:
     """Keys outside [evaldash] and [auth] that name a password, or hold what looks like a digest."""
     out = []
     for where, value in _walk(table, path):
-        if names_a_password(where.rsplit(".", 1)[-1]):
+        key = where.rsplit(".", 1)[-1]
+        if names_a_password(key):
             out.append(f"{where}: a password setting outside [{SECTION}]; {READS}")
+        elif key in OIDC_KEYS:
+            out.append(f"{where}: an OIDC sign-in setting outside [{OIDC}]; Streamlit's sign-in reads it only "
+                       f"under [{OIDC}]")
         elif isinstance(value, str) and DIGEST_LIKE.fullmatch(value):
             out.append(f"{where}: holds what looks like a password digest, outside [{SECTION}]; {READS}")
     return out
@@ -102,7 +117,10 @@ def environment_problems(environ: Mapping[str, str], expected: str) -> list[str]
         upper = name.upper()
         if name == expected:
             continue
-        if upper.startswith("EVAL") and ("PASS" in upper or distance(upper, expected) <= 3):
+        looks = upper.startswith("EVAL") and ("PASS" in upper or distance(upper, expected) <= 3)
+        # any variable naming a password that holds a digest: DASHBOARD_PASSWORD_SHA256, STREAMLIT_PASSWORD_SHA256
+        holds = ("PASS" in upper or "PWD" in upper) and bool(DIGEST_LIKE.fullmatch(environ[name] or ""))
+        if looks or holds:
             out.append(f"the environment variable {name} looks like the sign-in password's; set "
                        f"{expected} to the password's SHA-256 digest (and unset {name})")
     return out
