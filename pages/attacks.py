@@ -4,7 +4,7 @@ import streamlit as st
 
 from evaluators import JudgeConfig, load_dataset
 from evaluators.suites.safety import attack_records, fill_responses, records_text
-from ui import loaders, safety as sw, state, widgets as w
+from ui import downloads, loaders, safety as sw, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -97,8 +97,8 @@ with tab_make, w.guard():
         made = loaders.dataset(made_id)
         st.success(f"Saved as a new dataset ({w.count(len(made), 'row')}):")
         st.text(made.name)
-        st.download_button("Download as JSONL", records_text(made.records, "a.jsonl"), f"{made.name}.jsonl",
-                           "application/jsonl", key="atk.download")
+        downloads.offer(f"atk.download.{made_id}", "Download as JSONL", f"{made.name}.jsonl", "application/jsonl",
+                        lambda: records_text(made.records, "a.jsonl"))  # not /media/: bound to this browser
         st.page_link("pages/new.py", label="Evaluate it", icon=":material/play_arrow:",
                      query_params={"dataset": made_id})
         preview = [{k: v for k, v in r.items() if k in ("id", "attack", "attack_category")} for r in made.records[:20]]

@@ -13,7 +13,7 @@ import urllib.request
 from evaluators import load_dataset
 from evaluators.store.schema import Result
 from tests.browser import Dashboard, needs_chromium, settle
-from tests.conftest import default_store
+from tests.conftest import ROOT, default_store
 from tests.procs import wait_until
 from ui.downloads import GONE
 
@@ -95,3 +95,16 @@ def test_agreement_downloads_serve_only_the_signed_in_browser_that_asked(browser
     finally:
         dash.stop()
     assert recorder.seen == []
+
+
+def test_no_page_serves_a_download_from_streamlits_media_route():
+    """Found by review after the Agreement tab's fix: an attack set's JSONL (Jailbreak attacks) and a metric's
+    export (New metric) still came from st.download_button, whose /media/ URL any request gets, signed in or
+    not. Every download goes through ui.downloads (single use, bound to the browser that asked)."""
+    import re
+
+    calls = [f"{p.relative_to(ROOT)}:{n}" for p in [*(ROOT / "ui").glob("*.py"), *(ROOT / "pages").glob("*.py"),
+                                                     ROOT / "app.py"]
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"\.download_button\(", line)]
+    assert calls == []

@@ -10,7 +10,7 @@ from evaluators import EvalError
 from evaluators.metrics.custom import specs_from_text
 from evaluators.metrics.custom.builder import SCALES, build_template, export
 from evaluators.run.trial import TRIAL_ROWS, try_metric
-from ui import auth, judge_form, loaders, state, widgets as w
+from ui import auth, downloads, judge_form, loaders, state, widgets as w
 
 NEW = "A new metric"
 
@@ -132,7 +132,10 @@ def render() -> None:
                    "New evaluation.")
     for col, to, ext in ((c2, "prompty", "prompty"), (c3, "template", "md")):
         try:
-            col.download_button(f"Export as .{ext}", export(text, fmt, to), f"{spec.name}.{ext}", "text/plain",
-                                key=f"metric.export.{ext}")
+            body = export(text, fmt, to)
         except ValueError as e:
             col.caption(f"No .{ext} export: {w.literal(e)}")
+            continue
+        with col:  # served as Results' exports are (single use, this browser), never from /media/
+            downloads.offer(f"metric.export.{ext}", f"Export as .{ext}", f"{spec.name}.{ext}", "text/plain",
+                            lambda body=body: body)
