@@ -54,6 +54,25 @@ def test_a_yaml_alias_bomb_is_refused_at_once_naming_file_and_line(tmp_path):
                                 "metric files may not (an alias can stand for gigabytes): write the value out")
 
 
+def test_deeply_nested_front_matter_is_refused_before_yaml_reads_it(tmp_path):
+    """Found by review: 40 KB of [[[...]]] in a setting took PyYAML 42 s (then a RecursionError) in the
+    dashboard's process, on every rerun of New metric. Refused at once, naming the line; and a header past
+    64 KB likewise."""
+    deep = "[" * 20_000 + "]" * 20_000
+    path = tmp_path / "deep.prompty"
+    path.write_text(f"---\nname: deep\ninputs: [response]\ndescription: {deep}\n---\nuser:\n{{{{response}}}}\n")
+    long = tmp_path / "long.prompty"
+    long.write_text("---\nname: long\ninputs: [response]\n" + "".join(f"k{i}: {'x' * 60}\n" for i in range(1200))
+                    + "---\nuser:\n{{response}}\n")
+    p = bounded_child("from evaluators.metrics.custom import load_metric_file\n"
+                      f"for f in ({str(path)!r}, {str(long)!r}):\n    try:\n        load_metric_file(f)\n"
+                      "    except Exception as e:\n        print(e)\n", timeout=20)
+    assert p.returncode == 0, p.stderr[-2000:]
+    n = len(long.read_text().split("---\n")[1]) - 1  # the header's characters, its last line break not counted
+    assert p.stdout.splitlines() == [f"{path}:4: the front matter nests deeper than 50 levels",
+                                     f"{long}:2: the front matter is {n:,} characters; it may have 65,536"]
+
+
 def test_a_stored_alias_bomb_costs_the_metric_listing_nothing(store):
     """A bomb a store got before this check (written straight into its table) is left out of the listing at once."""
     from evaluators.store.saved_metrics import SavedMetricRow

@@ -54,10 +54,13 @@ def front_matter(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]
     if end is None:
         raise DefinitionError(source, "the front matter has no closing '---' line", 1)
     head = "\n".join(lines[1:end])
+    _bounded_head(head, source)
     try:
         _no_aliases(head, source)
         node = yaml.compose(head, Loader=yaml.SafeLoader)
         meta = yaml.safe_load(head)
+    except RecursionError:
+        raise DefinitionError(source, f"the front matter nests deeper than {MAX_HEAD_DEPTH} levels", 2) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
@@ -95,6 +98,27 @@ def check_size(text: str, source: str) -> None:
     if "\x00" in text:  # no store keeps one (PostgreSQL's text refuses it), and no prompt needs one
         raise DefinitionError(source, "the file holds a NUL character (\\x00): remove it",
                               text.count("\n", 0, text.index("\x00")) + 1)
+
+
+MAX_HEAD_BYTES = 64 * 1024  # a metric's settings (a Prompty's sample inputs included) are a few KB
+MAX_HEAD_DEPTH = 50  # flow collections ([[[...]]], {{...}}) nested deeper than any setting needs
+
+
+def _bounded_head(head: str, source: str) -> None:
+    """Refuse front matter too long or nested too deep before PyYAML reads it: its pure-Python parser spent 42 s
+    on 40 KB of ``[[[...]]]`` (then a RecursionError) in the dashboard's process, on every rerun of New metric."""
+    if len(head) > MAX_HEAD_BYTES:
+        raise DefinitionError(source, f"the front matter is {len(head):,} characters; it may have {MAX_HEAD_BYTES:,}",
+                              2)
+    depth = 0
+    for at, c in enumerate(head):
+        if c in "[{":
+            depth += 1
+            if depth > MAX_HEAD_DEPTH:
+                raise DefinitionError(source, f"the front matter nests deeper than {MAX_HEAD_DEPTH} levels",
+                                      head.count("\n", 0, at) + 2)
+        elif c in "]}":
+            depth = max(0, depth - 1)
 
 
 def _no_aliases(head: str, source: str) -> None:
