@@ -116,3 +116,20 @@ def test_a_batch_requests_error_is_redacted_by_the_runner(store, judge_server, m
     assert Runner(store, rid, api_key=KEY).run() == "completed"
     (bad,) = [r for r in store.load_results(rid) if r.status != "ok"]
     assert bad.error.endswith("Incorrect API key provided: [redacted]")
+
+
+def test_a_batch_error_cut_to_length_keeps_no_part_of_a_key(store, judge_server, monkeypatch):
+    """Found by review: a Batch API error was cut to 500 characters before the runner took its keys out, so a key
+    straddling the cut was stored in part (31 of 32 characters). The cut now comes after: whatever the padding,
+    no 8 characters of the key remain, and the stored error is at most 500 characters."""
+    monkeypatch.setenv("EVAL_BATCH_POLL", "0.02")
+    api = judge_server.batch_api
+    records = [{"query": f"q{i}", "response": f"answer row-{i}"} for i in range(2)]
+    judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url, max_retries=1)
+    for pad in range(440, 500, 8):  # the key starts before the old cut and ends past it, for some of these
+        api.error_on, api.error_message = "answer row-1", "p" * pad + f" {KEY} trailing words"
+        rid = prepare_run(store, records, ["fluency"], judge, cost={"batch": True})
+        assert Runner(store, rid, api_key=KEY).run() == "completed"
+        (bad,) = [r for r in store.load_results(rid) if r.status != "ok"]
+        assert len(bad.error) <= 500
+        assert not any(KEY[k:k + 8] in bad.error for k in range(len(KEY) - 7)), bad.error[-60:]

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from evaluators.core.redact import redact
 from evaluators.judge.client import (APIConnectionError, APIError, JudgeClient, JudgeError, JudgeReply, _describe,
                                      _status_error)
 from evaluators.judge.wire import chat_request, read_completion
@@ -105,7 +106,9 @@ def _outcome(item: dict) -> Outcome:
         if isinstance(src, dict):
             msg = f"{src.get('code') or src.get('type') or 'error'}: {src.get('message')}"
             break
-    return Outcome(reason=f"batch request failed (HTTP {status}): {msg or 'no reason given'}"[:500])
+    # cut only far past any key (the runner takes its keys out, then cuts to 500): cut at 500 here, a key
+    # straddling the cut was stored in part (found by review: 31 of an Azure key's 32 characters)
+    return Outcome(reason=redact(f"batch request failed (HTTP {status}): {msg or 'no reason given'}"[:4000], ()))
 
 
 class BatchClient(JudgeClient):

@@ -10,6 +10,7 @@ import asyncio
 from evaluators.core.redact import redact
 from evaluators.judge.config import resolve_api_key
 
+ERROR_CHARS = 500  # a stored error's length at most
 WRITES_QUEUED = 4  # result batches handed to the store's thread and not yet written, at most
 
 
@@ -53,7 +54,7 @@ class WriteSection:
                 except Exception:  # noqa: BLE001 — a judge with no key has none to hide
                     pass
             self._secrets = tuple(keys)
-        return redact(text, self._secrets)
+        return redact(text, self._secrets)[:ERROR_CHARS]  # cut after the keys are out: no half key is left
 
     async def _written(self) -> None:
         """EAGER_WRITES: hand what is pending to the store and wait until it is written. A worker slot takes its
