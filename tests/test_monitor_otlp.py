@@ -211,3 +211,23 @@ def test_responses_in_the_request_encoding():
     assert json.loads(encode_response("logs", 0, "", JSON)) == {}
     with pytest.raises(OtlpError):
         encode_response("traces", 1, "x", "text/plain")
+
+
+def test_a_big_resource_repeated_over_many_spans_is_refused_past_what_a_request_may_store():
+    """Found by review: each limit held alone, but every span is stored with its resource, so four 4 MB resource
+    attributes over 20,000 minimal spans (a 17 MB request) came to 312 GiB. Spans past 64 MB stored are refused,
+    each with the reason; the ones before are kept. Counted here on the encoded sizes, as the decoder counts."""
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    for i in range(4):
+        kv = rs.resource.attributes.add()
+        kv.key, kv.value.string_value = f"big{i}", "x" * (4 * 1024 * 1024)
+    ss = rs.scope_spans.add()
+    for i in range(40):
+        span = ss.spans.add()
+        span.trace_id, span.span_id, span.name = bytes([1] * 16), (i + 1).to_bytes(8, "big"), "s"
+    shared = rs.resource.ByteSize() + ss.scope.ByteSize()
+    fits = sum(1 for k in range(1, 41) if sum(s.ByteSize() + shared for s in ss.spans[:k]) <= otlp.MAX_EXPANDED)
+    spans, refused = decode_traces(request.SerializeToString(), PROTOBUF)
+    assert fits == 3 and len(spans) == fits and len(refused) == 40 - fits  # 16 MB and a little each: 3 fit in 64 MB
+    assert all("come to more than 64 MB stored" in r for r in refused)
