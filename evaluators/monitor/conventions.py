@@ -24,6 +24,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+# an attribute given as JSON text (as conventions allow where a structured value is not supported) decoded: the
+# engine's one rule for JSON text in a field
+from evaluators.core.agent import parse_json_text as json_value
+
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -43,17 +47,6 @@ class Exchange:
     source_in: str = ""
     source_out: str = ""
     source_system: str = ""
-
-
-def json_value(v: Any) -> Any:
-    """An attribute given as JSON text (as conventions allow when a structured value is not supported)
-    decoded; a structured value, or text that is not JSON, as is."""
-    if isinstance(v, str) and v[:1] in ("[", "{"):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return v
-    return v
 
 
 def span_label(span: dict) -> str:

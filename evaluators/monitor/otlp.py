@@ -289,24 +289,30 @@ def decode_traces(body: bytes, content_type: str) -> tuple[list[dict], list[str]
         OtlpError: the body cannot be read at all (bad encoding, not an OTLP request, another Content-Type).
     """
     request = _read(body, content_type, trace_service_pb2.ExportTraceServiceRequest(), "traces")
-    spans: list[dict] = []
+    groups = ((rs.resource, ss.scope, ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    return _each(groups, _span, "span")
+
+
+def _each(groups, read, what: str) -> tuple[list[dict], list[str]]:
+    """Every record of every (resource, scope, records) group read by ``read``, each refused alone with why;
+    the one walk of traces and logs alike."""
+    out: list[dict] = []
     refused: list[str] = []
     stored = _Expanded()
-    for resource_spans in request.resource_spans:
-        for scope_spans in resource_spans.scope_spans:
+    for resource_message, scope_message, records in groups:
+        try:
+            resource, scope = _resource_and_scope(resource_message, scope_message)
+        except _Refused as e:
+            refused.extend(f"{what} {_label(r)} refused: {e}" for r in records)
+            continue
+        shared = _shared_size(resource_message, scope_message)
+        for record in records:
             try:
-                resource, scope = _resource_and_scope(resource_spans.resource, scope_spans.scope)
+                stored.add(record, shared)
+                out.append(read(record, resource, scope))
             except _Refused as e:
-                refused.extend(f"span {_label(s)} refused: {e}" for s in scope_spans.spans)
-                continue
-            shared = _shared_size(resource_spans.resource, scope_spans.scope)
-            for span in scope_spans.spans:
-                try:
-                    stored.add(span, shared)
-                    spans.append(_span(span, resource, scope))
-                except _Refused as e:
-                    refused.append(f"span {_label(span)} refused: {e}")
-    return spans, refused
+                refused.append(f"{what} {_label(record)} refused: {e}")
+    return out, refused
 
 
 # --- logs ----------------------------------------------------------------------------------------------
@@ -345,24 +351,8 @@ def decode_logs(body: bytes, content_type: str) -> tuple[list[dict], list[str]]:
         OtlpError: the body cannot be read at all.
     """
     request = _read(body, content_type, logs_service_pb2.ExportLogsServiceRequest(), "logs")
-    logs: list[dict] = []
-    refused: list[str] = []
-    stored = _Expanded()
-    for resource_logs in request.resource_logs:
-        for scope_logs in resource_logs.scope_logs:
-            try:
-                resource, scope = _resource_and_scope(resource_logs.resource, scope_logs.scope)
-            except _Refused as e:
-                refused.extend(f"log record {_label(r)} refused: {e}" for r in scope_logs.log_records)
-                continue
-            shared = _shared_size(resource_logs.resource, scope_logs.scope)
-            for record in scope_logs.log_records:
-                try:
-                    stored.add(record, shared)
-                    logs.append(_log(record, resource, scope))
-                except _Refused as e:
-                    refused.append(f"log record {_label(record)} refused: {e}")
-    return logs, refused
+    groups = ((rl.resource, sl.scope, sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+    return _each(groups, _log, "log record")
 
 
 # --- replies -------------------------------------------------------------------------------------------
