@@ -54,7 +54,11 @@ def test_build_try_save_run_and_edit_into_version_2(app, browser, judge_server):
     # that rerun may not have begun when settle() looked)
     from playwright.sync_api import expect
 
-    expect(page.get_by_label("Template (editable)")).to_have_value(re.compile(r"name: politeness"), timeout=30_000)
+    # every field typed, the description and rubric included: under both CI passes' load the template was once
+    # tried while it still said "Property to judge: politeness" (the name; the description's rerun not drawn)
+    expect(page.get_by_label("Template (editable)")).to_have_value(
+        re.compile(r"name: politeness[\s\S]*Property to judge: How polite the answer is[\s\S]*5 = courteous"),
+        timeout=30_000)
     _judge(page, judge_server.url)
     screenshot(page, SHOTS, "1-built")
     page.get_by_role("button", name="Try on 5 rows").last.click()
