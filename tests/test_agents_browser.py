@@ -52,7 +52,9 @@ def test_a_rows_trace_and_the_tools_success_rates(app, browser):
     assert page.get_by_text("error result", exact=False).count() >= 1
     screenshot(page, SHOTS, "row-trace")
     page.goto(f"{url}/results?run={rid}&view=Rows&row=1")
-    settle(page, "How many bags")
+    # the shown text: the data grid also keeps a hidden copy of its cells' text, which can come first in the page
+    page.get_by_text("How many bags", exact=False).filter(visible=True).first.wait_for(timeout=60_000)
+    settle(page)
     assert page.get_by_text("Result: all", exact=False).count() >= 1  # the knowledge base's long passage list
     page.goto(f"{url}/results?run={rid}&view=Metrics")
     settle(page, "Tool calls")

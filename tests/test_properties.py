@@ -149,11 +149,11 @@ def test_an_explicit_mapping_is_obeyed_and_values_follow_it(columns, data):
     rows = [{c: f"{c}-{k}" for c in columns} for k in range(3)]
     try:
         ds = build_dataset(rows, [1, 2, 3], "d.jsonl", "d", {"response": response, "query": query})
-    except UsageError as e:  # a detected conversation column ('messages', 'conversation') cannot hold text
-        assert "messages" in columns or "conversation" in columns, e
+    except UsageError as e:  # a detected typed column ('messages', 'conversation', 'checklist') cannot hold text
+        assert {"messages", "conversation", "checklist"} & set(columns), e
         return
     except DataValidationError as e:
-        assert "messages" in str(e) or "conversation" in str(e)
+        assert "messages" in str(e) or "conversation" in str(e) or "checklist" in str(e)
         return
     assert ds.mapping["response"] == response and ds.mapping["query"] == query
     assert [f for f, c in ds.mapping.items() if c in (response, query)] in (["response", "query"], ["query", "response"])
