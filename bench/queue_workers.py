@@ -1,6 +1,9 @@
 """Workers of the job queue sharing one run (issue 19): PostgreSQL store, the loopback judge at 300 ms.
 
-    python bench/queue_workers.py [--rows 3000] [--latency 0.3] [--concurrency 16] [--chunk-rows 250]
+    python bench/queue_workers.py [--rows 3000] [--latency 0.3] [--concurrency 16] [--chunk-rows N]
+
+Without --chunk-rows, submit sizes the jobs itself (a few for each live worker: run.chunked.default_chunk_rows),
+as a team's runs are.
 
 One run of ROWS rows x 1 judge metric (fluency), each scenario on a fresh database (so no judge cache):
 
@@ -61,7 +64,7 @@ def scenario(pg, judge, data: Path, args, workers: int, kill: bool = False) -> d
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "evaluators", "submit", str(data), "--metrics", "fluency",
                         "--judge-base-url", judge.url, "--concurrency", str(args.concurrency),
-                        "--chunk-rows", str(args.chunk_rows)], env=env(url), capture_output=True, text=True, cwd=ROOT)
+                        *(["--chunk-rows", str(args.chunk_rows)] if args.chunk_rows else [])], env=env(url), capture_output=True, text=True, cwd=ROOT)
     if p.returncode:
         raise SystemExit(p.stderr)
     rid = p.stdout.split()[-1]
@@ -84,11 +87,12 @@ def scenario(pg, judge, data: Path, args, workers: int, kill: bool = False) -> d
     results = store.load_results(rid)
     rows = [r.row_idx for r in results]
     with store.engine.connect() as c:
-        chunks = c.exec_driver_sql("SELECT worker, attempts FROM run_chunks").all()
+        chunks = c.exec_driver_sql("SELECT worker, attempts, stop - start FROM run_chunks").all()
     return {"workers": workers, "killed_at_s": killed_at, "status": run["status"], "wall_s": round(wall, 2),
             "results": len(results), "distinct_rows": len(set(rows)), "ok": sum(r.status == "ok" for r in results),
-            "judge_calls": judge.stats()["calls"] - before, "workers_used": len({w.rsplit(':', 1)[1] for w, _ in chunks}),
-            "chunks_taken_twice": sum(a > 1 for _, a in chunks),
+            "judge_calls": judge.stats()["calls"] - before, "workers_used": len({w.rsplit(':', 1)[1] for w, _, _ in chunks}),
+            "chunks": len(chunks), "largest_chunk": max(n for _, _, n in chunks),
+            "chunks_taken_twice": sum(a > 1 for _, a, _ in chunks),
             "values": {r.row_idx: r.value for r in results}}
 
 
@@ -97,7 +101,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=3000)
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--chunk-rows", type=int, default=250)
+    ap.add_argument("--chunk-rows", type=int, help="rows a job (default: submit's own sizing)")
     args = ap.parse_args()
     from tests.judge_server import JudgeServerProcess
     from tests.pg import PostgresServer

@@ -267,3 +267,29 @@ def test_submit_takes_run_s_metric_files_and_prices_and_refuses_batch(tmp_path, 
     assert [r["outputs.word_count.word_count"] for r in rows] == [float(len(r["response"].split())) for r in ds.records]
     b = cli("submit", SINGLE, "--metrics", "fluency", "--judge-base-url", judge_server.url, "--batch", url=pg_url)
     assert b.returncode == 2 and "--batch is for `run`" in b.stderr and "Traceback" not in b.stderr
+
+
+def test_default_chunks_give_each_live_worker_a_few_and_stay_within_floor_and_cap():
+    """The sizes by hand: 3,000 rows, 3 live workers (counted as 4) x 4 chunks = 16 shares of 187.5 -> the
+    200-row floor, 15 chunks; 100,000 rows, 8 workers -> 32 shares of 3,125; 1,000,000 rows -> the 10,000 cap."""
+    from evaluators.run.chunked import default_chunk_rows
+
+    assert default_chunk_rows(3_000, 3) == 200
+    assert default_chunk_rows(100_000, 8) == 3_125
+    assert default_chunk_rows(1_000_000, 3) == 10_000
+    assert default_chunk_rows(10, 0) == 200
+
+
+def test_a_run_queued_again_keeps_its_chunks_whatever_size_is_asked_now(pg_url):
+    """A run queued in 10-row chunks and queued again (Resume, retry errors) with the default size keeps its
+    four chunks: a job is never a span that overlaps chunks stored with other bounds."""
+    from evaluators.api import prepare_run
+    from evaluators.run.chunked import plan_chunks
+
+    store = Store(pg_url)
+    rid = prepare_run(store, SINGLE, ["bleu"])
+    n = store.dataset_info(store.get_run(rid)["dataset_id"])["n_rows"]
+    first = plan_chunks(store, rid, rows=10)
+    assert first == [(a, min(a + 10, n)) for a in range(0, n, 10)]
+    assert plan_chunks(store, rid, every=True) == first
+    assert plan_chunks(store, rid, rows=3, every=True) == first

@@ -30,7 +30,8 @@ def add_commands(sub, run_parser) -> None:
     for action in run_parser._actions:  # the very options of run (metrics, judge, thresholds, templates...)
         if action.dest not in NOT_SUBMIT:
             s._add_action(action)
-    s.add_argument("--chunk-rows", type=int, default=10_000, help="rows a job (several workers share a big run)")
+    s.add_argument("--chunk-rows", type=int, help="rows a job (default: a few jobs for each live worker, 200 to "
+                   "10,000 rows, so that several workers share any run of more than a few hundred rows)")
     w = sub.add_parser("wait", help="wait for a queued run to end; write rows.jsonl and metrics.json as `run` does")
     w.add_argument("run_id")
     w.add_argument("--out", required=True, help="folder for rows.jsonl and metrics.json")
@@ -53,7 +54,7 @@ def cmd_submit(a) -> int:
     ds, judged = m._checked_dataset(a, metrics, judge, thresholds, api_key)
     jury = m._jury_from_args(a, judge)
     cost = m.cli_cost.settings(a, judge, jury, judged)  # prices and --budget, as run takes them
-    if a.chunk_rows < 1:
+    if a.chunk_rows is not None and a.chunk_rows < 1:
         raise UsageError("--chunk-rows must be at least 1")
     probe = None
     if judged:  # the one-call check, with this machine's key: a wrong URL, key or model is said now
@@ -75,7 +76,7 @@ def cmd_submit(a) -> int:
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
                       options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
     n = enqueue_run(store, rid, a.chunk_rows)
-    say(f"{len(ds)} rows in {n} job(s) of up to {a.chunk_rows} rows; follow it with "
+    say(f"{len(ds)} rows in {n} job(s); follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
     say(f"queued run {rid}")
     return m.EXIT_OK

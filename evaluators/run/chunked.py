@@ -27,7 +27,9 @@ from evaluators.store.records import KeySet
 from evaluators.store.schema import ChunkRow, ResultRow, RunRow, utcnow
 from evaluators.store.store import Store
 
-CHUNK_ROWS = 10_000  # rows a chunk, by default
+CHUNK_ROWS = 10_000  # rows a chunk at most, by default
+CHUNK_FLOOR = 200  # rows a chunk at least, by default: below this a job's own cost (claim, check, beats) shows
+CHUNKS_PER_WORKER = 4  # by default, so that a worker that ends early takes a share of what is left
 COUNTERS = ("tasks_total", "tasks_done", "tasks_errored", "judge_calls", "cache_hits", "prompt_tokens",
             "completion_tokens")
 ENDED = ("completed", "failed", "cancelled")
@@ -48,16 +50,31 @@ def judge_key(spec: RunSpec) -> str | None:
     return hashlib.sha256(f"{judge_url(j)}|{j.model}".encode()).hexdigest()[:32]
 
 
-def plan_chunks(store: Store, run_id: str, rows: int = CHUNK_ROWS, every: bool = False) -> list[tuple[int, int]]:
-    """Split the run into chunks of ``rows`` rows; chunks not completed (or, with ``every``, all: a retry of
-    errored rows) are queued again, their results kept. Returns the (start, stop) of the chunks to queue."""
+def default_chunk_rows(n_rows: int, workers: int) -> int:
+    """Rows a chunk by default: a few chunks for each live worker (counted as at least 4, since workers may
+    join after the run is queued), no fewer than ``CHUNK_FLOOR`` rows and no more than ``CHUNK_ROWS``.
+    So adding workers speeds up any run of more than a few hundred rows, and a big run is not one job a worker."""
+    share = max(workers, 4) * CHUNKS_PER_WORKER
+    return max(CHUNK_FLOOR, min(CHUNK_ROWS, -(-n_rows // share)))
+
+
+def plan_chunks(store: Store, run_id: str, rows: int | None = None, every: bool = False,
+                workers: int = 0) -> list[tuple[int, int]]:
+    """Split the run into chunks of ``rows`` rows (None: :func:`default_chunk_rows` for ``workers`` live
+    workers); a run queued before keeps its chunks, whatever ``rows`` says now. Chunks not completed (or, with
+    ``every``, all: a retry of errored rows) are queued again, their results kept. Returns the (start, stop) of
+    the chunks to queue."""
     run = store.get_run(run_id)
     n = store.dataset_info(run["dataset_id"])["n_rows"]
     with store.session() as s:
         have = {c.start: c for c in s.scalars(select(ChunkRow).where(ChunkRow.run_id == run_id))}
+        if have:
+            bounds = sorted((c.start, c.stop) for c in have.values())
+        else:
+            size = rows or default_chunk_rows(n, workers)
+            bounds = [(start, min(start + size, n)) for start in range(0, max(n, 1), size)]
         todo = []
-        for start in range(0, max(n, 1), rows):
-            stop = min(start + rows, n)
+        for start, stop in bounds:
             old = have.get(start)
             if old is None:
                 s.execute(insert(ChunkRow).values(run_id=run_id, start=start, stop=stop, status="queued", attempts=0,

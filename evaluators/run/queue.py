@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import inspect, text
 
 from evaluators.core.errors import EvalError
-from evaluators.run.chunked import (CHUNK_ROWS, SHARE_STALE, ChunkRunner, ChunkStore, chunk_state, judge_key,
+from evaluators.run.chunked import (SHARE_STALE, ChunkRunner, ChunkStore, chunk_state, judge_key,
                                     plan_chunks)
 from evaluators.run.spec import RunSpec
 from evaluators.store.schema import utcnow
@@ -82,17 +82,25 @@ def ensure_schema(store: Store) -> None:
             conn.exec_driver_sql(SchemaManager.get_schema().replace("%", "%%"))
 
 
-def enqueue_run(store: Store, run_id: str, rows: int = CHUNK_ROWS, every: bool = False) -> int:
+def enqueue_run(store: Store, run_id: str, rows: int | None = None, every: bool = False) -> int:
     """Queue a stored run's unfinished chunks (``every``: all of them, to judge errored rows again); returns
-    how many jobs were queued."""
+    how many jobs were queued. ``rows`` a chunk: None sizes them by the run and the live workers
+    (run.chunked.default_chunk_rows)."""
     if not uses_queue(store):
         raise EvalError("the job queue needs a PostgreSQL store (EVAL_DATABASE_URL=postgresql+psycopg://...)")
     ensure_schema(store)
-    chunks = plan_chunks(store, run_id, rows, every)
+    chunks = plan_chunks(store, run_id, rows, every, workers=live_workers(store))
     app = app_for(store)
     with app.open():
         app.tasks[TASK].batch_defer(*[{"run_id": run_id, "start": a, "stop": b} for a, b in chunks])
     return len(chunks)
+
+
+def live_workers(store: Store) -> int:
+    """Workers that have beaten within ``STALLED`` s (the queue's own heartbeats)."""
+    with store.engine.connect() as c:
+        return int(c.execute(text("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > "
+                                  "now() - make_interval(secs => :s)"), {"s": STALLED}).scalar())
 
 
 # Keys this worker process was given for judges named by URL (``worker --judge-base-url URL --judge-api-key-env
