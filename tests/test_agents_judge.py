@@ -118,3 +118,25 @@ def test_the_trace_marks_the_call_a_failing_verdict_names_in_its_properties(stor
     steps = row_trace(open_results(store, rid), 0)
     calls = {c["id"]: c["faulted_by"] for s in steps for c in s["calls"]}
     assert calls == {"c1": [], "c2": ["tool_call_accuracy"]}
+
+
+def test_a_judge_that_answers_skipped_makes_a_skip_in_the_sdks_words_not_an_error(store):
+    """SDK 1.18.10 (_tool_input_accuracy.py, _task_completion.py ...): a reply with ``"status": "skipped"`` is
+    ``not_applicable_result(reason)``: K None, K_result "not_applicable", K_reason "Not applicable: <the judge's
+    reason>", K_status "skipped"; the run has no error, and the reply is cached like any usable one."""
+    def skipping(prompt: str, request: dict) -> str:
+        return json.dumps({"reason": "The conversation has no task to complete.", "status": "skipped"})  # no score
+
+    row = {"query": "Hello there #1", "response": "Hi! How can I help?"}
+    with JudgeServer(skipping) as server:
+        cfg = JudgeConfig(model="m", provider="compatible", base_url=server.url, max_retries=1)
+        first = evaluate([row], ["task_completion"], judge=cfg, store=store)
+        again = evaluate([row], ["task_completion"], judge=cfg, store=store)
+        assert len(server.calls) == 1  # the second run read the cache
+    k = "outputs.task_completion.task_completion"
+    for res in (first, again):
+        (r,) = res.results.rows()
+        assert (r[k], r[f"{k}_result"], r[f"{k}_status"], r[f"{k}_properties"]) == (None, "not_applicable", "skipped",
+                                                                                   None)
+        assert r[f"{k}_reason"] == "Not applicable: The conversation has no task to complete."
+        assert store.get_run(res.run_id)["tasks_errored"] == 0

@@ -16,6 +16,11 @@ class ReplyError(ValueError):
     """The judge's reply holds no usable verdict; the message says why."""
 
 
+class SkippedReply(ReplyError):
+    """The judge answered that the row has nothing its metric applies to (e.g. ``"status": "skipped"``): a skip
+    on the row, with the judge's reason, not an error (the SDK counts it as not applicable)."""
+
+
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")

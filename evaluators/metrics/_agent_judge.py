@@ -17,7 +17,7 @@ from evaluators.core.agent import is_intermediate, parse_json_text, sdk_messages
     transcript
 from evaluators.core.kinds import Verdict
 from evaluators.core.registry import JudgeTemplates, MetricSpec, register
-from evaluators.core.replies import ReplyError, answer_body, objects_with, parse_score_reply
+from evaluators.core.replies import SkippedReply, answer_body, objects_with, parse_score_reply, reason_text
 from evaluators.core.tasks import RowTask
 
 VERSION = "1"
@@ -75,10 +75,11 @@ def planner(skip: Callable[[dict], str | None] | None = None, defs: Callable[[di
 def parse(spec: MetricSpec, text: str) -> Verdict:
     """``{"reason", "score", "status", "properties"}``: the score on the metric's scale, the properties kept."""
     lo, hi = spec.score_range
+    said = objects_with(answer_body(text), "status")
+    if said and str(said[-1]["status"]).lower() == "skipped":  # as the SDK, before the score (it may have none)
+        raise SkippedReply(reason_text(said[-1], "reason") or "the judge found nothing to judge")
     p = parse_score_reply(text, lo, hi, integer=spec.integer)
     obj = objects_with(answer_body(text), "score")[-1]
-    if str(obj.get("status", "completed")).lower() == "skipped":
-        raise ReplyError(f"the judge found nothing to judge: {p.reason}")
     props = obj.get("properties")
     outputs = {k: p.score for k in spec.outputs}
     outputs[PROPS] = props if isinstance(props, dict) else {}

@@ -25,7 +25,7 @@ from evaluators.run.spec import RunSpec
 from evaluators.store.records import KeySet
 from evaluators.store.schema import Result, utcnow
 from evaluators.store.store import Store
-from evaluators.core.replies import ReplyError
+from evaluators.core.replies import ReplyError, SkippedReply
 from evaluators.judge.templates import Template
 from evaluators.run.batching import BatchSection
 from evaluators.run.budget import BudgetSection
@@ -529,7 +529,7 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
             self._pending.append(self._failed(t, template, e, reply.text if reply else None))
             return
         self._pending.append(r)
-        if r.status == "ok":  # only replies we could use are cached, so a retry asks again
+        if r.status in ("ok", "skipped"):  # only replies we could use are cached, so a retry asks again
             self._pending_cache.append(self._cache_entry(key, judge.model, reply))
 
     def _answered(self, t: _Task, template: Template, reply) -> Result:
@@ -565,6 +565,9 @@ class Runner(ClassicSection, BudgetSection, BatchSection, WriteSection):
         meta = self._meta(t, template)
         try:
             verdict = t.spec.parse_reply(text)
+        except SkippedReply as e:  # a reply we can use: the judge says the metric does not apply to this row
+            return Result(t.row, t.spec.name, t.turn, "skipped", error=str(e), raw=text, prompt_tokens=pt,
+                          completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
         except ReplyError as e:
             return Result(t.row, t.spec.name, t.turn, "error", error=f"unusable judge reply: {e}", raw=text,
                           prompt_tokens=pt, completion_tokens=ct, latency_ms=latency, cached=cached, meta=meta)
