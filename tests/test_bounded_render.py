@@ -244,3 +244,16 @@ def test_a_cli_run_records_each_runaway_row_s_reason_and_completes(judge_server,
     with __import__("sqlite3").connect(tmp_path / "evals.db") as c:
         errors = [e for (e,) in c.execute("select error from results where metric = 'big'")]
     assert len(errors) == 31 and all(WHY["big_string"] in e for e in errors)
+
+
+def test_a_template_error_on_some_rows_fails_those_rows_only(judge_server, store, tmp_path):
+    """A user's template that cannot render one row (Jinja's own UndefinedError: the row's answer has no fourth
+    word) fails that row with Jinja's message; the row it can render is judged, and the run completes."""
+    f = _write(tmp_path, "fourth.prompty", prompty("fourth", "Its fourth word: {{ response.split()[3].upper() }}"))
+    res = evaluate(ROWS, ["fourth"], judge={"model": "m", "provider": "compatible", "base_url": judge_server.url,
+                                            "max_retries": 0}, store=store, metric_files=[f])
+    by_row = {r.row_idx: r for r in store.load_results(res.run_id)}
+    assert by_row[0].status == "ok"  # "Yes, under policy P-1234." has four words
+    assert by_row[1].status == "error" and by_row[1].error == (  # "Within 14 days.": three words
+        "RenderBoundError: the template failed on this row: UndefinedError: list object has no element 3")
+    assert res.status == "completed"
