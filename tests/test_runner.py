@@ -459,3 +459,15 @@ def test_a_store_refusing_every_result_fails_the_run_with_its_error_and_never_ha
     run = store.get_run(rid)
     assert run["status"] == "failed" and ("store full" in run["error"] or "store_full" in run["error"]), run["error"]
     assert store.load_results(rid) == []
+
+
+def test_time_left_is_said_only_after_a_few_results():
+    """The CLI said "~38 s left" for a run that took 1.7 s: its first results (the cache's, or a concurrency's
+    worth after one call's latency) are no pace. By hand: 20 results of 1,000 in 2 s leave 980 x 0.1 s."""
+    from evaluators.run.planning import eta_seconds
+
+    assert eta_seconds(5, 1_000, 0.06) is None  # five cached rows at once
+    assert eta_seconds(19, 1_000, 1.0) is None
+    assert eta_seconds(20, 1_000, 2.0) == 98.0
+    assert eta_seconds(3, 62, 1.0) is None and eta_seconds(6, 62, 1.0) == 56 / 6  # a tenth of a smaller run
+    assert eta_seconds(1, 8, 1.0) == 7.0 and eta_seconds(8, 8, 1.0) is None

@@ -33,9 +33,14 @@ class Progress:
         return eta_seconds(self.done + self.errored, self.total, time.monotonic() - self.started)
 
 
+ETA_AFTER = 20  # results before a time left is said (the first ones come at once from the cache, or all together
+# after one call's latency at any concurrency: a rate read from them is off by the concurrency either way)
+
+
 def eta_seconds(finished: int, total: int, elapsed: float) -> float | None:
-    """Time left at the rate so far; None before the first result or after the last."""
-    if not finished or finished >= total:
+    """Time left at the rate so far; None until ``ETA_AFTER`` results (or a tenth of a smaller run) have come,
+    and after the last."""
+    if finished < min(ETA_AFTER, max(1, total // 10)) or finished >= total:
         return None
     return (total - finished) * elapsed / finished
 
