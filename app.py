@@ -8,6 +8,8 @@ then runs this file as the page's script, which is :func:`route`.
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from ui import warm  # noqa: I001 — first: it quiets the cached loaders' "No runtime found" at the server's start
+
 from ui import auth, downloads, loaders
 
 # The home page is the default, served at "/". A default page is served only at "/", never under its
@@ -51,8 +53,6 @@ if get_script_run_ctx(suppress_warning=True) is None:  # imported by `streamlit 
 
     app = gate.Guarded(app)  # a sign-in configured but unusable: every request refused at the door
     from pathlib import Path
-
-    from ui import warm
 
     warm.warm(Path(__file__).resolve().parent, [file for file, *_ in PAGES])  # the pages' imports, ahead of them
 else:

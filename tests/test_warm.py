@@ -61,3 +61,17 @@ def test_streamlits_once_per_process_work_is_done_at_start():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[False, False, False] [True, True, True]"
+
+
+def test_the_server_starts_without_streamlits_no_runtime_warnings(tmp_path):
+    """``start.sh`` printed eight "No runtime found, using MemoryCacheStorageManager" lines: the cached loaders,
+    imported when the server imports app.py (before it has made its runtime), each checked their settings against
+    a stand-in storage. The server's output up to healthy and stopped holds none."""
+    from tests.browser import start_dashboard, stop
+
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as f:
+        proc, _ = start_dashboard(tmp_path / "home", stderr=f)
+        stop(proc)
+    text = log.read_text()
+    assert "No runtime found" not in text, text

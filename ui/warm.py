@@ -70,6 +70,38 @@ def newest_run() -> str | None:
     return run["id"]
 
 
+class _NoRuntimeYet(logging.Filter):
+    """Drops Streamlit's "No runtime found, using MemoryCacheStorageManager": each ``@st.cache_data`` imported
+    before the server has made its runtime (app.py imports ui.loaders when the server imports it, and so does the
+    warm-up) checks its settings against a stand-in storage and says so: eight lines at every start, though
+    nothing is cached there (the warm-up's calls wait for the runtime: :func:`_runtime_up`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No runtime found")
+
+
+logging.getLogger("streamlit.runtime.caching.cache_data_api").addFilter(_NoRuntimeYet())
+
+
+def _runtime_up(timeout: float = 60.0) -> bool:
+    """Wait for Streamlit's runtime, which the server makes after importing app.py (whose import starts the
+    warm-up): a cached call made before it would fill a stand-in storage. Outside a server (a test, a script)
+    there is none to wait for."""
+    import sys
+    import time
+
+    from streamlit import runtime
+
+    if "streamlit.web.bootstrap" not in sys.modules:
+        return runtime.exists()
+    end = time.monotonic() + timeout
+    while not runtime.exists():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _warm(names: list[str]) -> None:
     _import_all(names)
     try:
@@ -78,6 +110,8 @@ def _warm(names: list[str]) -> None:
         log.exception("Streamlit's once-per-process work ahead of the first page")
     from evaluators.core.errors import EvalError
 
+    if not _runtime_up():
+        return  # no server (an import from a test, a script): nothing to open ahead of anything
     try:
         newest_run()
     except EvalError:
