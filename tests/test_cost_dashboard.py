@@ -65,3 +65,33 @@ def test_budget_stop_resumed_from_the_results_page(home_store, judge_server):
     assert home_store.get_run(rid)["spec"]["budget"] == 1.0
     prompts = judge_server.prompts()
     assert len(prompts) == 31 == len(set(prompts))  # nothing answered before was asked again
+
+
+def test_the_estimate_follows_a_newer_saved_version_of_a_metric(home_store, judge_server):
+    """New evaluation's estimate was keyed by the metric's name and settings, not its saved version: after a
+    longer version 2 was saved it still said version 1's prompt tokens. Each figure equals the engine's own
+    estimate (api.estimate_run) of the version the picker holds at that moment."""
+    from evaluators.api import estimate_run
+    from evaluators.core import registry
+    from evaluators.run.spec import RunSpec
+    from tests.test_hostile_browser import metric_file
+    from ui import loaders
+
+    app()  # the bundled samples
+    did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
+    judge = JudgeConfig(model="gpt-4o-mini", provider="compatible", base_url=judge_server.url)
+    spec = RunSpec(["hostile_tone"], {}, judge)
+    text = metric_file("Tone of the answer.")
+    figures = []
+    try:
+        for version, extra in ((1, ""), (2, " Read every sentence of the answer twice before you judge it." * 20)):
+            saved = home_store.save_metric(text.replace("{{response}}", extra + "{{response}}"), "template")
+            assert saved["version"] == version
+            loaders._saved_metrics.clear()  # (cached 2 s: a page drawn later reads the new version)
+            loaders.saved_metrics()
+            got = loaders.estimate(did, spec, wait=60)
+            assert got["prompt_tokens"] == estimate_run(home_store, loaders.dataset(did), spec)["prompt_tokens"]
+            figures.append(got["prompt_tokens"])
+    finally:
+        registry._REGISTRY.pop("hostile_tone", None)
+    assert figures[1] > figures[0]

@@ -247,7 +247,9 @@ def estimate(dataset_id: str, spec, wait: float | None = None) -> dict | None:
                       {k: v for k, v in spec.options.items() if k == name},
                       {k: v for k, v in spec.template_texts.items() if k == name},
                       definitions={k: v for k, v in spec.definitions.items() if k == name})
-        key = (dataset_id, name, json.dumps(one.to_dict(), sort_keys=True, default=str), judge, state)
+        metric = spec.metric(name)  # the version the picker holds now (a saved metric's newer version: a new key)
+        key = (dataset_id, name, metric.signature(), json.dumps(metric.definition, sort_keys=True, default=str),
+               json.dumps(one.to_dict(), sort_keys=True, default=str), judge, state)
         futures.append(_estimates().job(key, lambda one=one: estimate_run(db, ds, one)))
     _, pending = wait_for(futures, timeout=wait if wait is not None else None if len(ds) <= INLINE_ROWS else 0)
     if pending:
