@@ -186,7 +186,7 @@ def test_fail_under_fails_when_measured_rows_errored(tmp_path, judge_server):
     ("0", 0, 31, False), ("0", 1, 30, True), ("3", 3, 28, False), ("2", 3, 28, True),
     ("10%", 3, 28, False), ("9%", 3, 28, True), ("0%", 1, 99, True), ("100%", 31, 0, False)])
 def test_max_errors_count_or_share(limit, errored, scored, breached):
-    from evaluators.cli.main import errors_breach, parse_max_errors
+    from evaluators.cli.common import errors_breach, parse_max_errors
 
     summary = {"errored_rows": errored, "scored_rows": scored, "pending_rows": 0}
     assert (errors_breach(summary, parse_max_errors(limit)) is not None) == breached
@@ -196,7 +196,7 @@ def test_max_errors_count_or_share(limit, errored, scored, breached):
 
 @pytest.mark.parametrize("bad", ["lots", "-1", "150%", "1.5"])
 def test_max_errors_refuses_nonsense(bad):
-    from evaluators.cli.main import parse_max_errors
+    from evaluators.cli.common import parse_max_errors
     from evaluators.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--max-errors takes a count"):

@@ -35,7 +35,7 @@ def _lint(tmp_path: Path, plant: dict[str, str]) -> subprocess.CompletedProcess:
 def test_the_engine_as_it_is_keeps_every_contract(tmp_path):
     p = _lint(tmp_path, {})
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "Contracts: 3 kept, 0 broken." in p.stdout
+    assert "Contracts: 4 kept, 0 broken." in p.stdout
 
 
 @needs_linter
@@ -52,6 +52,9 @@ def test_the_engine_as_it_is_keeps_every_contract(tmp_path):
     # the engine drawing with Streamlit
     ("evaluators/read/charts.py", "\n\ndef _sneak():\n    import streamlit\n",
      "evaluators.read.charts -> streamlit"),
+    # a subcommand reaching back for main's helpers (main imports it): a cycle, as cli's six modules were
+    ("evaluators/cli/db.py", "\n\ndef _sneak():\n    from evaluators.cli.main import EXIT_OK\n",
+     "No cycles are allowed in evaluators.cli"),
 ])
 def test_a_planted_violation_breaks_a_contract_and_is_named(tmp_path, where, text, named):
     p = _lint(tmp_path, {where: text})
@@ -85,3 +88,56 @@ def test_sizes_pass_a_tree_within_the_limits(tmp_path):
     (tmp_path / "fn.py").write_text("def short():\n" + "    x = 1\n" * 79)
     p = _sizes(tmp_path)
     assert p.returncode == 0 and "every file within 600 lines" in p.stdout
+
+
+def module_cycles(package: str, path: Path) -> list[list[str]]:
+    """The import cycles among ``package``'s modules (strongly connected sets of more than one), imports inside
+    functions counted, those for type checkers only not; a package's ``__init__`` is a module like any other (the
+    linter's acyclic_siblings contract compares siblings only, so a package and its own modules escape it)."""
+    code = f"""
+import json, sys
+sys.setrecursionlimit(100000)
+import grimp
+g = grimp.build_graph({package!r}, cache_dir=None, exclude_type_checking_imports=True)
+edges = {{m: sorted(x for x in g.find_modules_directly_imported_by(m) if x in g.modules) for m in sorted(g.modules)}}
+index, low, on, stack, out = {{}}, {{}}, set(), [], []
+def visit(v):
+    index[v] = low[v] = len(index); stack.append(v); on.add(v)
+    for w in edges[v]:
+        if w not in index:
+            visit(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while True:
+            w = stack.pop(); on.discard(w); comp.append(w)
+            if w == v:
+                break
+        if len(comp) > 1:
+            out.append(sorted(comp))
+for m in edges:
+    if m not in index:
+        visit(m)
+print(json.dumps(sorted(out)))
+"""
+    p = subprocess.run([sys.executable, "-c", code], cwd=path, capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(path)})
+    assert p.returncode == 0, p.stderr
+    import json
+
+    return json.loads(p.stdout)
+
+
+def test_no_module_of_the_engine_is_in_an_import_cycle():
+    """cli.main and its five subcommand modules were one cycle (exit codes and helpers lived in main, now in
+    cli.common); so were the kinds' package and its modules, the data loader's three modules, and exports and
+    the report."""
+    assert module_cycles("evaluators", ROOT) == []
+
+
+def test_a_planted_cycle_between_a_package_and_its_module_is_found(tmp_path):
+    shutil.copytree(ROOT / "evaluators", tmp_path / "evaluators", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "evaluators/core/kinds/label.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _sneak():\n    from evaluators.core.kinds import get_kind\n")
+    assert module_cycles("evaluators", tmp_path) == [["evaluators.core.kinds", "evaluators.core.kinds.label"]]

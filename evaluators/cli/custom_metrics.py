@@ -1,6 +1,6 @@
 """Users' own metrics on the command line: ``--metric-file [NAME=]PATH`` (repeatable) on ``run`` and
 ``metrics``; ``metrics add FILE`` (saved in the store for the team, versioned), ``metrics list`` and
-``metrics show NAME``. Registered by :mod:`evaluators.cli.main`; exit codes as there.
+``metrics show NAME``. Registered by :mod:`evaluators.cli.main`; exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``python -m evaluators db upgrade|status``: the store's schema, upgraded in place.
 
-Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_commands(sub) -> None:
 def cmd_db(a) -> int:
     from sqlalchemy import create_engine
 
-    from evaluators.cli.main import EXIT_OK, EXIT_USAGE
+    from evaluators.cli.common import EXIT_OK, EXIT_USAGE
     from evaluators.store import migrate
     from evaluators.store.schema import SCHEMA_REVISION, default_url
 

@@ -1,7 +1,7 @@
 """``python -m evaluators monitor ...``: production traffic in (evaluators/monitor). ``token create|revoke|list``,
 ``project`` (its quiet period), ``serve`` (the OTLP/HTTP receiver), ``status`` and ``export``.
 
-Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ STATES = (("traces", "traces"), ("open", "open (waiting for the root span's end 
 
 
 def cmd_monitor(a) -> int:
-    from evaluators.cli.main import EXIT_OK, EXIT_USAGE
+    from evaluators.cli.common import EXIT_OK, EXIT_USAGE
     from evaluators.store.store import Store
 
     store = Store(a.db)
@@ -133,7 +133,7 @@ def cmd_monitor(a) -> int:
 
 
 def _cmd_rule(a, store) -> int:
-    from evaluators.cli.main import EXIT_OK
+    from evaluators.cli.common import EXIT_OK
 
     if a.rule_command == "add":
         from evaluators.core.registry import get_metric

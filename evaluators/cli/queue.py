@@ -7,7 +7,7 @@ its end and writes ``rows.jsonl`` and ``metrics.json`` as ``run`` does, with ``r
 ``worker`` (no run id) takes chunks of queued runs until stopped; its judge keys come from its own
 environment or configured judges, never from the queue.
 
-Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ def add_commands(sub, run_parser) -> None:
 
 
 def cmd_submit(a) -> int:
-    from evaluators.cli import main as m
+    from evaluators.cli import common as m, cost as cli_cost, custom_metrics as cli_custom, wildbench as cli_wildbench
 
     metrics = [x.strip() for x in a.metrics.split(",") if x.strip()]
-    m.cli_custom.register_for_run(a, metrics)  # --metric-file: the run records each definition for the workers
+    cli_custom.register_for_run(a, metrics)  # --metric-file: the run records each definition for the workers
     if a.batch:
         raise UsageError("--batch is for `run`: a queued run's chunks are judged by direct calls (its workers "
                          "share the judge's limits instead)")
@@ -53,7 +53,7 @@ def cmd_submit(a) -> int:
     judge = m._judge_from_args(a)
     ds, judged = m._checked_dataset(a, metrics, judge, thresholds, api_key)
     jury = m._jury_from_args(a, judge)
-    cost = m.cli_cost.settings(a, judge, jury, judged)  # prices and --budget, as run takes them
+    cost = cli_cost.settings(a, judge, jury, judged)  # prices and --budget, as run takes them
     if a.chunk_rows is not None and a.chunk_rows < 1:
         raise UsageError("--chunk-rows must be at least 1")
     probe = None
@@ -74,7 +74,7 @@ def cmd_submit(a) -> int:
         if probe.error is not None:
             raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
-                      options=m.cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
+                      options=cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
     n = enqueue_run(store, rid, a.chunk_rows)
     say(f"{len(ds)} rows in {n} job(s); follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
@@ -83,7 +83,7 @@ def cmd_submit(a) -> int:
 
 
 def cmd_wait(a) -> int:
-    from evaluators.cli import main as m
+    from evaluators.cli import common as m
     from evaluators.cli.review import add_review_keys
     from evaluators.read.outputs import write_run_outputs
     from evaluators.store.store import Store
@@ -128,7 +128,7 @@ def cmd_wait(a) -> int:
 
 def cmd_queue_worker(a) -> int:
     """``worker`` without a run id: a worker of the job queue, until SIGINT or SIGTERM."""
-    from evaluators.cli.main import EXIT_OK
+    from evaluators.cli.common import EXIT_OK
     from evaluators.run.queue import run_worker, uses_queue
     from evaluators.store.store import Store
 

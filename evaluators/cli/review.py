@@ -1,7 +1,7 @@
 """``python -m evaluators review import|export`` and ``agreement``: people's verdicts on a run, and how far
 the judge agrees with them.
 
-Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def add_commands(sub) -> None:
 
 
 def cmd_review(a) -> int:
-    from evaluators.cli.main import EXIT_OK
+    from evaluators.cli.common import EXIT_OK
     from evaluators.store.store import Store
 
     store = Store(a.db)
@@ -81,7 +81,7 @@ def _import_summary(run_id: str, n: dict[str, int], duplicates: int, verdicts: l
 
 
 def _export(store, run_id: str, out: Path) -> int:
-    from evaluators.cli.main import EXIT_OK
+    from evaluators.cli.common import EXIT_OK
     from evaluators.read.exports import write_atomic
     from evaluators.review.io import export_records, export_text
 
@@ -92,7 +92,7 @@ def _export(store, run_id: str, out: Path) -> int:
 
 
 def cmd_agreement(a) -> int:
-    from evaluators.cli.main import EXIT_OK, _floats
+    from evaluators.cli.common import EXIT_OK, _floats
     from evaluators.read.view import open_view
     from evaluators.review import agreement
     from evaluators.review.stats import flat
@@ -133,7 +133,7 @@ def cmd_agreement(a) -> int:
 def _two_runs(base, other, a) -> int:
     """``agreement RUN_A RUN_B``: per shared metric the paired difference of B against A, and where both
     are judged, how far the two judges agree."""
-    from evaluators.cli.main import EXIT_OK
+    from evaluators.cli.common import EXIT_OK
     from evaluators.read.paired import judges_agreement, paired_differences
 
     if len(base) != len(other):

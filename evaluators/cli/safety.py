@@ -1,6 +1,6 @@
 """``python -m evaluators attack-set|attack-compare``: jailbreak attack sets and the UPIA comparison.
 
-Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes as there.
+Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def add_commands(sub) -> None:
 
 
 def cmd_attack_set(a) -> int:
-    from evaluators.cli.main import EXIT_ERROR, EXIT_OK, _pairs
+    from evaluators.cli.common import EXIT_ERROR, EXIT_OK, _pairs
     from evaluators.read.exports import write_atomic
     from evaluators.judge.config import JudgeConfig
     from evaluators.suites.safety import attack_records, fill_responses, records_text
@@ -85,7 +85,7 @@ def cmd_attack_set(a) -> int:
 
 
 def cmd_attack_compare(a) -> int:
-    from evaluators.cli.main import EXIT_OK, _floats
+    from evaluators.cli.common import EXIT_OK, _floats
     from evaluators.suites.safety import PairingError, attack_compare
 
     try:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from evaluators.core.errors import MAX_PROBLEMS, ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS, MetricSpec, get_metric, missing_fields
 from evaluators.data.agent_data import has_tool_calls
-from evaluators.data.sdk_compat import conversation_messages
+from evaluators.data.sdk_compat import conversation_messages, render_context  # noqa: F401 (also read from here)
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Column names other tools use, mapped to our canonical fields; the first hit wins.
@@ -230,22 +230,6 @@ def _has_value(v: Any) -> bool:
     if isinstance(v, (str, list, dict)) and len(v) == 0:
         return False
     return True
-
-
-def render_context(ctx: Any) -> str:
-    """Context as the judge reads it: text as is, documents numbered with id and title."""
-    if isinstance(ctx, str):
-        return ctx
-    if isinstance(ctx, dict):
-        ctx = ctx.get("citations", ctx.get("documents", [ctx]))
-    parts = []
-    for k, doc in enumerate(ctx, 1):
-        if isinstance(doc, dict):
-            head = " ".join(str(x) for x in (doc.get("id"), doc.get("title")) if x)
-            parts.append(f"[doc{k}] {head}\n{doc.get('content', '')}".strip())
-        else:
-            parts.append(f"[doc{k}] {doc}")
-    return "\n\n".join(parts)
 
 
 def conversation_turns(messages: list[dict]) -> list[Turn]:

@@ -10,7 +10,7 @@ from typing import Any, Collection, Mapping, Sequence
 
 from evaluators.core.errors import ProblemCollector, UsageError
 from evaluators.core.registry import FIELDS
-from evaluators.data.sdk_compat import check_conversation, is_sdk_conversation
+from evaluators.data.sdk_compat import CONVERSATION_KEYS, _present, is_sdk_conversation
 from evaluators.data import agent_data
 from evaluators.data.dataset import Dataset, KNOWN_SCHEMAS, ROLES, TEXT_FIELDS, _as_text, _has_value, sample_text
 from evaluators.data.reading import _kind, _too_big
@@ -326,6 +326,29 @@ def _check_message(m: Any, where: str, problems: ProblemCollector, row: int, col
     elif text is not m.get("content"):
         return {**m, "content": text}
     return m
+
+
+def check_conversation(value: dict, problems, row: int, col: str) -> dict:
+    """Report what is wrong with an SDK conversation object (by row and column) to ``problems``.
+
+    Returns:
+        The object with its messages as the loader stores them (numbers as text).
+    """
+    unknown = sorted(set(value) - CONVERSATION_KEYS)
+    if unknown:
+        problems.add(row, col, f"conversation has unknown key(s) {', '.join(unknown)}; "
+                               "expected {'messages': [...], 'context': ...}")
+    if not isinstance(value.get("messages"), list):
+        problems.add(row, col, f"conversation.messages must be a list of {{role, content}}, "
+                               f"got {type(value.get('messages')).__name__}")
+        return value
+    if _present(value.get("context")):
+        _check_context(value["context"], "conversation.", problems, row, col)
+    messages = _check_messages(value["messages"], problems, row, col)
+    for k, m in enumerate(value["messages"]):
+        if isinstance(m, dict) and m.get("role") == "user" and "context" in m:
+            _check_context(m["context"], f"messages[{k}]: ", problems, row, col)
+    return value if messages is value["messages"] else {**value, "messages": messages}
 
 
 def _check_messages(v: Any, problems: ProblemCollector, row: int, col: str) -> Any:

@@ -45,8 +45,6 @@ def conversation_messages(value: Any) -> list[dict]:
         if m.get("role") == "assistant":
             parts = [c for c in (shared, user_ctx, m.get("context")) if _present(c)]
             if len(parts) > 1:
-                from evaluators.data.dataset import render_context
-
                 m = {**m, "context": "\n\n".join(render_context(c) for c in parts)}
             elif parts:
                 m = {**m, "context": parts[0]}
@@ -54,29 +52,20 @@ def conversation_messages(value: Any) -> list[dict]:
     return out
 
 
-def check_conversation(value: dict, problems, row: int, col: str) -> dict:
-    """Report what is wrong with an SDK conversation object (by row and column) to ``problems``.
-
-    Returns:
-        The object with its messages as the loader stores them (numbers as text).
-    """
-    from evaluators.data.mapping import _check_context, _check_messages
-
-    unknown = sorted(set(value) - CONVERSATION_KEYS)
-    if unknown:
-        problems.add(row, col, f"conversation has unknown key(s) {', '.join(unknown)}; "
-                               "expected {'messages': [...], 'context': ...}")
-    if not isinstance(value.get("messages"), list):
-        problems.add(row, col, f"conversation.messages must be a list of {{role, content}}, "
-                               f"got {type(value.get('messages')).__name__}")
-        return value
-    if _present(value.get("context")):
-        _check_context(value["context"], "conversation.", problems, row, col)
-    messages = _check_messages(value["messages"], problems, row, col)
-    for k, m in enumerate(value["messages"]):
-        if isinstance(m, dict) and m.get("role") == "user" and "context" in m:
-            _check_context(m["context"], f"messages[{k}]: ", problems, row, col)
-    return value if messages is value["messages"] else {**value, "messages": messages}
+def render_context(ctx: Any) -> str:
+    """Context as the judge reads it: text as is, documents numbered with id and title."""
+    if isinstance(ctx, str):
+        return ctx
+    if isinstance(ctx, dict):
+        ctx = ctx.get("citations", ctx.get("documents", [ctx]))
+    parts = []
+    for k, doc in enumerate(ctx, 1):
+        if isinstance(doc, dict):
+            head = " ".join(str(x) for x in (doc.get("id"), doc.get("title")) if x)
+            parts.append(f"[doc{k}] {head}\n{doc.get('content', '')}".strip())
+        else:
+            parts.append(f"[doc{k}] {doc}")
+    return "\n\n".join(parts)
 
 
 def _present(v: Any) -> bool:

@@ -17,10 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TextIO
 
+from evaluators.read.chunks import CHUNK_ROWS, row_chunks
+
 if TYPE_CHECKING:
     from evaluators.read.results import RunResults
 
-CHUNK_ROWS = 500  # rows read from the store (two queries) and written per step of an export
 
 # Spreadsheet programs run a cell starting with these as a formula.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -124,17 +125,6 @@ def csv_text(rows: Iterable[dict]) -> str:
     buf = io.StringIO()
     write_csv(rows, buf)
     return buf.getvalue()
-
-
-def row_chunks(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None) -> Iterator[list[int]]:
-    """A run's row indices (``rows``: only these, in their order), ``chunk`` at a time, each chunk's cells and
-    records read in one go first (``RunResults.prefetch``: the columnar view reads them in one query each and
-    keeps a bounded cache), so that a pass over the run never holds the whole run."""
-    n = len(res.dataset) if rows is None else len(rows)
-    for start in range(0, n, chunk):
-        idx = list(range(start, min(n, start + chunk))) if rows is None else [int(i) for i in rows[start:start + chunk]]
-        res.prefetch(idx)
-        yield idx
 
 
 def iter_rows(res: "RunResults", chunk: int = CHUNK_ROWS, rows: Sequence[int] | None = None,

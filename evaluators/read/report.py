@@ -6,7 +6,7 @@ import io
 from typing import Any, Iterator, Sequence, TextIO
 
 from evaluators.read.charts import distribution_svg
-from evaluators.read.exports import CHUNK_ROWS, row_chunks
+from evaluators.read.chunks import CHUNK_ROWS, row_chunks
 from evaluators.read.results import RunResults
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
@@ -75,7 +75,7 @@ def _row(res: RunResults, i: int) -> str:
 
 def write_html_report(res: RunResults, run: dict[str, Any], out: TextIO, chunk: int = CHUNK_ROWS,
                       rows: Sequence[int] | None = None) -> None:
-    """Write the report to ``out``, its rows a chunk at a time (``exports.row_chunks``): the whole run is
+    """Write the report to ``out``, its rows a chunk at a time (``chunks.row_chunks``): the whole run is
     never in memory. Model and dataset text is escaped.
 
     Args:

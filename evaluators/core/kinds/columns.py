@@ -16,7 +16,7 @@ import numpy as np
 from evaluators.core.stats import mean_ci, t95, wilson
 
 if TYPE_CHECKING:
-    from evaluators.core.kinds import MetricCell
+    from evaluators.core.kinds.base import MetricCell
     from evaluators.core.registry import MetricSpec
 
 PENDING, OK, ERROR, SKIPPED = -1, 0, 1, 2

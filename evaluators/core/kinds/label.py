@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from evaluators.core.replies import ReplyError, answer_body, objects_with, reason_text
-from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.kinds.base import Kind, MetricCell, Verdict, register_kind
 from evaluators.core.kinds.severity import sdk_extras
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.kinds.base import Kind, MetricCell, Verdict, register_kind
 from evaluators.core.replies import ReplyError, answer_body, as_text, tolerant_fields
 from evaluators.core.wb_rules import (DEFAULT_LENGTH_PENALTY, LABEL_REWARD, PAIR_FIELDS, bootstrap_mean,
                                       consistent, length_rule, mixture, pair_reason, pair_rows_from_cells,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evaluators.core.replies import parse_score_reply
-from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.kinds.base import Kind, MetricCell, Verdict, register_kind
 
 if TYPE_CHECKING:
     from evaluators.core.registry import MetricSpec

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from evaluators.core.kinds import Kind, MetricCell, Verdict, register_kind
+from evaluators.core.kinds.base import Kind, MetricCell, Verdict, register_kind
 from evaluators.core.replies import ReplyError, answer_body, as_text, tolerant_fields
 from evaluators.core.wb_rules import score_aggregates, score_rows_from_cells
 
