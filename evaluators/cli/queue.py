@@ -45,9 +45,9 @@ def cmd_submit(a) -> int:
 
     metrics = [x.strip() for x in a.metrics.split(",") if x.strip()]
     cli_custom.register_for_run(a, metrics)  # --metric-file: the run records each definition for the workers
-    if a.batch:
-        raise UsageError("--batch is for `run`: a queued run's chunks are judged by direct calls (its workers "
-                         "share the judge's limits instead)")
+    if a.batch and a.chunk_rows is not None:
+        raise UsageError("--batch queues the run as one job (the provider's Batch API does the parallel work, and "
+                         "the job's batches are polled by whichever worker holds it): drop --chunk-rows")
     thresholds = m._floats(a.threshold, "--threshold")
     api_key = m._api_key_from_args(a)
     judge = m._judge_from_args(a)
@@ -57,7 +57,7 @@ def cmd_submit(a) -> int:
     if a.chunk_rows is not None and a.chunk_rows < 1:
         raise UsageError("--chunk-rows must be at least 1")
     probe = None
-    if judged:  # the one-call check, with this machine's key: a wrong URL, key or model is said now
+    if judged and not a.batch:  # the one-call check, with this machine's key: a wrong URL, key or model is said now
         from evaluators.judge.client import EarlyProbe
 
         probe = EarlyProbe(judge, api_key)
@@ -75,15 +75,17 @@ def cmd_submit(a) -> int:
             raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
                       options=cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
-    n = enqueue_run(store, rid, a.chunk_rows)
-    say(f"{len(ds)} rows in {n} job(s); follow it with "
+    # --batch: one job (each chunk would make and poll batches of its own); a worker killed while it waits is
+    # replaced by another, which polls the batches the first one stored instead of submitting them again
+    n = enqueue_run(store, rid, max(1, len(ds)) if a.batch else a.chunk_rows)
+    say(f"{len(ds)} rows in {n} job(s){' through the Batch API' if a.batch else ''}; follow it with "
           f"`python -m evaluators wait {rid} --out DIR`")
     say(f"queued run {rid}")
     return m.EXIT_OK
 
 
 def cmd_wait(a) -> int:
-    from evaluators.cli import common as m
+    from evaluators.cli import common as m, cost as cli_cost
     from evaluators.cli.review import add_review_keys
     from evaluators.read.outputs import write_run_outputs
     from evaluators.store.store import Store
@@ -97,7 +99,7 @@ def cmd_wait(a) -> int:
         raise UsageError(f"no run {a.run_id} in this store") from None
     gate_keys = m.check_gates(gates, run["spec"]["metrics"])
     last = ""
-    while run["status"] not in ("completed", "failed", "cancelled"):
+    while run["status"] not in ("completed", "failed", "cancelled", "stopped"):
         line = f"\r{run['tasks_done'] + run['tasks_errored']}/{run['tasks_total']} done, {run['tasks_errored']} errored"
         if not a.quiet and line != last:
             print(line, end="", file=sys.stderr, flush=True)
@@ -114,7 +116,10 @@ def cmd_wait(a) -> int:
                                   (spec.get("repeat") or 1) > 1 or bool(spec.get("jury")))
     metrics_out = m.finished_line(store, rid, a.out, metrics_out)
     m.print_summary(res)
-    if status == "cancelled":
+    metrics_out = cli_cost.add_cost_keys(store, rid, a.out, metrics_out)  # as run writes them
+    if status in ("cancelled", "stopped"):
+        if status == "stopped":
+            say(f"stopped: {run['error']}", file=sys.stderr)
         return m.EXIT_CANCELLED
     if status == "failed":
         say(f"error: run {rid} failed: {run['error']}", file=sys.stderr)

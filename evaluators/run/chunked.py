@@ -32,7 +32,7 @@ CHUNK_FLOOR = 200  # rows a chunk at least, by default: below this a job's own c
 CHUNKS_PER_WORKER = 4  # by default, so that a worker that ends early takes a share of what is left
 COUNTERS = ("tasks_total", "tasks_done", "tasks_errored", "judge_calls", "cache_hits", "prompt_tokens",
             "completion_tokens")
-ENDED = ("completed", "failed", "cancelled")
+ENDED = ("completed", "failed", "cancelled", "stopped")  # stopped: at the run's budget
 # A worker beats twice a second; one silent this long no longer counts among those sharing a judge.
 SHARE_STALE = dt.timedelta(seconds=3)
 # Judges this process has checked (judge key -> the check's latency, s): its next chunks with the same judge
@@ -175,7 +175,8 @@ class ChunkStore:
             s.commit()
 
     def _run_end(self, s, run_id: str, now: dt.datetime) -> dict[str, Any]:
-        """The run's end once no chunk is left (completed unless one failed or was cancelled); else nothing."""
+        """The run's end once no chunk is left (completed unless one failed, was cancelled or stopped at the budget,
+        in that order); else nothing."""
         chunks = s.execute(select(ChunkRow.status, ChunkRow.error, ChunkRow.start).where(ChunkRow.run_id == run_id)
                            .order_by(ChunkRow.start)).all()
         if any(st not in ENDED for st, _, _ in chunks):
@@ -185,6 +186,9 @@ class ChunkStore:
             return dict(status="failed", finished_at=now, error=f"rows from {failed[0][1] + 1}: {failed[0][0]}"[:2000])
         if any(st == "cancelled" for st, _, _ in chunks):
             return dict(status="cancelled", finished_at=now)
+        stopped = [e for st, e, _ in chunks if st == "stopped"]
+        if stopped:  # (the runner's reason: "budget: ..."; resuming with a higher budget queues these chunks again)
+            return dict(status="stopped", finished_at=now, error=stopped[0])
         return dict(status="completed", finished_at=now, error=None)
 
     def _share(self, s, limiter, now: dt.datetime) -> None:

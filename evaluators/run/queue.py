@@ -125,7 +125,7 @@ def worker_name() -> str:
 def _run_chunk(store: Store, run_id: str, start: int, stop: int) -> str:
     """A job: run the chunk, unless it is done already or its run was cancelled."""
     state = chunk_state(store, run_id, start)
-    if state is not None and state["status"] in ("completed", "cancelled", "failed"):
+    if state is not None and state["status"] in ("completed", "cancelled", "failed", "stopped"):
         return state["status"]  # (a job given again after its worker was thought dead, but finished)
     if (state is not None and state["status"] == "running" and state["heartbeat_at"] is not None
             and utcnow() - state["heartbeat_at"] < SHARE_STALE):
