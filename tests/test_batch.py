@@ -151,3 +151,34 @@ def test_repeated_judgments_go_in_the_batch_each_with_its_own_id(tmp_path, judge
         scores.setdefault(parse_custom_id(item["custom_id"])[0], []).append(json.loads(content)["score"])
     got = {r.row_idx: r.value for r in batched.load_results(rid)}
     assert got == pytest.approx({row: sum(v) / 3 for row, v in scores.items()})  # the mean of its three judgments
+
+
+def test_a_jury_batches_each_judges_requests_at_its_own_batch_api(tmp_path, monkeypatch, new_store_url):
+    """``--batch`` with a jury: each judgment goes to its own juror's Batch API (ann's 31 to ann's server, bea's
+    31 to bea's), no chat completion anywhere, and the rows' values equal the same jury's direct run."""
+    from tests.judge_server import JudgeServer
+    from tests.test_repeat import _scripted
+
+    with JudgeServer(responder=_scripted(0)) as a, JudgeServer(responder=_scripted(-2)) as b:
+        judges = tmp_path / "judges.toml"
+        judges.write_text("".join(f'[{n}]\nbase_url = "{s.url}"\nmodel = "m-{n}"\n' for n, s in (("ann", a), ("bea", b))))
+        monkeypatch.setenv("EVAL_JUDGES", str(judges))
+
+        def run(out, *extra):
+            p = subprocess.run([sys.executable, "-m", "evaluators", "run", SINGLE, "--metrics", "coherence", "--out",
+                                out, "--db", new_store_url(out.name), "--judge", "ann", "--judge", "bea", "--quiet",
+                                *extra], cwd=ROOT, env=env_for_subprocess(EVAL_BATCH_POLL="0.02"), capture_output=True,
+                               text=True, timeout=180)
+            assert p.returncode == 0, p.stderr
+            return [json.loads(x) for x in (out / "rows.jsonl").read_text().splitlines()]
+
+        direct = run(tmp_path / "direct")
+        asked = (len(a.requests), len(b.requests))
+        batched = run(tmp_path / "batched", "--batch")
+        assert (len(a.requests), len(b.requests)) == asked  # not one chat completion more, nor a judge check
+        assert a.batch_api.requests == b.batch_api.requests == 31
+        models = {json.loads(x)["body"]["model"] for s in (a, b) for f in s.batch_api.files.values()
+                  for x in f.splitlines() if b'"custom_id"' in x and b'"body"' in x and b'"url"' in x}
+        assert models == {"m-ann", "m-bea"}
+    k = "outputs.coherence.coherence"
+    assert [r[k] for r in batched] == [r[k] for r in direct] and all(r[k] is not None for r in batched)

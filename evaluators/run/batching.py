@@ -4,7 +4,8 @@
 The tasks the judge cache does not answer are gathered as the run walks its rows; then each request not
 already in one of the run's stored batches is written (custom id ``row.metric.turn.repeat``), split at the
 provider's limits, uploaded and submitted, each batch recorded in the store before and after the provider
-makes it. The run then polls its open batches (a resumed run polls those an earlier sitting submitted, and
+makes it. With a jury, each judgment goes in a batch of its own juror's Batch API (the juror of a stored batch is
+read from its custom ids' judgment number). The run then polls its open batches (a resumed run polls those an earlier sitting submitted, and
 never submits their requests again), maps each answer back to its task, and parses it as a direct call's.
 What a batch left unanswered (failed, expired, an error-file line, an unreadable output line) is asked again
 in a new batch, or as direct calls when the run allows it, up to ``MAX_ROUNDS``; after that the task is an
@@ -18,8 +19,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.judge.batch import DONE, BatchClient, Outcome, custom_id, read_results, split_requests
+from evaluators.judge.batch import (DONE, BatchClient, Outcome, custom_id, parse_custom_id, read_results,
+                                    split_requests)
 from evaluators.judge.client import JudgeError, JudgeUnavailable
+from evaluators.judge.config import resolve_api_key
 from evaluators.store.schema import Result
 
 MAX_ROUNDS = 3  # batches a request may go through before it is an error with its last reason
@@ -34,6 +37,14 @@ class _Pending:
     keys: list[tuple[int, str]]
     got: list[Any]  # per repeat: a cache hit, a Result, or None while asked
     estimates: dict[int, float] = field(default_factory=dict)
+
+
+class _JurorError(Exception):
+    """A Batch API call of the jury's judge ``juror`` refused (``error``, the client's JudgeError)."""
+
+    def __init__(self, juror: int, error: JudgeError):
+        super().__init__(str(error))
+        self.juror, self.error = juror, error
 
 
 def _when(ts: Any) -> dt.datetime | None:
@@ -64,17 +75,39 @@ class BatchSection:
         tasks = getattr(self, "_batch_tasks", {})
         if not tasks or self._cancelled:
             return
-        client = BatchClient(self.spec.judge, self.api_key)
+        self._batch_clients: dict[int, BatchClient] = {}
         poll = float(os.environ.get(POLL_ENV) or 30)
         try:
-            await self._batch_rounds(client, tasks, queue, poll)
-        except JudgeError as e:  # the Batch API refused (a key, a URL, a model): one line, the run fails with it
-            raise JudgeUnavailable(f"the judge's Batch API at {client.base} (model '{client.config.model}'): {e}",
-                                   e.attempts) from None
+            await self._batch_rounds(tasks, queue, poll)
+        except _JurorError as e:  # the Batch API refused (a key, a URL, a model): one line, the run fails with it
+            client = self._batch_clients[e.juror]
+            raise JudgeUnavailable(f"the judge's Batch API at {client.base} (model '{client.config.model}'): "
+                                   f"{e.error}", e.error.attempts) from None
         finally:
-            await asyncio.to_thread(client.close)
+            for client in self._batch_clients.values():
+                await asyncio.to_thread(client.close)
 
-    async def _batch_rounds(self, client: BatchClient, tasks: dict, queue: asyncio.Queue, poll: float) -> None:
+    def _batch_juror(self, cid: str) -> int:
+        """Which judge of the jury a request is for (0: the run's judge): its judgment number // repeats."""
+        return parse_custom_id(cid)[3] // max(1, self.spec.repeat)
+
+    def _batch_client(self, juror: int) -> BatchClient:
+        if juror not in self._batch_clients:
+            if juror == 0:
+                self._batch_clients[0] = BatchClient(self.spec.judge, self.api_key)
+            else:
+                cfg = self.spec.jury[juror - 1].resolved()
+                self._batch_clients[juror] = BatchClient(cfg, resolve_api_key(cfg))
+        return self._batch_clients[juror]
+
+    async def _batch_call(self, juror: int, fn, *args):
+        """A Batch API call of one juror's client, in a thread; its refusal says which juror."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except JudgeError as e:
+            raise _JurorError(juror, e) from None
+
+    async def _batch_rounds(self, tasks: dict, queue: asyncio.Queue, poll: float) -> None:
         """Rounds of submitting what no open batch holds, polling, collecting; a request past its rounds fails."""
         reasons: dict[str, str] = {}
         while tasks and not self._cancelled:
@@ -92,14 +125,16 @@ class BatchSection:
                 await self._batch_direct(new, queue)
                 return
             if new:
-                open_ += await self._batch_submit(client, new, 1 + max(rounds[c] for c in new))
+                open_ += await self._batch_submit(new, 1 + max(rounds[c] for c in new))
             if not open_ and not new:
                 break
-            await self._batch_poll(client, open_, reasons, poll)
+            await self._batch_poll(open_, reasons, poll)
 
-    async def _batch_submit(self, client: BatchClient, cids: list[str], round_: int) -> list[dict]:
-        """The requests in batches at the provider's limits, each recorded before and after it is made."""
-        admitted, lines = [], []
+    async def _batch_submit(self, cids: list[str], round_: int) -> list[dict]:
+        """The requests in batches at the provider's limits (a juror's in its own), each recorded before and after
+        it is made."""
+        admitted: dict[int, list[str]] = {}
+        lines: dict[int, list[bytes]] = {}
         for c in cids:
             p, r = self._batch_tasks[c]
             est = self._budget_admit(p.item[2])
@@ -107,48 +142,54 @@ class BatchSection:
                 del self._batch_tasks[c]  # past the budget: left pending, the run ends "stopped"
                 continue
             p.estimates[r] = est
-            admitted.append(c)
-            lines.append(client.request_line(c, p.item[2]))
+            j = self._batch_juror(c)
+            admitted.setdefault(j, []).append(c)
+            lines.setdefault(j, []).append(self._batch_client(j).request_line(c, p.item[2]))
         made = []
-        start = 0
-        for part in split_requests(lines):
-            ids = admitted[start:start + len(part)]
-            start += len(part)
-            file_id = await asyncio.to_thread(client.upload, part, f"evaldash-{self.run_id}-{round_}.jsonl")
-            bid = await asyncio.to_thread(self.store.add_batch, self.run_id, ids, round_, file_id)
-            batch = await asyncio.to_thread(client.create, file_id, self.run_id)
-            await asyncio.to_thread(self.store.update_batch, bid, batch_id=batch["id"], status=batch.get("status"),
-                                    expires_at=_when(batch.get("expires_at")))
-            made.append({"id": bid, "batch_id": batch["id"], "input_file_id": file_id, "custom_ids": ids})
+        for j, ids_j in admitted.items():
+            client, start = self._batch_client(j), 0
+            for part in split_requests(lines[j]):
+                ids = ids_j[start:start + len(part)]
+                start += len(part)
+                name = f"evaldash-{self.run_id}-{round_}{f'-j{j}' if j else ''}.jsonl"
+                file_id = await self._batch_call(j, client.upload, part, name)
+                bid = await asyncio.to_thread(self.store.add_batch, self.run_id, ids, round_, file_id)
+                batch = await self._batch_call(j, client.create, file_id, self.run_id)
+                await asyncio.to_thread(self.store.update_batch, bid, batch_id=batch["id"],
+                                        status=batch.get("status"), expires_at=_when(batch.get("expires_at")))
+                made.append({"id": bid, "batch_id": batch["id"], "input_file_id": file_id, "custom_ids": ids})
         return made
 
-    async def _batch_poll(self, client: BatchClient, open_: list[dict], reasons: dict[str, str], poll: float) -> None:
+    async def _batch_poll(self, open_: list[dict], reasons: dict[str, str], poll: float) -> None:
         """Poll the open batches until one is done; collect every done one."""
         while not self._cancelled:
             done = []
             for b in open_:
+                j = self._batch_juror(b["custom_ids"][0]) if b["custom_ids"] else 0
+                client = self._batch_client(j)
                 if b["batch_id"] is None:  # killed between uploading and recording the batch: made, or not?
-                    found = await asyncio.to_thread(client.find, b["input_file_id"])
+                    found = await self._batch_call(j, client.find, b["input_file_id"])
                     if found is None:
                         await asyncio.to_thread(self.store.update_batch, b["id"], status="collected")
                         done.append(None)
                         continue
                     b["batch_id"] = found["id"]
-                info = await asyncio.to_thread(client.get, b["batch_id"])
+                info = await self._batch_call(j, client.get, b["batch_id"])
                 counts = info.get("request_counts") or {}
                 await asyncio.to_thread(self.store.update_batch, b["id"], batch_id=b["batch_id"],
                                         status=info.get("status"), completed=counts.get("completed") or 0,
                                         failed=counts.get("failed") or 0, expires_at=_when(info.get("expires_at")))
                 if info.get("status") in DONE:
-                    await self._batch_collect_done(client, b, info, reasons)
+                    await self._batch_collect_done(j, b, info, reasons)
                     done.append(b)
             if done:
                 return
             await asyncio.sleep(poll)
 
-    async def _batch_collect_done(self, client: BatchClient, b: dict, info: dict, reasons: dict[str, str]) -> None:
-        output = await asyncio.to_thread(client.content, info.get("output_file_id"))
-        errors = await asyncio.to_thread(client.content, info.get("error_file_id"))
+    async def _batch_collect_done(self, j: int, b: dict, info: dict, reasons: dict[str, str]) -> None:
+        client = self._batch_client(j)
+        output = await self._batch_call(j, client.content, info.get("output_file_id"))
+        errors = await self._batch_call(j, client.content, info.get("error_file_id"))
         found, bad = read_results(output, errors)
         why = f"batch {b['batch_id']} ended {info.get('status')}"
         failure = ((info.get("errors") or {}).get("data") or [{}])[0].get("message")
@@ -174,7 +215,8 @@ class BatchSection:
         if res.meta is not None:
             res.meta["batch"] = True
         if res.status == "ok":
-            self._pending_cache.append(self._cache_entry(p.keys[r][1], self.spec.judge.model, outcome.reply))
+            self._pending_cache.append(self._cache_entry(p.keys[r][1], self.spec.jurors()[p.keys[r][0]].model,
+                                                         outcome.reply))
         p.got[r] = res
         self._batch_task_done(p)
 

@@ -159,7 +159,7 @@ class RunSpec:
                 load_wordnet()  # a missing WordNet is a setup error, said once, not per row
 
     def _validate_cost(self, specs: list[MetricSpec]) -> None:
-        """A budget needs a price for the judge; the Batch API takes one judge's calls (no jury)."""
+        """A budget needs a price for the judge."""
         from evaluators.judge.prices import price_for
 
         judged = self.judge is not None and any(s.is_judge for s in specs)
@@ -169,8 +169,6 @@ class RunSpec:
             if judged and price_for(self.judge.model, self.prices) is None:
                 raise UsageError(f"--budget needs the price of the judge model '{self.judge.model}': give --price "
                                  "INPUT,CACHED,OUTPUT or list it in prices.toml")
-        if self.batch and judged and self.jury:
-            raise UsageError("--batch sends one judge's calls through its Batch API; it does not take a jury")
 
 
 def run_metric(spec: dict[str, Any] | None, name: str) -> MetricSpec:
