@@ -260,3 +260,51 @@ def test_a_new_rule_decides_later_traces_and_a_backfill_since_a_time_the_older_o
     got = store.decisions("shop", "late", 1)
     assert set(got) == {p.trace_id for p in old[3:] + new} and {d["decision"] for d in got.values()} == {"judged"}
     assert len(judge_server.calls) == 4
+
+
+FORECAST = re.compile(r"forecast: ([\d,.]+) traces a day \((given|last day)\) x sample rate ([\d.]+) x filter's share "
+                      r"([\d.]+)% x with content ([\d.]+)% = ([\d,.]+) judged a day( \(held to the hourly cap\))?\n"
+                      r"forecast: ([\d,]+) judge tokens a judged trace \(([\d.]+) calls\), \$([\d.]+) a trace: "
+                      r"\$([\d,.]+) a day(, held to the budget of \$[\d.]+ a day)?\n")
+
+
+def test_a_rule_add_forecasts_its_cost_a_day_from_the_traffic_the_filter_and_the_engines_estimate(store_url,
+                                                                                                   judge_server):
+    from evaluators.judge.prices import VERDICT_TOKENS
+    from evaluators.judge.tokens import tokenizer_for
+
+    store = Store(store_url)
+    store.ensure_monitor_project("shop", quiet_seconds=0)
+    traces = random_traces(40, seed=11)
+    plant(store, "shop", traces)
+    rule = ("--metrics", "coherence", "--filter", '"retrieve" in span_names', "--price", PRICE, "--judge-base-url",
+            judge_server.url, "--judge-model", "judge-a")
+    given = cli("rule", "add", "--project", "shop", "--name", "f", "--sample-rate", "0.5", *rule,
+                "--traces-per-hour", "10", db=store_url)
+    lastday = cli("rule", "forecast", "--project", "shop", "--name", "f", db=store_url)
+    held = cli("rule", "add", "--project", "shop", "--name", "held", "--sample-rate", "1", *rule, "--max-per-hour",
+               "1", "--budget-per-day", "2", "--traces-per-hour", "1000", db=store_url)
+    assert all(p.returncode == 0 for p in (given, lastday, held)), (given.stderr, lastday.stderr, held.stderr)
+    assert judge_server.calls == []  # a forecast asks the judge nothing
+    # what the rule would have judged of the planted traces, by a comprehension
+    kept = [p for p in traces if p.retrieve]
+    share, content = len(kept) / len(traces), sum(p.content for p in kept) / len(kept)
+    # the judge calls those traces make, by judging them (a rule with the same filter, every trace, a backfill)
+    assert cli("rule", "add", "--project", "shop", "--name", "all", *rule, db=store_url).returncode == 0
+    assert cli("rule", "run", "--project", "shop", "--name", "all", "--since", "2000-01-01", db=store_url).returncode == 0
+    assert len(judge_server.calls) == sum(p.content for p in kept)
+    tok = tokenizer_for("judge-a")
+    usd_trace = sum(tok.count_messages(c["messages"]) + VERDICT_TOKENS for c in judge_server.calls) \
+        / len(judge_server.calls) * 1000 / 1e6
+    for p, per_day, rate, source in ((given, 240, 0.5, "given"), (lastday, 40, 0.5, "last day")):
+        m = FORECAST.search(p.stdout)
+        assert m, p.stdout
+        assert (float(m[1].replace(",", "")), m[2], float(m[3])) == (per_day, source, rate)
+        assert (float(m[4]), float(m[5])) == (round(share * 100, 1), round(content * 100, 1))
+        judged = per_day * rate * share * content
+        assert float(m[6].replace(",", "")) == round(judged, 1) and m[7] is None
+        assert float(m[9]) == 1 and float(m[10]) == pytest.approx(usd_trace, abs=1e-6)
+        assert float(m[11].replace(",", "")) == pytest.approx(judged * usd_trace, abs=1e-4)
+    m = FORECAST.search(held.stdout)
+    assert m and float(m[6]) == 24 and m[7] and m[12] == ", held to the budget of $2.0000 a day", held.stdout
+    assert float(m[11]) == pytest.approx(24 * usd_trace, abs=1e-4)
