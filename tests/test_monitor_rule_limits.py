@@ -23,6 +23,7 @@ from evaluators.monitor.rules import decide
 from evaluators.store.schema import utcnow
 from evaluators.store.store import Store
 from tests.conftest import ROOT, env_for_subprocess
+from tests.judge_server import prompt_text
 from tests.monitor_procs import pb_span, traces_request
 
 pytestmark = pytest.mark.both_stores
@@ -121,6 +122,8 @@ FILTERS = [
      lambda p: (p.cost is not None and p.cost > 0.01) or (p.error and p.tokens_in < 100)),
     ('not ("app.tenant" in attributes) and models == ["llama3"]', lambda p: p.tenant is None and p.model == "llama3"),
     ("feedback == null", lambda p: p.feedback is None),
+    ('latency_ms < 2500 and provider == null and model != "llama3"',  # 2500 was planted: < is not <=
+     lambda p: p.latency_ms < 2500 and p.model != "llama3"),
 ]
 
 
@@ -308,3 +311,46 @@ def test_a_rule_add_forecasts_its_cost_a_day_from_the_traffic_the_filter_and_the
     m = FORECAST.search(held.stdout)
     assert m and float(m[6]) == 24 and m[7] and m[12] == ", held to the budget of $2.0000 a day", held.stdout
     assert float(m[11]) == pytest.approx(24 * usd_trace, abs=1e-4)
+
+
+@pytest.mark.parametrize("config", ["v2-span", "openinference", "openllmetry"])
+def test_facts_of_real_instrumentations_traces_hold_what_the_app_sent_and_no_content(config, judge_server, tmp_path):
+    """The facts of traces made by the real instrumentations (tests/otel_apps.py): the model, tokens and service the
+    app used, every span's name, and not one word the app said or was told among the attributes."""
+    from collections import defaultdict
+
+    from evaluators.monitor.facts import trace_facts
+    from evaluators.monitor.mapping import map_trace
+    from tests.judge_server import Action
+    from tests.otel_apps import CONFIGS, SCENARIOS, TOOL_QUESTIONS
+    from tests.test_monitor_mapping import _answer, _tool_reply
+
+    judge_server.responder = _answer  # as test_monitor_mapping's run_app sets the loopback model up
+    for n, fn in enumerate(SCENARIOS[config], 1):
+        if fn.__name__ in TOOL_QUESTIONS:
+            judge_server.on_prompt(TOOL_QUESTIONS[fn.__name__], Action(raw_body=_tool_reply(n)))
+    out = tmp_path / config
+    done = subprocess.run([sys.executable, "-m", "tests.otel_apps", config, judge_server.url, str(out)], cwd=ROOT,
+                          env=env_for_subprocess(**CONFIGS[config]), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    spans, logs = (otlp.decode_traces((out / "traces.pb").read_bytes(), otlp.PROTOBUF)[0],
+                   otlp.decode_logs((out / "logs.pb").read_bytes(), otlp.PROTOBUF)[0])
+    by_trace, logs_by = defaultdict(list), defaultdict(list)
+    for s in spans:
+        by_trace[s["trace_id"]].append(s)
+    for r in logs:
+        logs_by[r["trace_id"]].append(r)
+    expected = json.loads((out / "expected.json").read_text())
+    said = {c["content"] for c in judge_server.calls for c in c["messages"] if isinstance(c.get("content"), str)}
+    said |= {_answer(prompt_text(c), c) for c in judge_server.calls}
+    for scenario, want in expected.items():
+        group = by_trace[want["trace_id"]]
+        facts = trace_facts(group, logs_by[want["trace_id"]], map_trace(group, logs_by[want["trace_id"]]).fields)
+        assert facts["service_name"] == "weather-app" and facts["span_names"] == sorted({s["name"] for s in group})
+        assert facts["error"] is False and facts["span_count"] == len(group)
+        if scenario == "simple":
+            assert facts["model"] == want["model"] and want["model"] in facts["models"]
+            assert facts["tokens"] == want["input_tokens"] + want["output_tokens"]
+        kept = json.dumps(facts["attributes"], ensure_ascii=False)
+        assert not [t for t in said if len(t) > 8 and t[:40] in kept], (scenario, kept)  # no prompt or answer
+        assert facts["attributes"]  # (and still some attributes: the instrumentation's own)

@@ -27,7 +27,8 @@ FEEDBACK_KEYS = ("user_feedback.score", "feedback.score", "user.feedback", "feed
 CONTENT_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.prompt", "gen_ai.completion", "gen_ai.system_instructions",
                     "gen_ai.tool.definitions", "gen_ai.tool.call.", "input.", "output.", "llm.input_messages",
                     "llm.output_messages", "llm.prompts", "llm.prompt_template", "llm.tools", "retrieval.documents",
-                    "tool.parameters", "tool_call.", "traceloop.entity.input", "traceloop.entity.output")
+                    "tool.parameters", "tool_call.", "traceloop.entity.input", "traceloop.entity.output",
+                    "gen_ai.retrieval.", "embedding.", "reranker.")
 MAX_VALUE = 256  # characters of an attribute kept as a fact
 MAX_ATTRIBUTES = 256
 MAX_SPAN_NAMES = 200
