@@ -354,3 +354,24 @@ def test_facts_of_real_instrumentations_traces_hold_what_the_app_sent_and_no_con
         kept = json.dumps(facts["attributes"], ensure_ascii=False)
         assert not [t for t in said if len(t) > 8 and t[:40] in kept], (scenario, kept)  # no prompt or answer
         assert facts["attributes"]  # (and still some attributes: the instrumentation's own)
+
+
+def test_a_backfilled_trace_is_held_to_the_cap_of_the_hours_after_it_too(store_url):
+    """Traces decided out of order (a backfill of older ones after newer ones were admitted): one is admitted only
+    if no hour-long window holding it, ending before or after it, would pass the cap."""
+    store = Store(store_url)
+    store.ensure_monitor_project("shop", quiet_seconds=0)
+    store.add_monitor_rule("shop", "capped", ["coherence"], 1.0, None, max_per_hour=2)
+    rule = store.monitor_rule("shop", "capped")
+    traces = [Planted(n=i + 1) for i in range(4)]
+    plant(store, "shop", traces)
+    t = rule["created_at"]
+    minutes = {1: 30, 2: 40, 3: -10, 4: -90}  # 3 and 4 were mapped before the rule: a backfill takes them
+    _set_mapped_at(store, {p.trace_id: t + dt.timedelta(minutes=minutes[p.n]) for p in traces})
+    assert decide(store, "shop", rule) == 2
+    assert decide(store, "shop", rule, since_ns=START) == 2
+    got = {int(tid, 16): d["decision"] for tid, d in store.decisions("shop", "capped", 1).items()}
+    # by hand: 3 (at -10) would make the window (-20, 40] hold 3 traces; 4 (at -90) has none within the hour
+    assert got == {1: "pending", 2: "pending", 3: "over_hourly_cap", 4: "pending"}
+    admitted = [minutes[n] for n, d in got.items() if d == "pending"]
+    assert all(sum(x - 60 < a <= x for a in admitted) <= 2 for x in range(-200, 200))
