@@ -313,6 +313,7 @@ def test_a_rule_add_forecasts_its_cost_a_day_from_the_traffic_the_filter_and_the
     assert float(m[11]) == pytest.approx(24 * usd_trace, abs=1e-4)
 
 
+@pytest.mark.no_store
 @pytest.mark.parametrize("config", ["v2-span", "openinference", "openllmetry"])
 def test_facts_of_real_instrumentations_traces_hold_what_the_app_sent_and_no_content(config, judge_server, tmp_path):
     """The facts of traces made by the real instrumentations (tests/otel_apps.py): the model, tokens and service the
@@ -375,3 +376,8 @@ def test_a_backfilled_trace_is_held_to_the_cap_of_the_hours_after_it_too(store_u
     assert got == {1: "pending", 2: "pending", 3: "over_hourly_cap", 4: "pending"}
     admitted = [minutes[n] for n, d in got.items() if d == "pending"]
     assert all(sum(x - 60 < a <= x for a in admitted) <= 2 for x in range(-200, 200))
+    # a new version deciding the same traces again counts each once: the same decisions
+    assert store.add_monitor_rule("shop", "capped", ["coherence"], 1.0, None, max_per_hour=2,
+                                  filter="span_count > 0") == 2
+    assert decide(store, "shop", store.monitor_rule("shop", "capped"), since_ns=START) == 4
+    assert {int(tid, 16): d["decision"] for tid, d in store.decisions("shop", "capped", 2).items()} == got

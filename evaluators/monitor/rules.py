@@ -57,10 +57,11 @@ def decide(store, project: str, rule: dict[str, Any], since_ns: int | None = Non
     todo = store.undecided_traces(project, rule["name"], rule["version"], rule["created_at"], since_ns)
     tree = parse_filter(rule["filter"]) if rule.get("filter") else None
     cap = rule.get("max_per_hour")
-    times: list[dt.datetime] = []
+    admitted: list[tuple] = []
     if cap is not None and todo:
-        times = store.admitted_times(project, rule["name"], min(t["mapped_at"] for t in todo) - HOUR,
-                                     max(t["mapped_at"] for t in todo) + HOUR)
+        admitted = store.admitted_times(project, rule["name"], min(t["mapped_at"] for t in todo) - HOUR,
+                                        max(t["mapped_at"] for t in todo) + HOUR)
+    times, counted = [a for a, _ in admitted], {tid for _, tid in admitted}  # (another version's count too)
     out = []
     for t in todo:
         if tree is not None and not matches(tree, t["facts"]):
@@ -69,12 +70,13 @@ def decide(store, project: str, rule: dict[str, Any], since_ns: int | None = Non
             decision = "sampled_out"
         elif not has_content(t):
             decision = "no_content"
-        elif cap is not None and not _cap_admits(times, t["mapped_at"], cap):
+        elif cap is not None and t["trace_id"] not in counted and not _cap_admits(times, t["mapped_at"], cap):
             decision = "over_hourly_cap"
         else:
             decision = "pending"
-            if cap is not None:
+            if cap is not None and t["trace_id"] not in counted:
                 bisect.insort(times, t["mapped_at"])
+                counted.add(t["trace_id"])
         out.append({"trace_id": t["trace_id"], "decision": decision})
     store.save_decisions(project, rule["name"], rule["version"], out)
     return len(out)

@@ -111,15 +111,15 @@ class MonitorRulesMixin:
         with self.session() as s:
             return [dict(r._mapping) for r in s.execute(q.order_by(t.mapped_at, t.trace_id))]
 
-    def admitted_times(self, project: str, rule: str, lo: dt.datetime, hi: dt.datetime) -> list[dt.datetime]:
-        """When the traces that any version of the rule admitted to judging (pending, judged, failed) were mapped,
-        for those mapped in [lo, hi], sorted: what its hourly cap counts."""
+    def admitted_times(self, project: str, rule: str, lo: dt.datetime, hi: dt.datetime) -> list[tuple]:
+        """The traces that any version of the rule admitted to judging (pending, judged, failed) mapped in
+        [lo, hi]: (mapped_at, trace_id), sorted, each trace once: what its hourly cap counts."""
         t, d = MonitorTraceRow, MonitorDecisionRow
-        q = (select(t.mapped_at).join(d, (d.project == t.project) & (d.trace_id == t.trace_id))
+        q = (select(t.trace_id, t.mapped_at).join(d, (d.project == t.project) & (d.trace_id == t.trace_id))
              .where(d.project == project, d.rule == rule, d.decision.in_(ADMITTED), t.mapped_at >= lo,
-                    t.mapped_at <= hi).order_by(t.mapped_at))
+                    t.mapped_at <= hi).distinct())  # a trace two versions admitted counts once
         with self.session() as s:
-            return list(s.scalars(q))
+            return sorted((r.mapped_at, r.trace_id) for r in s.execute(q))
 
     def rule_runs_since(self, project: str, rule: str, since: dt.datetime) -> list[dict[str, Any]]:
         """The runs that any version of the rule judged traces in, created at or after ``since``: id, spec."""
