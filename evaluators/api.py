@@ -129,7 +129,8 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
              api_key: str | None = None, concurrency: int | None = None, templates: Mapping[str, str] | None = None,
              out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
              options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1,
-             jury: Sequence[Any] = (), metric_files: Sequence[Any] = ()) -> EvalResult:
+             jury: Sequence[Any] = (), metric_files: Sequence[Any] = (),
+             cost: Mapping[str, Any] | None = None) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -145,6 +146,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         repeat: ask each judge task this many times; the row's value combines the judgments.
         jury: further judges asked every judge task; the row's value is the jurors' median (labels: majority).
         metric_files: your own metrics' files (``.md``, ``.prompty``, ``.py``, ``.json``; ``NAME=PATH`` renames).
+        cost: ``prices`` and ``budget`` (USD the run stops before exceeding), as :func:`prepare_run` takes them.
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
@@ -153,7 +155,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
     store = store or Store()
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
                       out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury,
-                      metric_files=metric_files)
+                      metric_files=metric_files, cost=cost)
     status = Runner(store, rid, api_key=api_key, on_progress=on_progress).run()
     res = open_results(store, rid)
     if out:

@@ -30,8 +30,8 @@ def test_rules_sample_the_same_traces_nest_by_rate_and_store_the_judges_values(s
     store.ensure_monitor_project("shop")
     ids = [hashlib.md5(f"trace {i}".encode()).hexdigest() for i in range(N)]  # 32 hex, as random ids are
     for i, tid in enumerate(ids):
-        span = {"trace_id": tid, "span_id": f"{i + 1:016x}", "parent_span_id": "", "name": "chat", "start_ns": i,
-                "end_ns": i + 1, "attributes": {}}
+        span = {"trace_id": tid, "span_id": f"{i + 1:016x}", "parent_span_id": "", "name": "chat", "start_ns": i + 1,
+                "end_ns": i + 2, "attributes": {}}
         store.receive_telemetry("shop", [span])
         content = i >= NO_CONTENT
         fields = {"query": f"question of {tid}", "response": f"answer of {tid}"} if content else {}
@@ -41,7 +41,9 @@ def test_rules_sample_the_same_traces_nest_by_rate_and_store_the_judges_values(s
         p = cli("rule", "add", "--project", "shop", "--name", name, "--metrics", "coherence", "--sample-rate", rate,
                 "--judge-base-url", judge_server.url, "--judge-model", model, db=store_url)
         assert p.returncode == 0 and p.stdout.strip().endswith("version 1"), p.stderr
-    p = cli("rule", "run", "--project", "shop", db=store_url)
+    p = cli("rule", "run", "--project", "shop", db=store_url)  # the traces were mapped before the rules: none
+    assert p.returncode == 0 and store.decisions("shop", "a", 1) == {}, p.stderr
+    p = cli("rule", "run", "--project", "shop", "--since", "1970-01-01", db=store_url)  # a backfill takes them
     assert p.returncode == 0, p.stderr
 
     decided = {name: store.decisions("shop", name, 1) for name in ("a", "b", "wide")}
@@ -87,7 +89,8 @@ def test_rules_sample_the_same_traces_nest_by_rate_and_store_the_judges_values(s
     status = json.loads(cli("status", "--project", "shop", "--json", db=store_url).stdout)
     assert status["rules"]["a"] == {"sampled_out": sum(d["decision"] == "sampled_out" for d in decided["a"].values()),
                                     "no_content": sum(d["decision"] == "no_content" for d in decided["a"].values()),
-                                    "pending": 0, "judged": len(judged["a"]), "failed": 0}
+                                    "pending": 0, "judged": len(judged["a"]), "failed": 0, "filtered_out": 0,
+                                    "over_hourly_cap": 0, "over_budget": 0}
 
 
 def test_a_receiver_started_with_judge_every_judges_a_trace_it_received(store_url, judge_server):

@@ -61,12 +61,19 @@ def add_commands(sub) -> None:
     ra.add_argument("--judge-api-key-env", metavar="VAR", help="the NAME of the variable holding the judge's key "
                     "(read when the rule runs; the key itself is never stored)")
     ra.add_argument("--concurrency", type=int, default=8)
+    _limit_options(ra)
+    rf = rus.add_parser("forecast", help="what a rule would cost a day, from the last day's traffic")
+    rf.add_argument("--project", required=True)
+    rf.add_argument("--name", required=True)
+    rf.add_argument("--traces-per-hour", type=float, help="forecast for this traffic instead of the last day's")
     rr = rus.add_parser("run", help="decide every mapped trace a rule has not, then judge the pending ones")
     rr.add_argument("--project", help="this project's rules (default: every project's)")
     rr.add_argument("--name", help="only this rule (default: every rule of the project)")
     rr.add_argument("--every", type=float, help="go on: a round every this many seconds, until stopped")
+    rr.add_argument("--since", help="also decide and judge the stored traces that started at or after this time (ISO, "
+                    "UTC unless it says), older than the rule (a rule decides the traces mapped after it was made)")
     rr.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)  # serve's child: ends with it
-    for q in (c, r, ls, p, s, st, e, ra, rr):
+    for q in (c, r, ls, p, s, st, e, ra, rf, rr):
         q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
 
 
@@ -74,6 +81,19 @@ STATES = (("traces", "traces"), ("open", "open (waiting for the root span's end 
           ("mapped", "mapped to a row"), ("no_content", "of which no content captured"),
           ("no_root", "of which mapped without a root span"), ("late", "with late spans (came after mapping)"),
           ("spans", "spans stored"))
+
+
+def _limit_options(ra) -> None:
+    ra.add_argument("--filter", metavar="EXPR", help='judge only the traces it holds for, e.g. \'model == "gpt-4o" and '
+                    'latency_ms > 2000 and not error\', \'"retrieve" in span_names\', \'attributes["app.tenant"] == '
+                    '"acme"\', \'feedback < 0.5\' (README, Monitoring)')
+    ra.add_argument("--max-per-hour", type=int, help="judge at most this many traces in any hour (the later ones: "
+                    "over_hourly_cap)")
+    ra.add_argument("--budget-per-day", type=float, metavar="USD", help="stop judging once the rule's judge calls of the "
+                    "UTC day reach this (the rest: over_budget); needs the judge model's price")
+    ra.add_argument("--price", metavar="IN,CACHED,OUT[,BATCH]", help="the judge model's price in USD per 1M tokens "
+                    "(else prices.toml's entry), kept with the rule")
+    ra.add_argument("--traces-per-hour", type=float, help="forecast the cost for this traffic instead of the last day's")
 
 
 def cmd_monitor(a) -> int:
@@ -142,14 +162,29 @@ def _cmd_rule(a, store) -> int:
         metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
         for m in metrics:
             get_metric(m)  # an unknown metric is refused now, not when the rule runs
+        from evaluators.monitor.filters import parse_filter
+
         judge = JudgeConfig(model=a.judge_model or "gpt-4o-mini", base_url=a.judge_base_url,
                             provider="compatible" if a.judge_base_url else "openai", concurrency=a.concurrency)
+        if a.filter is not None:
+            parse_filter(a.filter)  # refused now, saying where, not when the rule runs
         version = store.add_monitor_rule(a.project, a.name, metrics, a.sample_rate,
-                                         judge.for_storage().to_dict(), a.judge_api_key_env)
+                                         judge.for_storage().to_dict(), a.judge_api_key_env, filter=a.filter,
+                                         max_per_hour=a.max_per_hour, budget_per_day=a.budget_per_day,
+                                         prices=_rule_prices(a, judge))
+        _say_forecast(store, store.monitor_rule(a.project, a.name), a.traces_per_hour)
         say(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
+    if a.rule_command == "forecast":
+        rule = store.monitor_rule(a.project, a.name)
+        if rule is None:
+            from evaluators.core.errors import UsageError
+
+            raise UsageError(f"no rule {a.name!r} in project {a.project!r} (monitor rule add)")
+        _say_forecast(store, rule, a.traces_per_hour)
+        return EXIT_OK
     if a.every is None:
-        if not _rule_round(store, a.project, a.name):
+        if not _rule_round(store, a.project, a.name, a.since):
             from evaluators.core.errors import UsageError
 
             raise UsageError(f"no rule{' ' + repr(a.name) if a.name else ''}"
@@ -162,26 +197,30 @@ def _cmd_rule(a, store) -> int:
         if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
             return EXIT_OK
         try:
-            _rule_round(store, a.project, a.name)
+            _rule_round(store, a.project, a.name, a.since)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
             say(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
                   flush=True)
         stop.wait(a.every)
 
 
-def _rule_round(store, project: str | None, name: str | None) -> int:
+def _rule_round(store, project: str | None, name: str | None, since: str | None = None) -> int:
     """Decide and judge for each rule asked for; returns how many rules there were."""
     from evaluators.monitor.rules import decide, judge_pending
+    from evaluators.monitor.serve import _ns
 
     n = 0
     for proj in [project] if project else store.monitor_projects():
         for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
             n += 1
-            decided = decide(store, proj, rule)
+            decided = decide(store, proj, rule, _ns(since, "--since"))
             done = judge_pending(store, proj, rule, _engine(store, rule))
-            if decided or done["judged"] or done["failed"]:
+            if decided or done["judged"] or done["failed"] or done["over_budget"]:
+                over = (f", {done['over_budget']:,} over budget (the day's budget of ${done['budget']:.4f} reached: "
+                        f"${done['spent']:.4f} spent before this round; judging goes on tomorrow, UTC)"
+                        if done["over_budget"] else "")
                 say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
-                      f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
+                      f"{done['judged']:,} judged, {done['failed']:,} failed{over}", flush=True)
     return n
 
 
@@ -193,6 +232,7 @@ def _engine(store, rule):
 
     from evaluators.api import evaluate
     from evaluators.core.errors import UsageError
+    from evaluators.monitor.rules import run_cost
     from evaluators.store.schema import ResultRow
 
     def judge_rows(rows, rule):
@@ -201,12 +241,55 @@ def _engine(store, rule):
             key = os.environ.get(rule["key_env"])
             if not key:
                 raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
-        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key)
+        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key, cost=run_cost(rule))
         with store.session() as s:
             errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
                 ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
         return res.run_id, {i: e or "error" for i, e in errs}
     return judge_rows
+
+
+def _rule_prices(a, judge) -> dict | None:
+    """The judge's price kept with the rule (``--price``, else prices.toml's), as ``run`` keeps a run's; a daily
+    budget with no price is refused (it could not be counted)."""
+    import argparse as ap
+
+    from evaluators.cli.cost import settings
+    from evaluators.core.errors import UsageError
+
+    prices = settings(ap.Namespace(price=a.price, budget=None, batch=False, batch_direct_retry=False), judge, [])["prices"]
+    if a.budget_per_day is not None and judge.model not in prices:
+        raise UsageError(f"--budget-per-day needs the price of the judge model '{judge.model}': give --price "
+                         "INPUT,CACHED,OUTPUT or list it in prices.toml")
+    return prices or None
+
+
+def _say_forecast(store, rule: dict, traces_per_hour: float | None) -> None:
+    """The rule's forecast cost a day (evaluators.monitor.rules.forecast), through the engine's estimate."""
+    from evaluators.monitor.rules import forecast
+
+    def estimate(rows, rule):
+        from evaluators.api import estimate_run
+        from evaluators.data.loading import load_dataset
+        from evaluators.judge.config import JudgeConfig
+        from evaluators.run.spec import RunSpec
+
+        spec = RunSpec(metrics=list(rule["metrics"]), judge=JudgeConfig.from_dict(rule["judge"]),
+                       prices=rule.get("prices") or {})
+        return estimate_run(store, load_dataset(rows, name="forecast"), spec)
+
+    f = forecast(store, rule["project"], rule, estimate, traces_per_hour)
+    share = lambda v: "unknown (no trace to measure)" if v is None else f"{v:.1%}"  # noqa: E731
+    say(f"forecast: {f['traces_per_day']:,.0f} traces a day ({f['measured_from']}) x sample rate {f['sample_rate']:g}"
+        f" x filter's share {share(f['filter_share'])} x with content {share(f['content_share'])} = "
+        f"{f['judged_per_day']:,.1f} judged a day" + (" (held to the hourly cap)" if f["capped_by"] else ""))
+    if f["usd_per_day"] is None:
+        say(f"forecast: cost a day unknown: {f['why']}")
+        return
+    capped = f["budget_per_day"] is not None and f["usd_per_day"] > f["budget_per_day"]
+    say(f"forecast: {f['tokens_per_trace']:,.0f} judge tokens a judged trace ({f['calls_per_trace']:g} calls), "
+        f"${f['usd_per_trace']:.6f} a trace: ${f['usd_per_day']:,.4f} a day"
+        + (f", held to the budget of ${f['budget_per_day']:,.4f} a day" if capped else ""))
 
 
 COMMANDS = {"monitor": cmd_monitor}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
+from evaluators.monitor.facts import trace_facts
 from evaluators.monitor.mapping import map_trace
 from evaluators.store.schema import utcnow
 
@@ -44,6 +45,7 @@ def _map_one(store, project: str, due: dict) -> bool:
         kw = dict(fields={}, sources={}, content=False, hint=f"the trace could not be mapped: {type(e).__name__}: {e}",
                   conversation_key=None)
         completeness = "unmapped"
+    kw["facts"] = trace_facts(spans, logs, kw["fields"])  # what rules' filters read
     return store.save_mapped_trace(project, due["trace_id"], due["receipts"], completeness=completeness, **kw)
 
 

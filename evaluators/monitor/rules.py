@@ -4,18 +4,33 @@ Sampling is a pure function of the trace id: a trace is sampled by a rule when :
 falls under the rule's rate. Every rule of every project uses the same point, so two rules at 10% judge the same
 traces (their scores compare row by row) and a rule at 20% judges a superset of one at 10%.
 
-Each mapped trace gets a decision per rule version (:mod:`evaluators.store.monitor_rules`): ``sampled_out``,
-``no_content`` (sampled, but the app captured no content to judge), ``pending``; judging then makes it
-``judged`` (its scores in the engine's run and row) or ``failed`` (the error). Judging goes through the engine
-that exists (the judge client, its cache, retries and rate limits), handed in from above as ``judge_rows``.
+Each mapped trace gets a decision per rule version (:mod:`evaluators.store.monitor_rules`), the first that applies,
+in this order: ``filtered_out`` (the rule's filter, :mod:`evaluators.monitor.filters`, is false on the trace's
+facts), ``sampled_out``, ``no_content`` (sampled, but the app captured no content to judge), ``over_hourly_cap``
+(the rule already admitted its ``max_per_hour`` traces in an hour around this one's arrival), else ``pending``.
+Judging then makes it ``judged`` (its scores in the engine's run and row), ``failed`` (the error) or
+``over_budget`` (the rule's judge calls of the day, UTC, reached its ``budget_per_day``). Judging goes through the
+engine that exists (the judge client, its cache, retries, rate limits and a run's budget), handed in from above as
+``judge_rows``.
+
+A rule version decides the traces mapped after it was made; ``since`` (``rule run --since``) adds the older
+stored traces that started at or after a time (a backfill).
 """
 from __future__ import annotations
 
+import bisect
+import datetime as dt
 import hashlib
 from typing import Any, Callable
 
+from evaluators.monitor.filters import matches, parse_filter
+from evaluators.run.budget import STOPPED_BUDGET, spec_prices, tally_billing
+from evaluators.run.spec import RunSpec
+from evaluators.store.schema import utcnow
+
 # The fields of a mapped trace a judge may read (the dataset's canonical names), passed to the engine as a row.
 ROW_FIELDS = ("query", "response", "context", "conversation", "tool_calls", "tool_definitions", "ground_truth")
+HOUR = dt.timedelta(hours=1)
 
 
 def sample_point(trace_id: str) -> float:
@@ -23,42 +38,182 @@ def sample_point(trace_id: str) -> float:
     return int.from_bytes(hashlib.sha256(trace_id.lower().encode()).digest()[:8], "big") / 2**64
 
 
-def decide(store, project: str, rule: dict[str, Any]) -> int:
-    """Give every mapped trace this rule version has not decided its first decision. Returns how many."""
+def has_content(t: dict[str, Any]) -> bool:
+    return t["content"] is not False and bool((t["fields"] or {}).get("response"))
+
+
+def _cap_admits(times: list[dt.datetime], at: dt.datetime, cap: int) -> bool:
+    """Whether one more trace arriving ``at`` keeps every hour-long window (x - 1 h, x] holding it within ``cap``
+    admitted traces. Only the windows ending at ``at`` or at an admitted arrival in the hour after it can hold the
+    most (traces decided out of order, a backfill, have later ones already admitted)."""
+    ends = [at] + times[bisect.bisect_right(times, at):bisect.bisect_left(times, at + HOUR)]
+    return all(bisect.bisect_right(times, x) - bisect.bisect_right(times, x - HOUR) + 1 <= cap for x in ends)
+
+
+def decide(store, project: str, rule: dict[str, Any], since_ns: int | None = None) -> int:
+    """Give every trace this rule version is to decide (mapped since the version was made; with ``since_ns``,
+    also the older ones that started at or after it, in nanoseconds since the epoch) its first decision.
+    Returns how many."""
+    todo = store.undecided_traces(project, rule["name"], rule["version"], rule["created_at"], since_ns)
+    tree = parse_filter(rule["filter"]) if rule.get("filter") else None
+    cap = rule.get("max_per_hour")
+    admitted: list[tuple] = []
+    if cap is not None and todo:
+        admitted = store.admitted_times(project, rule["name"], min(t["mapped_at"] for t in todo) - HOUR,
+                                        max(t["mapped_at"] for t in todo) + HOUR)
+    times, counted = [a for a, _ in admitted], {tid for _, tid in admitted}  # (another version's count too)
     out = []
-    for t in store.undecided_traces(project, rule["name"], rule["version"]):
-        if sample_point(t["trace_id"]) >= rule["sample_rate"]:
+    for t in todo:
+        if tree is not None and not matches(tree, t["facts"]):
+            decision = "filtered_out"
+        elif sample_point(t["trace_id"]) >= rule["sample_rate"]:
             decision = "sampled_out"
-        elif t["content"] is False or not (t["fields"] or {}).get("response"):
+        elif not has_content(t):
             decision = "no_content"
+        elif cap is not None and t["trace_id"] not in counted and not _cap_admits(times, t["mapped_at"], cap):
+            decision = "over_hourly_cap"
         else:
             decision = "pending"
+            if cap is not None and t["trace_id"] not in counted:
+                bisect.insort(times, t["mapped_at"])
+                counted.add(t["trace_id"])
         out.append({"trace_id": t["trace_id"], "decision": decision})
     store.save_decisions(project, rule["name"], rule["version"], out)
     return len(out)
 
 
+def day_start(now: dt.datetime | None = None) -> dt.datetime:
+    now = now or utcnow()
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def spent_today(store, project: str, rule: dict[str, Any], now: dt.datetime | None = None) -> float:
+    """USD the rule's judge calls cost since the UTC day began (its runs made since, every version's), counted as
+    a run's cost is (:func:`evaluators.run.budget.tally_billing` at the run's prices). A run whose calls have no
+    price counts as past any budget: a budget that cannot be counted stops judging."""
+    total = 0.0
+    for run in store.rule_runs_since(project, rule["name"], day_start(now)):
+        spec = RunSpec.from_dict(run["spec"])
+        spent, _ = tally_billing(store.billing(run["id"]), spec_prices(spec), spec.judge.model if spec.judge else None)
+        total += float("inf") if spent.usd is None else spent.usd
+    return total
+
+
+def run_cost(rule: dict[str, Any]) -> dict[str, Any]:
+    """The engine's ``cost`` settings for a round of the rule (``prepare_run``'s): its prices and what is left of
+    its day's budget (``budget_left``, set by :func:`judge_pending`)."""
+    return {"prices": rule.get("prices") or {}, "budget": rule.get("budget_left")}
+
+
 def judge_pending(store, project: str, rule: dict[str, Any],
-                  judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]]) -> dict[str, int]:
-    """Judge the rule version's pending traces as one run of the engine.
+                  judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]],
+                  now: dt.datetime | None = None) -> dict[str, Any]:
+    """Judge the rule version's pending traces as one run of the engine, in order of arrival; with a daily
+    budget, the run's budget is what is left of the day's, and the traces it did not reach are ``over_budget``.
 
     Args:
-        judge_rows: (rows, rule) -> (the run's id, row index -> its error or None); the caller runs the engine.
+        judge_rows: (rows, rule) -> (the run's id, row index -> its error or None); the caller runs the engine,
+            with :func:`run_cost` of the rule it is given.
+        now: the time whose UTC day the budget counts (default: now).
     Returns:
-        {"judged": n, "failed": m}
+        {"judged": n, "failed": m, "over_budget": k}, and with a budget "budget" and "spent" (USD today, before
+        this round's calls)
     """
     pending = store.pending_traces(project, rule["name"], rule["version"])
+    counts: dict[str, Any] = {"judged": 0, "failed": 0, "over_budget": 0}
     if not pending:
-        return {"judged": 0, "failed": 0}
+        return counts
+    name, version = rule["name"], rule["version"]
+    if rule.get("budget_per_day") is not None:
+        counts["budget"] = rule["budget_per_day"]
+        counts["spent"] = spent = spent_today(store, project, rule, now)
+        if spent >= rule["budget_per_day"]:
+            store.save_decisions(project, name, version, [{"trace_id": t["trace_id"], "decision": "over_budget"}
+                                                          for t in pending])
+            return {**counts, "over_budget": len(pending)}
+        rule = {**rule, "budget_left": rule["budget_per_day"] - spent}
     rows = [{k: t["fields"][k] for k in ROW_FIELDS if (t["fields"] or {}).get(k) not in (None, "", [])}
             for t in pending]
     try:
         run_id, errors = judge_rows(rows, rule)
     except Exception as e:  # noqa: BLE001 — the run could not start (a judge refused, a metric the rows lack)
-        store.save_decisions(project, rule["name"], rule["version"],
+        store.save_decisions(project, name, version,
                              [{"trace_id": t["trace_id"], "decision": "failed", "error": str(e)} for t in pending])
-        return {"judged": 0, "failed": len(pending)}
-    out = [{"trace_id": t["trace_id"], "decision": "failed" if errors.get(i) else "judged", "error": errors.get(i),
-            "run_id": run_id, "row_idx": i} for i, t in enumerate(pending)]
-    store.save_decisions(project, rule["name"], rule["version"], out)
-    return {"judged": sum(x["decision"] == "judged" for x in out), "failed": sum(x["decision"] == "failed" for x in out)}
+        return {**counts, "failed": len(pending)}
+    run = store.get_run(run_id)
+    # a run stopped at its budget leaves the calls it did not send unasked: their rows were not (wholly) judged
+    stopped = run["status"] == "stopped" and (run.get("error") or "").startswith(STOPPED_BUDGET)
+    got = store.rows_with_results(run_id) if stopped else {}
+    out = []
+    for i, t in enumerate(pending):
+        if stopped and not set(rule["metrics"]) <= got.get(i, set()):
+            out.append({"trace_id": t["trace_id"], "decision": "over_budget", "run_id": run_id, "row_idx": i})
+        else:
+            out.append({"trace_id": t["trace_id"], "decision": "failed" if errors.get(i) else "judged",
+                        "error": errors.get(i), "run_id": run_id, "row_idx": i})
+    store.save_decisions(project, name, version, out)
+    for x in out:
+        counts[x["decision"]] += 1
+    return counts
+
+
+FORECAST_SAMPLE = 2000  # the latest traces a forecast reads for the filter's share and the content's
+FORECAST_ROWS = 50  # of which it renders this many judge prompts (the engine's estimate) for tokens a trace
+
+
+def forecast(store, project: str, rule: dict[str, Any], estimate: Callable[[list[dict], dict], dict],
+             traces_per_hour: float | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+    """What a rule would cost a day: traces a day (the last day's, or ``traces_per_hour`` x 24) x the sample rate x
+    the filter's share and the share with content (over the latest traces) x USD a judged trace (the engine's
+    estimate over some of them: prompts counted with the judge model's tokenizer, at the rule's or the operator's
+    price); then held to the hourly cap and the daily budget.
+
+    Args:
+        estimate: (rows, rule) -> ``api.estimate_run``'s dict for those rows (handed in from above).
+    Returns:
+        traces_per_day, measured_from ("last day" or "given"), sample_rate, filter_share, content_share (None
+        where no trace to measure), judged_per_day, capped_by ("hourly cap" or None), calls_per_trace,
+        tokens_per_trace, usd_per_trace, usd_per_day (None without a price or a trace to measure), budget_per_day,
+        why (what could not be worked out, or "").
+    """
+    now = now or utcnow()
+    day = store.mapped_traces_since(project, now - dt.timedelta(days=1), FORECAST_SAMPLE)
+    sample = day["traces"] or store.mapped_traces_since(project, None, FORECAST_SAMPLE)["traces"]
+    given = traces_per_hour is not None
+    out: dict[str, Any] = {"traces_per_day": traces_per_hour * 24 if given else day["count"],
+                           "measured_from": "given" if given else "last day", "sample_rate": rule["sample_rate"],
+                           "budget_per_day": rule.get("budget_per_day"), "why": ""}
+    tree = parse_filter(rule["filter"]) if rule.get("filter") else None
+    kept = [t for t in sample if tree is None or matches(tree, t["facts"])]
+    eligible = [t for t in kept if t["content"] is not False]
+    out["filter_share"] = (len(kept) / len(sample) if sample else None) if tree is not None else 1.0
+    out["content_share"] = len(eligible) / len(kept) if kept else None
+    judged = out["traces_per_day"] * rule["sample_rate"] * (out["filter_share"] or 0) * (out["content_share"] or 0)
+    out["capped_by"] = None
+    if rule.get("max_per_hour") is not None and judged > 24 * rule["max_per_hour"]:
+        judged, out["capped_by"] = 24 * rule["max_per_hour"], "hourly cap"
+    out["judged_per_day"] = judged
+    out.update(calls_per_trace=None, tokens_per_trace=None, usd_per_trace=None, usd_per_day=None)
+    rows = [r for r in store.trace_rows(project, [t["trace_id"] for t in eligible[:FORECAST_ROWS]])]
+    rows = [{k: f[k] for k in ROW_FIELDS if f.get(k) not in (None, "", [])} for f in rows]
+    if not rows:
+        out["why"] = "no stored trace with content matches the rule: nothing to measure a judge prompt on"
+        return out
+    try:
+        est = estimate(rows, rule)
+    except Exception as e:  # noqa: BLE001 — said, not raised: the rule is still added
+        out["why"] = f"the engine's estimate failed: {e}"
+        return out
+    calls = est["judge_calls"] + est["cached"]
+    if not est["judge_calls"]:
+        out["why"] = "every prompt of the traces measured is in the judge's cache: no prompt size to go by"
+        return out
+    per_call = est["prompt_tokens"] / est["judge_calls"]
+    out["calls_per_trace"] = calls / len(rows)
+    out["tokens_per_trace"] = out["calls_per_trace"] * (per_call + est["completion_tokens"] / est["judge_calls"])
+    if est["usd"] is None:
+        out["why"] = "no price for the judge model (give --price or list it in prices.toml)"
+        return out
+    out["usd_per_trace"] = est["usd"] / est["judge_calls"] * out["calls_per_trace"]
+    out["usd_per_day"] = judged * out["usd_per_trace"]
+    return out

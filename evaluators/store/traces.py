@@ -64,6 +64,7 @@ class MonitorTraceRow(Base):
     content: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # False: GenAI spans, no content captured
     hint: Mapped[str | None] = mapped_column(Text, nullable=True)  # what to set in the app to capture content
     conversation_key: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
+    facts: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # what rules' filters read (monitor.facts)
     __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),)
 
 
@@ -274,7 +275,8 @@ class TracesMixin:
         return list(spans), list(logs)
 
     def save_mapped_trace(self, project: str, trace_id: str, receipts: int, *, fields: dict, sources: dict,
-                          content: bool, hint: str, conversation_key: str | None, completeness: str) -> bool:
+                          content: bool, hint: str, conversation_key: str | None, completeness: str,
+                          facts: dict | None = None) -> bool:
         """Store a trace's row, if no span of it came since it was read (``receipts`` unchanged). Returns
         whether it was stored (else the trace stays open and is mapped again after its next quiet period)."""
         t = MonitorTraceRow
@@ -283,7 +285,7 @@ class TracesMixin:
                                              t.receipts == receipts)
                              .values(status="mapped", mapped_at=utcnow(), fields=fields, sources=sources,
                                      content=content, hint=hint, conversation_key=conversation_key,
-                                     completeness=completeness)).rowcount
+                                     completeness=completeness, facts=facts)).rowcount
         return n == 1
 
     # ------------------------------------------------------------ reading
