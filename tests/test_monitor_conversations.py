@@ -61,11 +61,12 @@ def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn
     store.ensure_monitor_project("shop", quiet_seconds=0)
     set_project(store, "shop", ["email", "phone"], None, conversation_quiet_seconds=300)
     (a, b, c, d, e, late), key, other = _ids(0.5)
-    # sent out of order: the second turn first; one turn answered from a document
-    receive(store, turn(b, 20, "And my number is +44 20 7946 0958", "Noted, +44 20 7946 0958.", key,
+    # sent out of order (the second turn first), and in no trace-id order (c < a < b by start); one turn answered
+    # from a document
+    receive(store, turn(a, 20, "And my number is +44 20 7946 0958", "Noted, +44 20 7946 0958.", key,
                         docs="Numbers are kept for 30 days."))
-    receive(store, turn(a, 10, "Hi, I am jane@example.com", "Hello jane@example.com", key))
-    receive(store, turn(c, 30, "Mail bob@example.org too", "Done: jane@example.com and bob@example.org", key))
+    receive(store, turn(c, 10, "Hi, I am jane@example.com", "Hello jane@example.com", key))
+    receive(store, turn(b, 30, "Mail bob@example.org too", "Done: jane@example.com and bob@example.org", key))
     receive(store, turn(d, 15, "Another chat", "Another answer", other))
     receive(store, turn(e, 16, "No conversation here", "Fine", None))
     now = utcnow()

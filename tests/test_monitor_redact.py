@@ -152,3 +152,65 @@ def test_a_pattern_that_would_take_python_s_engine_years_takes_re2_milliseconds(
     t = time.process_time()
     find(blob, s)
     assert time.process_time() - t < 2.0
+
+
+PII = ("jane.doe@example.com", "4111 1111 1111 1111", "ORD-20261128", "(415) 555-2671", "555-2671")
+
+
+def test_pii_sent_over_otlp_reaches_the_store_the_export_and_the_judge_as_tokens_only(store_url, judge_server,
+                                                                                        tmp_path):
+    """End to end: an OTLP span through the receiver process, the row it stores, `monitor export`'s traces.jsonl
+    and what the loopback judge is sent by `monitor rule run` hold the tokens and none of the values."""
+    import json
+    import subprocess
+    import sys
+
+    from evaluators.store.store import Store
+    from tests.conftest import ROOT, env_for_subprocess
+    from tests.judge_server import prompt_text
+    from tests.monitor_procs import ReceiverProcess, pb_span, traces_request
+    from tests.procs import wait_until
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "evaluators", "monitor", *args, "--db", store_url], cwd=ROOT,
+                              capture_output=True, text=True, env=env_for_subprocess(), timeout=300)
+
+    store = Store(store_url)
+    _, ingest = store.create_ingest_token("shop")
+    bad = cli("project", "--project", "shop", "--redact", "email", "--redact-pattern", "ORDER=(ORD)-\\1")
+    assert bad.returncode == 2 and "--redact-pattern ORDER: the pattern" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr and store.monitor_project("shop")["redact"] == []  # nothing set
+    ok = cli("project", "--project", "shop", "--quiet-seconds", "0", "--redact", "email,phone,card",
+             "--redact-pattern", "ORDER=ORD-[0-9]{4,}")
+    assert ok.returncode == 0, ok.stderr
+    assert "redacts: email, phone, card; ORDER (ORD-[0-9]{4,}); originals not kept" in ok.stdout
+    assert cli("rule", "add", "--project", "shop", "--name", "all", "--metrics", "coherence", "--judge-base-url",
+               judge_server.url).returncode == 0
+    said = "I'm jane.doe@example.com, card 4111 1111 1111 1111, order ORD-20261128; call me on (415) 555-2671"
+    got = "Thanks: jane.doe@example.com is on file and ORD-20261128 ships today (app 2.31.0, 2026-11-28)."
+    span = pb_span(7, 1, name="chat gpt-4o", attributes={
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": said}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": got}]}])})
+    with ReceiverProcess(store_url, "--assemble-every", "0.2") as r:
+        assert r.post("/v1/traces", traces_request([span]), ingest)[0] == 200
+        wait_until(lambda: store.trace_counts("shop")["mapped"] == 1, what="the trace mapped", timeout=60)
+    query = "I'm [EMAIL_1], card [CARD_1], order [ORDER_1]; call me on [PHONE_1]"
+    response = "Thanks: [EMAIL_1] is on file and [ORDER_1] ships today (app 2.31.0, 2026-11-28)."
+    with store.engine.connect() as c:
+        row = c.execute(sa.text("SELECT * FROM monitor_traces WHERE project = 'shop'")).mappings().one()
+    fields = row["fields"] if isinstance(row["fields"], dict) else json.loads(row["fields"])
+    assert (fields["query"], fields["response"]) == (query, response)
+    assert not any(v in str(dict(row)) for v in PII)
+
+    assert cli("export", "--project", "shop", "--out", str(tmp_path)).returncode == 0
+    exported = (tmp_path / "traces.jsonl").read_text(encoding="utf-8")
+    [line] = [json.loads(x) for x in exported.splitlines()]
+    assert (line["query"], line["response"]) == (query, response) and not any(v in exported for v in PII)
+
+    p = cli("rule", "run", "--project", "shop")
+    assert p.returncode == 0, p.stderr
+    assert store.decisions("shop", "all", 1)[f"{7:032x}"]["decision"] == "judged"
+    [call] = judge_server.calls
+    assert query in prompt_text(call) and response in prompt_text(call)
+    assert not any(v in json.dumps(call, ensure_ascii=False) for v in PII)

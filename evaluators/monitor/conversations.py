@@ -62,8 +62,8 @@ def conversation_fields(turns: list[dict[str, Any]]) -> tuple[dict, dict, bool]:
 
 
 def assemble_conversations(store, project: str, now: dt.datetime) -> int:
-    """Store the row of each conversation of ``project`` due at ``now``, and mark late the turns of those stored
-    before. Returns how many rows were stored."""
+    """Store the row of each conversation of ``project`` due at ``now`` (turns of a conversation whose row was
+    stored before are marked late instead). Returns how many rows were stored."""
     quiet = dt.timedelta(seconds=store.monitor_project(project)["conversation_quiet_seconds"])
     done = 0
     for key in store.due_conversations(project, now - quiet):
@@ -74,5 +74,4 @@ def assemble_conversations(store, project: str, now: dt.datetime) -> int:
         hint = "" if content else "no trace of this conversation captured an answer (see its traces' hints)"
         if store.save_conversation(project, key, turns, fields=fields, sources=sources, content=content, hint=hint):
             done += 1
-    store.mark_late_turns(project)
     return done

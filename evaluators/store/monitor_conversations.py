@@ -9,8 +9,7 @@ import datetime as dt
 import hashlib
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy import func, select, update
 
 from evaluators.store.schema import utcnow
 from evaluators.store.traces import MonitorTraceRow
@@ -25,11 +24,12 @@ class MonitorConversationsMixin:
     """Conversations' reads and writes of :class:`evaluators.store.store.Store`."""
 
     def due_conversations(self, project: str, quiet_before: dt.datetime, limit: int = 200) -> list[str]:
-        """Keys of conversations not assembled yet whose last turn was mapped before ``quiet_before``."""
-        t, c = MonitorTraceRow, aliased(MonitorTraceRow)
-        done = exists().where(c.project == t.project, c.kind == "conversation", c.conversation_key == t.conversation_key)
-        q = (select(t.conversation_key).where(t.project == project, t.kind == "trace", t.status == "mapped",
-                                              t.conversation_key.is_not(None), t.in_conversation.is_(None), ~done)
+        """Keys of conversations with turns in no row yet (none marked late) whose last turn was mapped before
+        ``quiet_before``: a conversation to assemble, or one assembled whose late turns are to be marked. (Read
+        through ``ix_monitor_traces_turns``: only such turns, not every trace; a conversation's row names itself.)"""
+        t = MonitorTraceRow
+        q = (select(t.conversation_key).where(t.project == project, t.late.is_(False), t.in_conversation.is_(None),
+                                              t.conversation_key.is_not(None), t.kind == "trace", t.status == "mapped")
              .group_by(t.conversation_key).having(func.max(t.mapped_at) < quiet_before)
              .order_by(func.max(t.mapped_at)).limit(limit))
         with self.session() as s:
@@ -49,7 +49,8 @@ class MonitorConversationsMixin:
     def save_conversation(self, project: str, key: str, turns: list[dict[str, Any]], *, fields: dict,
                           sources: dict, content: bool, hint: str) -> str | None:
         """Store a conversation's row from its ``turns`` (as :meth:`conversation_turns` gave them) and mark them its
-        turns, in one transaction. Returns the row's id, or None when another assembler stored it first."""
+        turns, in one transaction; when its row is there already, mark them late. Returns the row's id, or None
+        when it was there (made earlier, or by another assembler meanwhile)."""
         t = MonitorTraceRow
         cid = conversation_id(project, key)
         now = utcnow()
@@ -58,21 +59,12 @@ class MonitorConversationsMixin:
                "completeness": "complete", "first_seen": min(x["first_seen"] for x in turns),
                "last_seen": max(x["last_seen"] for x in turns), "receipts": len(turns), "root_ended": True,
                "start_ns": min(starts) if starts else None, "fields": fields, "sources": sources, "content": content,
-               "hint": hint, "conversation_key": key, "late": False}
+               "hint": hint, "conversation_key": key, "late": False, "in_conversation": cid}
         with self.engine.begin() as conn:
             made = conn.execute(self._insert_ignore(t.__table__).values(**row).returning(t.trace_id)).first()
-            if made is None:  # (RETURNING, not rowcount: the PostgreSQL driver's is not the rows inserted here)
-                return None
-            conn.execute(update(t).where(t.project == project, t.trace_id.in_([x["trace_id"] for x in turns]),
-                                         t.in_conversation.is_(None)).values(in_conversation=cid))
-        return cid
-
-    def mark_late_turns(self, project: str) -> int:
-        """Mark late the mapped traces of an assembled conversation that are not its turns. Returns how many."""
-        t, c = MonitorTraceRow, aliased(MonitorTraceRow)
-        assembled = exists().where(and_(c.project == project, c.kind == "conversation",
-                                        c.conversation_key == t.conversation_key))
-        with self.engine.begin() as conn:
-            return conn.execute(update(t).where(t.project == project, t.kind == "trace", t.status == "mapped",
-                                                t.conversation_key.is_not(None), t.in_conversation.is_(None),
-                                                t.late.is_(False), assembled).values(late=True)).rowcount
+            ids = [x["trace_id"] for x in turns]
+            # made: these are its turns; there already (RETURNING, not rowcount: the PostgreSQL driver's is not the
+            # rows inserted here): they came after it was made, and are marked late, not added
+            conn.execute(update(t).where(t.project == project, t.trace_id.in_(ids), t.in_conversation.is_(None))
+                         .values(**({"in_conversation": cid} if made else {"late": True})))
+        return cid if made else None

@@ -78,7 +78,8 @@ class MonitorTraceRow(Base):
     kind: Mapped[str] = mapped_column(String(20), default="trace", server_default="trace")
     in_conversation: Mapped[str | None] = mapped_column(String(32), nullable=True)
     late: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),)
+    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),
+                      Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"))
 
 
 class MonitorSpanRow(Base):

@@ -29,6 +29,8 @@ def upgrade() -> None:
         b.add_column(sa.Column("kind", sa.String(20), server_default="trace", nullable=False))
         b.add_column(sa.Column("in_conversation", sa.String(32), nullable=True))
         b.add_column(sa.Column("late", sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.create_index("ix_monitor_traces_turns", "monitor_traces", ["project", "late", "in_conversation",
+                                                                  "conversation_key"])
     op.create_table(
         "monitor_redactions",
         sa.Column("project", sa.String(200), primary_key=True),
@@ -43,6 +45,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("monitor_redactions")
+    op.drop_index("ix_monitor_traces_turns", table_name="monitor_traces")
     with op.batch_alter_table("monitor_traces") as b:
         for name in ("late", "in_conversation", "kind"):
             b.drop_column(name)
