@@ -181,17 +181,23 @@ class Redactor:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.values: dict[str, tuple[str, str]] = {}  # digest -> (label, a value), in order of first appearance
+        self.found: dict[str, list] = {}  # text -> what find() found in it (a row repeats its texts: found once)
+
+    def _find(self, text: str) -> list[tuple[int, int, str]]:
+        if text not in self.found:
+            self.found[text] = find(text, self.settings)
+        return self.found[text]
 
     def collect(self, value: Any) -> None:
         for text in _strings(value):
-            for s, e, label in find(text, self.settings):
+            for s, e, label in self._find(text):
                 self.values.setdefault(digest(self.settings.secret, label, text[s:e]), (label, text[s:e]))
 
     def apply(self, value: Any, tokens: dict[str, str]) -> Any:
         """``value`` (any JSON) with every string's values replaced by their ``tokens`` (digest -> token)."""
         if isinstance(value, str):
             parts, at = [], 0
-            for s, e, label in find(value, self.settings):
+            for s, e, label in self._find(value):
                 parts += [value[at:s], tokens[digest(self.settings.secret, label, value[s:e])]]
                 at = e
             return "".join(parts) + value[at:] if parts else value
