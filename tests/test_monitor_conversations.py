@@ -16,6 +16,7 @@ from evaluators.monitor import otlp
 from evaluators.monitor.assemble import assemble_once
 from evaluators.monitor.redact import set_project
 from evaluators.monitor.rules import decide, judge_pending, sample_point
+from evaluators.monitor.serve import export_traces
 from evaluators.store.schema import utcnow
 from tests.judge_server import expected_score, prompt_text
 from tests.monitor_procs import pb_span, traces_request
@@ -57,7 +58,8 @@ def _ids(rate: float) -> tuple[list[int], str, str]:
     return out, judged, other
 
 
-def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn_is_kept_apart(store, judge_server):
+def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn_is_kept_apart(store, judge_server,
+                                                                                              tmp_path):
     store.ensure_monitor_project("shop", quiet_seconds=0)
     set_project(store, "shop", ["email", "phone"], None, conversation_quiet_seconds=300)
     (a, b, c, d, e, late), key, other = _ids(0.5)
@@ -95,8 +97,8 @@ def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn
     with store.engine.connect() as conn:
         made = dict(conn.execute(sa.text("SELECT trace_id, in_conversation FROM monitor_traces WHERE kind = 'trace'"
                                          " AND project = 'shop'")).all())
-    assert made == {f"{a:032x}": cid, f"{b:032x}": cid, f"{c:032x}": cid, f"{e:032x}": None,
-                    f"{d:032x}": hashlib.sha256(f"conversation\0shop\0{other}".encode()).hexdigest()[:32]}
+    other_cid = hashlib.sha256(f"conversation\0shop\0{other}".encode()).hexdigest()[:32]
+    assert made == {f"{a:032x}": cid, f"{b:032x}": cid, f"{c:032x}": cid, f"{e:032x}": None, f"{d:032x}": other_cid}
 
     receive(store, turn(late, 40, "One more: carol@example.net", "Sure", key))  # after the row was made
     assert assemble_once(store, utcnow() + dt.timedelta(seconds=1)) == 1  # mapped as a trace
@@ -106,6 +108,12 @@ def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn
     rows = {r["trace_id"]: r for r in store.iter_mapped_traces("shop")}
     assert rows[f"{late:032x}"]["late"] is True and rows[cid]["fields"]["turns"] == 3
     assert rows[f"{late:032x}"]["fields"]["query"] == "One more: [EMAIL_3]"  # the conversation's next token
+    export_traces(store, "shop", tmp_path)
+    lines = {x["trace_id"]: x for x in map(json.loads, (tmp_path / "traces.jsonl").read_text().splitlines())}
+    assert {t: (x.get("kind"), x.get("late_turn")) for t, x in lines.items()} == {
+        cid: ("conversation", None), other_cid: ("conversation", None), f"{late:032x}": ("trace", True),
+        **{f"{n:032x}": (None, None) for n in (a, b, c, d, e)}}
+    assert lines[cid]["conversation"] == rows[cid]["fields"]["conversation"]
 
     store.add_monitor_rule("shop", "talk", ["coherence"], 0.5, {"model": "judge-a", "base_url": judge_server.url,
                                                                 "provider": "compatible"})

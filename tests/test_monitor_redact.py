@@ -134,6 +134,20 @@ def test_unsafe_or_invalid_patterns_are_refused_at_set_time_naming_the_pattern(s
     assert store.monitor_project("shop")["redact_patterns"] == {}  # nothing set
 
 
+def test_the_cli_s_settings_are_said_and_none_turns_them_off(store):
+    from evaluators.monitor.redact import project_settings
+
+    store.ensure_monitor_project("shop")
+    said = project_settings(store, "shop", "email,card", ["ORDER=ORD-[0-9]+", "TICKET=T#[0-9]{5}"], True, 120)
+    assert said == ["project 'shop': quiet period 30 s, conversations' 120 s",
+                    "  redacts: email, card; ORDER (ORD-[0-9]+); TICKET (T#[0-9]{5}); originals kept apart"]
+    said = project_settings(store, "shop", None, None, None, None)  # nothing given: nothing changed
+    assert said[1] == "  redacts: email, card; ORDER (ORD-[0-9]+); TICKET (T#[0-9]{5}); originals kept apart"
+    assert project_settings(store, "shop", "none", ["none"], False, None)[1] == \
+        "  redacts: nothing built in; originals not kept"
+    assert find("a@b.org ORD-12", Settings(*[store.redaction_settings("shop")[k] for k in ("kinds", "patterns")])) == []
+
+
 def test_an_unknown_kind_is_refused(store):
     store.ensure_monitor_project("shop")
     with pytest.raises(UsageError, match="--redact takes email, phone, card .*not ssn"):
