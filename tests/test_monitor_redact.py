@@ -36,6 +36,9 @@ FOUND = [
     ("order id 1234 5678 9012 3452 (Luhn-valid, no card network), 4111 1111 1111 1112 (Luhn fails)", []),
     ("ts 2026112812345675 (a Luhn-valid 16-digit timestamp), id 100-200-3000, 123-456-7890", []),
     ("@username said icon@2x.png and pkg@1.2.3 and user@localhost and a @decorator", []),
+    ('at 2026-11-28T04:33:34.123456Z, {"tool_call_id": "call_4111111111111111"}, SKU 0-12345-67890-5, '
+     "span 00f067aa0ba902b7, open 0800 to 1700", []),
+    ("call 0800 123 4567 or 07700 900123", [("0800 123 4567", "PHONE"), ("07700 900123", "PHONE")]),
 ]
 
 
