@@ -29,6 +29,14 @@ def add_commands(sub) -> None:
     p.add_argument("--project", required=True)
     p.add_argument("--quiet-seconds", type=float, help="a trace is complete this long after its last span, its root "
                                                        "span having ended (default 30)")
+    p.add_argument("--conversation-quiet-seconds", type=float, help="a conversation (gen_ai.conversation.id or "
+                   "session.id) is assembled and judged this long after its last turn was mapped (default 300)")
+    p.add_argument("--redact", help="replace these in traces before they are judged or shown: email,phone,card "
+                   "(comma-separated; 'none' for none)")
+    p.add_argument("--redact-pattern", action="append", metavar="NAME=REGEX", help="the project's own pattern (RE2), "
+                   "its values replaced by [NAME_1]...; repeat for several (they replace the project's; 'none' for none)")
+    p.add_argument("--keep-original", action=argparse.BooleanOptionalAction, help="keep the values replaced, apart "
+                   "(default: not kept; --no-keep-original removes those kept)")
     s = ms.add_parser("serve", help="receive OTLP/HTTP traces and logs (POST /v1/traces, /v1/logs) and assemble them")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=4318, help="default 4318, OTLP/HTTP's; 0: any free port")
@@ -118,8 +126,12 @@ def cmd_monitor(a) -> int:
                 say(f"{t['id']}  {t['project']}  created {t['created_at']:%Y-%m-%d %H:%M}  {state}")
         return EXIT_OK
     if a.monitor_command == "project":
+        from evaluators.monitor.redact import project_settings
+
         store.ensure_monitor_project(a.project, a.quiet_seconds)
-        say(f"project {a.project.strip()!r}: quiet period {store.monitor_project(a.project.strip())['quiet_seconds']:g} s")
+        for line in project_settings(store, a.project.strip(), a.redact, a.redact_pattern, a.keep_original,
+                                     a.conversation_quiet_seconds):
+            say(line)
         return EXIT_OK
     if a.monitor_command == "serve":
         from evaluators.monitor.receiver import Limits

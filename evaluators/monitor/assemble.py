@@ -1,6 +1,7 @@
 """Trace assembly: a trace is complete when its root span has ended and no span of it has come for its project's
 quiet period; then its spans and log records are mapped (:func:`evaluators.monitor.mapping.map_trace`) to one row,
-stored with where each field came from. A trace whose root never comes is mapped as ``no_root`` after
+redacted (:mod:`evaluators.monitor.redact`) and stored with where each field came from; a conversation's traces make
+a row of their own after its quiet period (:mod:`evaluators.monitor.conversations`). A trace whose root never comes is mapped as ``no_root`` after
 ``GIVE_UP_SECONDS`` of silence (a crashed app's traces are not kept open for ever).
 
 Several receivers on one store may each run an assembler: a trace is stored mapped only while no span of it came
@@ -12,7 +13,9 @@ import datetime as dt
 import threading
 
 from evaluators.monitor.facts import trace_facts
+from evaluators.monitor.conversations import assemble_conversations
 from evaluators.monitor.mapping import map_trace
+from evaluators.monitor.redact import redact_row
 from evaluators.store.schema import utcnow
 
 GIVE_UP_SECONDS = 600.0  # silence after which a trace without an ended root span is mapped as it is
@@ -31,6 +34,7 @@ def assemble_once(store, now: dt.datetime | None = None) -> int:
             done += stored
             if len(due) < 200 or not stored:  # a full page: more may be due (each mapped one leaves the list)
                 break
+        done += assemble_conversations(store, project, now)
     return done
 
 
@@ -46,6 +50,7 @@ def _map_one(store, project: str, due: dict) -> bool:
                   conversation_key=None)
         completeness = "unmapped"
     kw["facts"] = trace_facts(spans, logs, kw["fields"])  # what rules' filters read
+    kw = redact_row(store, project, due["trace_id"], kw)  # before anything reaches a judge or the dashboard
     return store.save_mapped_trace(project, due["trace_id"], due["receipts"], completeness=completeness, **kw)
 
 

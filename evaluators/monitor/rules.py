@@ -108,7 +108,7 @@ def run_cost(rule: dict[str, Any]) -> dict[str, Any]:
 def judge_pending(store, project: str, rule: dict[str, Any],
                   judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]],
                   now: dt.datetime | None = None) -> dict[str, Any]:
-    """Judge the rule version's pending traces as one run of the engine, in order of arrival; with a daily
+    """Judge the rule version's pending traces by the engine, in order of arrival; with a daily
     budget, the run's budget is what is left of the day's, and the traces it did not reach are ``over_budget``.
 
     Args:
@@ -118,11 +118,26 @@ def judge_pending(store, project: str, rule: dict[str, Any],
     Returns:
         {"judged": n, "failed": m, "over_budget": k}, and with a budget "budget" and "spent" (USD today, before
         this round's calls)
+
+    Rows holding a conversation (a conversation's row, or a trace whose model call had several turns) and single
+    turns are judged as two runs: the engine takes a dataset of one shape (mixed, it refused the whole round).
     """
     pending = store.pending_traces(project, rule["name"], rule["version"])
     counts: dict[str, Any] = {"judged": 0, "failed": 0, "over_budget": 0}
-    if not pending:
-        return counts
+    shapes = ([t for t in pending if (t["fields"] or {}).get("conversation")],
+              [t for t in pending if not (t["fields"] or {}).get("conversation")])
+    for group in (g for g in shapes if g):
+        part = _judge_group(store, project, rule, group, judge_rows, now)
+        for k, v in part.items():
+            counts[k] = counts[k] + v if k in ("judged", "failed", "over_budget") else counts.get(k, v)
+    return counts
+
+
+def _judge_group(store, project: str, rule: dict[str, Any], pending: list[dict],
+                 judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]],
+                 now: dt.datetime | None) -> dict[str, Any]:
+    """:func:`judge_pending` for traces of one shape, as one run."""
+    counts: dict[str, Any] = {"judged": 0, "failed": 0, "over_budget": 0}
     name, version = rule["name"], rule["version"]
     if rule.get("budget_per_day") is not None:
         counts["budget"] = rule["budget_per_day"]

@@ -89,6 +89,8 @@ def export_traces(store, project: str, out: Path, since: str | None = None, unti
                 line.update(sources=t["sources"] or {}, content=t["content"], completeness=t["completeness"])
                 if t["content"] is False and t["hint"]:
                     line["hint"] = t["hint"]
+                if t["kind"] != "trace" or t["late"]:  # a conversation's row; a turn that came after it was made
+                    line.update(kind=t["kind"], **({"late_turn": True} if t["late"] else {}))
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
                 n += 1
         tmp.replace(out / "traces.jsonl")

@@ -24,6 +24,8 @@ from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.saved_metrics import SavedMetricsMixin
 from evaluators.store.monitor_rules import MonitorRulesMixin
 from evaluators.store.traces import TracesMixin
+from evaluators.store.monitor_redact import MonitorRedactMixin
+from evaluators.store.monitor_conversations import MonitorConversationsMixin
 from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
@@ -44,7 +46,8 @@ def _once_per_object(process):
     return once
 
 
-class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin):
+class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorRedactMixin,
+            MonitorConversationsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):

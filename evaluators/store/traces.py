@@ -17,14 +17,16 @@ import json
 import secrets
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import (JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, case, func, select,
-                        update)
+from sqlalchemy import (JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, case, false, func,
+                        select, update)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
 from evaluators.store.schema import Base, new_id, utcnow
 
 DEFAULT_QUIET_SECONDS = 30.0
+DEFAULT_CONVERSATION_QUIET = 300.0  # a conversation is assembled this long after its last turn was mapped
+TRACE_KINDS = ("trace", "conversation")
 TOKEN_PREFIX = "evm_"
 TRACE_STATES = ("open", "mapped")  # open: waiting for its root span's end and a quiet period; mapped: a row
 
@@ -35,6 +37,13 @@ class MonitorProjectRow(Base):
     # a trace is complete this long after its last span (its root span having ended)
     quiet_seconds: Mapped[float] = mapped_column(Float, default=DEFAULT_QUIET_SECONDS)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # redaction (evaluators/monitor/redact.py, store/monitor_redact.py) and conversations (monitor/conversations.py)
+    redact_kinds: Mapped[list | None] = mapped_column(JSON, nullable=True)  # of email, phone, card
+    redact_patterns: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # NAME -> RE2 pattern
+    keep_original: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    redact_secret: Mapped[str | None] = mapped_column(String(64), nullable=True)  # keys the values' digests
+    conversation_quiet_seconds: Mapped[float] = mapped_column(Float, default=DEFAULT_CONVERSATION_QUIET,
+                                                              server_default=str(DEFAULT_CONVERSATION_QUIET))
 
 
 class MonitorTokenRow(Base):
@@ -65,7 +74,13 @@ class MonitorTraceRow(Base):
     hint: Mapped[str | None] = mapped_column(Text, nullable=True)  # what to set in the app to capture content
     conversation_key: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
     facts: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # what rules' filters read (monitor.facts)
-    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),)
+    # TRACE_KINDS: a conversation's row has a derived id (store/monitor_conversations.py); a trace assembled into
+    # one names it; a trace of a conversation already assembled is kept, marked late, and not added to it
+    kind: Mapped[str] = mapped_column(String(20), default="trace", server_default="trace")
+    in_conversation: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    late: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),
+                      Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"))
 
 
 class MonitorSpanRow(Base):
@@ -109,7 +124,11 @@ class TracesMixin:
     def monitor_project(self, name: str) -> dict[str, Any] | None:
         with self.session() as s:
             p = s.get(MonitorProjectRow, name)
-            return None if p is None else {"name": p.name, "quiet_seconds": p.quiet_seconds, "created_at": p.created_at}
+            return None if p is None else {"name": p.name, "quiet_seconds": p.quiet_seconds, "created_at": p.created_at,
+                                           "conversation_quiet_seconds": p.conversation_quiet_seconds,
+                                           "redact": list(p.redact_kinds or []),
+                                           "redact_patterns": dict(p.redact_patterns or {}),
+                                           "keep_original": bool(p.keep_original)}
 
     def monitor_projects(self) -> list[str]:
         with self.session() as s:
@@ -291,11 +310,16 @@ class TracesMixin:
     # ------------------------------------------------------------ reading
     def trace_counts(self, project: str) -> dict[str, int]:
         """How many traces the project has, by state: open (waiting for the end of their root span or their quiet
-        period), mapped (a row: with content, no content, no root) and with late spans."""
+        period), mapped (a row: with content, no content, no root) and with late spans; where the project has
+        conversations, how many (``conversations``: rows of their own, not counted as traces) and how many traces
+        came after their conversation was assembled (``late_turns``)."""
         t = MonitorTraceRow
         with self.session() as s:
-            rows = s.execute(select(t.status, t.content, t.completeness, func.count()).where(t.project == project)
+            rows = s.execute(select(t.status, t.content, t.completeness, func.count())
+                             .where(t.project == project, t.kind == "trace")
                              .group_by(t.status, t.content, t.completeness)).all()
+            talks = s.execute(select(t.kind, func.count()).where(t.project == project, (t.kind == "conversation")
+                                                                 | t.late).group_by(t.kind)).all()
             late = s.scalar(select(func.count(func.distinct(MonitorSpanRow.trace_id))).where(
                 MonitorSpanRow.project == project, MonitorSpanRow.late))
             spans = s.scalar(select(func.count()).select_from(MonitorSpanRow).where(MonitorSpanRow.project == project))
@@ -308,6 +332,9 @@ class TracesMixin:
                 out["no_content"] += n
             if completeness == "no_root":
                 out["no_root"] += n
+        if talks:  # (said only where there are conversations: each a row of its own, and late turns left out)
+            got = dict(talks)
+            out.update(conversations=int(got.get("conversation", 0)), late_turns=int(got.get("trace", 0)))
         return out
 
     def iter_mapped_traces(self, project: str, since_ns: int | None = None, until_ns: int | None = None,
@@ -315,7 +342,7 @@ class TracesMixin:
         """The project's mapped traces in start order (``since_ns`` <= start < ``until_ns``), ``chunk`` at a time."""
         t = MonitorTraceRow
         cols = (t.trace_id, t.start_ns, t.fields, t.sources, t.content, t.hint, t.completeness, t.conversation_key,
-                t.first_seen)
+                t.first_seen, t.kind, t.late)
         after: tuple[int, str] | None = None
         while True:
             q = select(*cols).where(t.project == project, t.status == "mapped")
