@@ -1,7 +1,9 @@
 """An app as a team would instrument it (the README's Monitoring section): the ``openai`` client, instrumented by
 ``opentelemetry-instrumentation-openai-v2``, exporting with ``opentelemetry-exporter-otlp-proto-http`` to the
 receiver named by OTEL_EXPORTER_OTLP_ENDPOINT, the ingest token in OTEL_EXPORTER_OTLP_HEADERS (never on a command
-line). Content capture as the environment says (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
+line). Content capture as the environment says (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). With
+MONITOR_APP_INSTRUMENTATION=openinference, instrumented by ``openinference-instrumentation-openai`` instead (spans
+only, content in its ``llm.*`` attributes).
 
     python tests/monitor_app.py MODEL_BASE_URL N OUT.jsonl
 
@@ -10,6 +12,7 @@ asks the model N questions and writes one line a call: the question and the answ
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import openai
@@ -32,7 +35,12 @@ def main(base_url: str, n: int, out: str) -> None:
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
     _logs.set_logger_provider(logger_provider)
-    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    if os.environ.get("MONITOR_APP_INSTRUMENTATION") == "openinference":
+        from openinference.instrumentation.openai import OpenAIInstrumentor as OpenInference
+
+        OpenInference().instrument(tracer_provider=tracer_provider)
+    else:
+        OpenAIInstrumentor().instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     client = openai.OpenAI(base_url=base_url, api_key="sk-app-key-never-exported", max_retries=0)
     with open(out, "w", encoding="utf-8") as f:
         for i in range(n):

@@ -1,4 +1,5 @@
-"""Issue 31's done-when: an app made with the ``openai`` client and ``opentelemetry-instrumentation-openai-v2``,
+"""Issue 31's done-when: an app made with the ``openai`` client and ``opentelemetry-instrumentation-openai-v2`` (and
+one with ``openinference-instrumentation-openai``),
 exporting with ``opentelemetry-exporter-otlp-proto-http`` to the receiver (`monitor serve`), calls a loopback model
 N times: N traces stored and mapped, every query and response equal to what the app sent and got, in both
 content-capture modes (span attributes, SPAN_ONLY; log events at /v1/logs, EVENT_ONLY). All real: the app is a
@@ -31,7 +32,7 @@ def cli(*args: str, db: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env_for_subprocess(), timeout=120)
 
 
-@pytest.mark.parametrize("mode", ["SPAN_ONLY", "EVENT_ONLY"])
+@pytest.mark.parametrize("mode", ["SPAN_ONLY", "EVENT_ONLY", "OPENINFERENCE"])
 def test_an_instrumented_openai_app_s_calls_are_stored_as_rows_of_what_it_sent_and_got(store_url, tmp_path, mode):
     store = Store(store_url)
     _, token = store.create_ingest_token("shop")
@@ -45,6 +46,7 @@ def test_an_instrumented_openai_app_s_calls_are_stored_as_rows_of_what_it_sent_a
                                  OTEL_EXPORTER_OTLP_HEADERS=f"Authorization=Bearer%20{token}",  # not a command line
                                  OTEL_SEMCONV_STABILITY_OPT_IN="gen_ai_latest_experimental",
                                  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=mode,
+                                 MONITOR_APP_INSTRUMENTATION="openinference" if mode == "OPENINFERENCE" else "v2",
                                  OTEL_BSP_MAX_EXPORT_BATCH_SIZE="64", OTEL_BLRP_MAX_EXPORT_BATCH_SIZE="64")
         app = subprocess.run([sys.executable, str(ROOT / "tests" / "monitor_app.py"), model.url, str(CALLS),
                               str(sent)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -66,7 +68,8 @@ def test_an_instrumented_openai_app_s_calls_are_stored_as_rows_of_what_it_sent_a
     assert sorted((r["query"], r["response"]) for r in rows) == app_saw
     assert {r["model"] for r in rows} == {"gpt-4o-mini"} and {r["content"] for r in rows} == {True}
     assert all(len(r["trace_id"]) == 32 and r["project"] == "shop" and r["time"].endswith("Z") for r in rows)
-    where = "gen_ai.input.messages" if mode == "SPAN_ONLY" else "gen_ai.client.inference.operation.details"
+    where = {"SPAN_ONLY": "gen_ai.input.messages", "EVENT_ONLY": "gen_ai.client.inference.operation.details",
+             "OPENINFERENCE": "llm.input_messages"}[mode]
     assert where in rows[0]["sources"]["query"], rows[0]["sources"]
     with store.engine.connect() as c:  # the app's model key reached neither the receiver nor the store
         for table in ("monitor_spans", "monitor_logs", "monitor_traces"):
