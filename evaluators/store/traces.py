@@ -205,8 +205,14 @@ class TracesMixin:
     def _insert_new(self, conn, table, rows: list[dict]) -> None:
         """``INSERT ... ON CONFLICT DO NOTHING`` of ``rows``; on SQLite through the driver's executemany, each value
         made by its column type's own bind processor (SQLAlchemy's per-row parameter handling was half a 512-span
-        request's write)."""
+        request's write); on PostgreSQL, from ``pgfast.COPY_FROM`` rows, COPY into a staging table and one
+        ``INSERT ... SELECT`` (a key given twice keeps its first row on every path)."""
         if not rows:
+            return
+        from evaluators.store import pgfast
+
+        if self.engine.dialect.name == "postgresql" and len(rows) >= pgfast.COPY_FROM:
+            pgfast.copy_insert_new(conn, table, rows)
             return
         if self.engine.dialect.name != "sqlite":
             conn.execute(self._insert_ignore(table), rows)
