@@ -46,14 +46,16 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    """``with PostgresServer() as pg: pg.new_database()`` gives a ``postgresql+psycopg://`` URL of an empty database."""
+    """``with PostgresServer() as pg: pg.new_database()`` gives a ``postgresql+psycopg://`` URL of an empty database.
+    ``durable=True`` (benches): on disk, with PostgreSQL's own fsync and synchronous commit, as a team runs it."""
 
-    def __init__(self):
+    def __init__(self, durable: bool = False):
+        self.durable = durable
         self.bin = pg_bin()
         if self.bin is None:
             raise RuntimeError("no PostgreSQL binaries under " + BIN_GLOB)
         self.port = _free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="evals-pg-", dir=_cluster_parent()))
+        self.dir = Path(tempfile.mkdtemp(prefix="evals-pg-", dir=None if durable else _cluster_parent()))
         self.user = None
         if os.geteuid() == 0:
             for name in ("postgres", "nobody"):
@@ -78,9 +80,10 @@ class PostgresServer:
         try:
             self._run("initdb", "-D", str(data), "-U", "evals", "--auth=trust", "--no-sync", "-E", "UTF8",
                       "--locale=C")
-            # loopback only, no socket file; durability off: a test cluster is thrown away
+            # loopback only, no socket file; durability off (unless durable): a test cluster is thrown away
             opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
-                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+                    "-c max_connections=200" + ("" if self.durable else
+                                                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"))
             self._run("pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.dir / "log"), "-w", "-t", "60", "start")
         except subprocess.CalledProcessError as e:
             log = (self.dir / "log").read_text() if (self.dir / "log").exists() else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 
 import pytest
 import sqlalchemy as sa
@@ -84,3 +85,94 @@ def test_a_batch_sent_twice_is_stored_once_and_late_spans_are_kept_and_marked(st
     assert [(r["trace_id"], r["start_ns"], r["fields"]) for r in rows] == [(T1, 1_000, {"query": "q"})]
     assert list(store.iter_mapped_traces("shop", since_ns=1_001)) == []
     assert store.trace_counts("bank")["traces"] == 0  # projects apart
+
+
+def big_requests():
+    """Three requests of >= pgfast.COPY_FROM spans and log records each (so the COPY path on PostgreSQL): 40
+    traces of a root and 3 children, 10 spans repeated with other names in the same request, records repeated;
+    the first request sent twice; then, after trace 0 is mapped, a new child of each trace and 30 spans again
+    (renamed). Returns (requests, the spans expected: first copy of each key, the log records expected)."""
+    traces = [f"{t + 1:032x}" for t in range(40)]
+    first = [span(tr, f"{t * 8 + k + 1:016x}", "" if k == 0 else f"{t * 8 + 1:016x}", start=1_000 + k, name=f"s{k}")
+             for t, tr in enumerate(traces) for k in range(4)]
+    first += [dict(sp, name="repeated in its request") for sp in first[5:15]]
+    logs = [log(tr, {"content": f"{tr} {k}"}) for tr in traces for k in range(2)]
+    logs += logs[:5]
+    later = [span(tr, f"{t * 8 + 5:016x}", f"{t * 8 + 1:016x}", start=5_000, name="later") for t, tr in
+             enumerate(traces)]
+    later += [dict(sp, name="sent again later") for sp in first[100:130]]
+    later_logs = [log(tr, {"content": f"{tr} later"}) for tr in traces] + logs[20:50]
+    expected = {(sp["trace_id"], sp["span_id"]): sp for sp in first[:160] + later[:40]}
+    expected_logs = {json.dumps(lg, sort_keys=True) for lg in logs + later_logs}
+    return [(first, logs), (first, logs), (later, later_logs)], traces, expected, expected_logs
+
+
+def receive_big_requests(store) -> None:
+    requests, traces, _, _ = big_requests()
+    store.ensure_monitor_project("shop")
+    for k, (spans, logs) in enumerate(requests):
+        if k == 2:
+            assert store.save_mapped_trace("shop", traces[0], 2, fields={"query": "q"}, sources={}, content=True,
+                                           hint="", conversation_key=None, completeness="complete")
+        store.receive_telemetry("shop", [dict(sp) for sp in spans], [dict(lg) for lg in logs])
+
+
+def test_big_requests_with_repeats_keep_each_span_and_record_once_as_first_sent(store):
+    """On PostgreSQL these requests go through COPY and a staging table (pgfast.copy_insert_new)."""
+    from evaluators.store import pgfast
+
+    requests, traces, expected, expected_logs = big_requests()
+    assert all(len(spans) >= pgfast.COPY_FROM and len(logs) >= pgfast.COPY_FROM for spans, logs in requests)
+    receive_big_requests(store)
+    with store.engine.connect() as c:
+        spans = c.execute(sa.text("SELECT trace_id, span_id, parent_span_id, name, start_ns, end_ns, data, late "
+                                  "FROM monitor_spans WHERE project = 'shop'")).all()
+        logs = c.execute(sa.text("SELECT trace_id, data, late FROM monitor_logs WHERE project = 'shop'")).all()
+        receipts = dict(c.execute(sa.text("SELECT trace_id, receipts FROM monitor_traces")).all())
+    got = {(r.trace_id, r.span_id): r for r in spans}
+    assert len(spans) == len(expected) == 200 and set(got) == set(expected)
+    for key, sp in expected.items():
+        r = got[key]
+        assert (r.parent_span_id, r.name, r.start_ns, r.end_ns, as_dict(r.data)) == (
+            sp["parent_span_id"], sp["name"], sp["start_ns"], sp["end_ns"], sp), key
+    assert {k for k, r in got.items() if r.late} == {(traces[0], f"{5:016x}")}  # trace 0's span after its mapping
+    assert len(logs) == len(expected_logs) == 120
+    assert {json.dumps(as_dict(r.data), sort_keys=True) for r in logs} == expected_logs
+    assert [as_dict(r.data)["body"]["content"] for r in logs if r.late] == [f"{traces[0]} later"]
+    assert receipts == {tr: 3 for tr in traces}
+
+
+def as_dict(value) -> dict:
+    """A JSON column's value as read by raw SQL: parsed by psycopg, text from sqlite3."""
+    return value if isinstance(value, dict) else json.loads(value)
+
+
+def stored_rows(url: str) -> dict[str, list[tuple]]:
+    """Every monitoring row of a PostgreSQL store but its arrival times, JSON as its stored text (raw SQL)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return {
+                "spans": c.execute(sa.text("SELECT project, trace_id, span_id, parent_span_id, name, start_ns, end_ns, "
+                                           "data::text, late FROM monitor_spans ORDER BY 1, 2, 3")).all(),
+                "logs": c.execute(sa.text("SELECT project, trace_id, digest, time_ns, data::text, late FROM "
+                                          "monitor_logs ORDER BY 1, 2, 3")).all(),
+                "traces": c.execute(sa.text("SELECT project, trace_id, receipts, root_ended, start_ns, status FROM "
+                                            "monitor_traces ORDER BY 1, 2")).all()}
+    finally:
+        engine.dispose()
+
+
+def test_copy_stores_on_postgresql_exactly_what_the_plain_insert_stores(postgres, monkeypatch):
+    """The same requests (repeats in a request, a request sent twice, spans after a mapping) into two
+    databases: through COPY (pgfast.COPY_FROM as shipped) and through the plain INSERT (the threshold raised)."""
+    from evaluators.store import pgfast
+    from evaluators.store.store import Store
+
+    copied, plain = postgres.new_database(), postgres.new_database()
+    receive_big_requests(Store(copied))
+    monkeypatch.setattr(pgfast, "COPY_FROM", 10**9)
+    receive_big_requests(Store(plain))
+    got, want = stored_rows(copied), stored_rows(plain)
+    assert (len(want["spans"]), len(want["logs"]), len(want["traces"])) == (200, 120, 40)
+    assert got == want

@@ -1,8 +1,9 @@
 """PostgreSQL's fast paths for the store's bulk writes: COPY (psycopg's ``cursor.copy``) instead of row-by-row
 binds, into the table itself (a new dataset's records) or into a temporary table that one
-``INSERT ... SELECT ... ON CONFLICT DO UPDATE`` then merges (results and the judge cache: idempotent on their
-keys, as every other path). Values are written as the ORM would store them: JSON columns as their JSON text
-(``None`` as JSON ``null``, as SQLAlchemy's JSON type writes it), everything else as it is."""
+``INSERT ... SELECT ... ON CONFLICT`` then merges: ``DO UPDATE`` for results and the judge cache, ``DO NOTHING``
+for the monitor's spans and log records (idempotent on their keys, as every other path). Values are written as
+the ORM would store them: JSON columns as their JSON text (``None`` as JSON ``null``, as SQLAlchemy's JSON type
+writes it), everything else as it is."""
 from __future__ import annotations
 
 import json
@@ -44,16 +45,34 @@ def copy_upsert(conn, table: Table, rows: list[dict[str, Any]]) -> None:
     A key given twice keeps its last row (as the row-by-row paths do)."""
     keys = [c.name for c in table.primary_key.columns]
     last = {tuple(r[k] for k in keys): r for r in rows}
+    sets = ", ".join(f"{c.name} = excluded.{c.name}" for c in table.columns if c.name not in keys)
+    _merge(conn, table, last.values(), f"DO UPDATE SET {sets}")
+
+
+def copy_insert_new(conn, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert the ``rows`` whose primary key is not stored yet, leave the others as stored (``ON CONFLICT DO
+    NOTHING``): COPY into a temporary table, then one ``INSERT ... SELECT``. A key given twice keeps its first row,
+    as a multi-row ``INSERT ... ON CONFLICT DO NOTHING`` does (the staging table has no key, and a SELECT's
+    order is not promised, so the duplicates are dropped here)."""
+    keys = [c.name for c in table.primary_key.columns]
+    first: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        first.setdefault(tuple(r[k] for k in keys), r)
+    _merge(conn, table, first.values(), "DO NOTHING")
+
+
+def _merge(conn, table: Table, rows: Iterable[dict[str, Any]], action: str) -> None:
+    """COPY ``rows`` (one per key) into ``table``'s temporary twin, then ``INSERT ... SELECT ... ON CONFLICT (its
+    key) <action>``, in the caller's transaction."""
+    keys = ", ".join(c.name for c in table.primary_key.columns)
     cols = [c.name for c in table.columns]
     tmp = f"_incoming_{table.name}"
     with _driver(conn).cursor() as cur:
         cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {table.name}) ON COMMIT DELETE ROWS")
-    copy_rows(conn, table, last.values(), cols, into=tmp)
+    copy_rows(conn, table, rows, cols, into=tmp)
     names = ", ".join(cols)
-    sets = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys)
     with _driver(conn).cursor() as cur:
-        cur.execute(f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {tmp} "
-                    f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}")
+        cur.execute(f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {tmp} ON CONFLICT ({keys}) {action}")
         cur.execute(f"DELETE FROM {tmp}")  # (ON COMMIT empties it too; this keeps a later batch of the same
         # transaction from merging these rows again)
 
