@@ -105,8 +105,9 @@ def test_the_trace_tab_one_click_from_the_run(app, browser):
     # marked: an error box in it, the judge's fault named
     assert faulty.locator('[data-testid="stAlertContentError"]').filter(
         has_text="at fault for: tool_call_accuracy").count() == 1
-    args = faulty.locator('[data-testid="stCode"] code').first
-    args.get_by_text("flight_id", exact=False).first.wait_for(timeout=30_000)  # drawn after the run: waited for
+    # the arguments (flight_id is in them, not in the result), drawn after the script run: waited for
+    args = faulty.get_by_text('"BA763"', exact=False).filter(visible=True).first
+    args.wait_for(timeout=30_000)
     assert "monospace" in args.evaluate(MONO).lower()
     # the tool's run time, from its tool message, on the call it answers
     first = page.locator('[data-testid="stExpander"]').filter(has_text="get_booking · id call_003")
