@@ -36,6 +36,16 @@ def run(store, rows) -> str:
         return evaluate(rows, ["violence"], judge=cfg, store=store).run_id
 
 
+def in_view(page, el) -> None:
+    """Wait until ``el`` is inside the window (the page scrolls to the detail after its render); fail saying where."""
+    try:
+        page.wait_for_function("el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= "
+                               "innerHeight; }", arg=el.element_handle(), timeout=15_000)
+    except Exception:  # noqa: BLE001 — said below, with where it is instead
+        pass
+    assert 0 <= el.bounding_box()["y"] < 1000 - 21
+
+
 def test_an_attacked_row_read_side_by_side(app, browser):
     url, store = app
     base_id, attack_id = run(store, BASE), run(store, ATTACK)
@@ -54,8 +64,7 @@ def test_an_attacked_row_read_side_by_side(app, browser):
              for t in ("Attack prompt", "The app's answer", "The judge")]
     for h in heads:
         h.wait_for(timeout=30_000)
-    page.wait_for_function("el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= "
-                           "innerHeight; }", arg=heads[0].element_handle(), timeout=15_000)
+    in_view(page, heads[0])
     boxes = [h.bounding_box() for h in heads]
     # side by side: one line, left to right, inside the 1,000 px window
     assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 5, boxes
@@ -76,6 +85,7 @@ def test_an_attacked_row_read_side_by_side(app, browser):
     shared.goto(f"{url}/attacks?base={base_id}&attack={attack_id}&urow=d")
     settle(shared, "Attack prompt")
     shared.locator(".st-key-upia_detail").get_by_text("violence severity 3", exact=True).first.wait_for()
+    in_view(shared, shared.get_by_text("Attack prompt", exact=True).filter(visible=True).first)  # scrolled to it
 
 
 def test_the_attack_sets_preview_shows_the_apps_responses(app, browser):
