@@ -50,7 +50,7 @@ def _status(c: dict) -> str:
     return "no result" if c.get("failed") is None and c.get("result") is None else "succeeded"
 
 
-def trace_view(turns: list[dict], key: str, fold: bool = True) -> None:
+def trace_view(turns: list[dict], fold: bool = True) -> None:
     """Draw ``turns`` (the module's docstring says their keys): a summary line, then each turn as a chat message
     and each of its calls under it. ``fold``: each call in an expander (open when it errored, was found at
     fault, or the trace is short); False where the view sits inside an expander already (Streamlit nests none)."""
@@ -81,14 +81,14 @@ def trace_view(turns: list[dict], key: str, fold: bool = True) -> None:
                 st.error(f"Error: {plain(t['error'])}", icon=":material/error:")
             if t.get("role") == "tool":
                 st.caption(plain(f"Tool result for call {t.get('tool_call_id') or ''}"))
-                _code(t.get("text") or "", f"{key}.{k}")
+                _code(t.get("text") or "", "Result")
             elif t.get("text"):
                 st.text(t["text"])
-            for j, c in enumerate(t.get("calls", ())):
-                _call(c, f"{key}.{k}.{j}", fold, open_=len(calls) <= FOLD_PAST)
+            for c in t.get("calls", ()):
+                _call(c, fold, open_=len(calls) <= FOLD_PAST)
 
 
-def _call(c: dict, key: str, fold: bool, open_: bool) -> None:
+def _call(c: dict, fold: bool, open_: bool) -> None:
     status = _status(c)
     bad = status == "error result" or bool(c.get("faulted_by"))
     head = " · ".join(x for x in (str(c.get("name")), f"id {c.get('id')}", status, cost_line(c)) if x)
@@ -105,13 +105,13 @@ def _call(c: dict, key: str, fold: bool, open_: bool) -> None:
             st.error(f"Tool call · error result{': ' + plain(c['error']) if c.get('error') else ''}",
                      icon=":material/error:")
         st.caption("arguments")
-        _code(c.get("arguments") or "", f"{key}.args")
+        _code(c.get("arguments") or "", "Arguments")
         if c.get("result") is not None:
             st.caption("result")
-            _code(c["result"], f"{key}.result")
+            _code(c["result"], "Result")
 
 
-def _code(text: str, key: str) -> None:
+def _code(text: str, label: str) -> None:
     """Data in monospace as written (JSON highlighted when it is JSON); a long text in a box of its own height
     that scrolls, its length said."""
     try:
@@ -121,7 +121,7 @@ def _code(text: str, key: str) -> None:
     long = len(text) > LONG
     st.code(text, language=language, wrap_lines=True, height=BOX_PX if long else "content")
     if long:
-        st.caption(f"Result: all {len(text):,} characters (scroll the box)")
+        st.caption(f"{label}: all {len(text):,} characters (scroll the box)")
 
 
 ERROR_STATUS = 2  # OTLP's STATUS_CODE_ERROR
@@ -195,7 +195,7 @@ def agent_trace(res, i: int, judged: bool = True, fold: bool = False) -> bool:
             for c in s["calls"]:
                 c["faulted_by"] = []
     st.markdown("**Agent trace**")
-    trace_view(steps, f"trace.{i}", fold=fold)
+    trace_view(steps, fold=fold)
     return True
 
 
