@@ -113,9 +113,11 @@ def test_the_trace_tab_one_click_from_the_run(app, browser):
     first = page.locator('[data-testid="stExpander"]').filter(has_text="get_booking · id call_003")
     assert "85 ms" in first.locator("summary").inner_text()
     # the model call's latency and tokens, on its turn; the run's total above
-    turn = page.get_by_text("730 ms · 430 tokens (412 in, 18 out)").filter(visible=True)
+    turn = page.get_by_text("730 ms · 430 tokens (412 in, 18 out)", exact=True).filter(visible=True)
+    turn.first.wait_for(timeout=30_000)
     assert turn.count() == 1
-    assert page.get_by_text("1 with an error", exact=False).filter(visible=True).count() == 1
+    total = page.get_by_text("1 with an error · recorded: 430 tokens", exact=False).filter(visible=True)
+    total.first.wait_for(timeout=30_000)
     screenshot(page, SHOTS, "trace-tab")
     # the other rows: the buttons walk them
     page.get_by_role("button", name="Next row ›").click()
