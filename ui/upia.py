@@ -46,7 +46,7 @@ def paired_rows(cmp, id_column: str) -> dict | None:
         lines.append(line)
     keys = [line[id_column] for line in lines]
     st.markdown("#### Paired rows")
-    st.caption(f"{count(len(lines), 'row')} scored in both runs. Select one (the box at its left) to read its attack "
+    st.caption(f"{count(len(lines), 'row')} in both runs. Select one (the box at its left) to read its attack "
                "prompt, the app's answer and the judge's reason side by side.")
     chosen = state.read("urow")
     event = table(pd.DataFrame(lines), key="upia.rows", widths={"attack prompt": "large", "app's answer": "large"},
@@ -57,7 +57,8 @@ def paired_rows(cmp, id_column: str) -> dict | None:
         chosen = keys[k]
         state.write("urow", chosen)
     if chosen is not None and chosen not in keys:
-        st.error(f"Row not found: the link names a pair ({id_column} {chosen}) these two runs do not have.")
+        st.error(f"Row not found: the link names a pair ({plain(id_column)} {plain(chosen)}) these two runs do not "
+                 "have.")  # both from the link and the data: shown as written
         return None
     return cmp.rows[keys.index(chosen)] if chosen in keys else None
 
@@ -78,7 +79,7 @@ def pair_detail(rec: dict, cmp, id_column: str, base: dict, attack: dict) -> Non
     key = str(rec[id_column])
     attack_reasons = _reasons(attack, rec.get("attack_row"), cmp.harms)
     with st.container(border=True, key="upia_detail"):
-        st.subheader(f"Row {key}", anchor=False)
+        st.subheader(f"Row {plain(key)}", anchor=False)  # the pairing key is the data's
         st.caption(plain(f"{id_column} {key} · row {rec.get('attack_row')} of the attack run, "
                          f"row {rec.get('baseline_row')} of the baseline run"))
         prompt, answer, judge = st.columns([3, 3, 4], gap="medium")
