@@ -4,7 +4,7 @@ import streamlit as st
 
 from evaluators import JudgeConfig, load_dataset
 from evaluators.suites.safety import attack_records, fill_responses, records_text
-from ui import downloads, loaders, safety as sw, state, widgets as w
+from ui import downloads, loaders, safety as sw, state, upia, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -41,7 +41,11 @@ with tab_upia, w.guard():  # each tab guarded apart: an error in one leaves the 
         if base_id == attack_id:
             st.info("Pick two different runs.")
         else:
-            sw.upia(loaders.attack_comparison(base, attack, id_column))
+            cmp = loaders.attack_comparison(base, attack, id_column)
+            sw.upia(cmp)
+            picked = upia.paired_rows(cmp, id_column)  # a row selected: its prompt, answer and reasons
+            if picked is not None:
+                upia.pair_detail(picked, cmp, id_column, base, attack)
 with tab_make, w.guard():
     saved = loaders.datasets(st.query_params.get("dataset"))
     dataset_ids = [d["id"] for d in saved]
@@ -101,5 +105,4 @@ with tab_make, w.guard():
                         lambda: records_text(made.records, "a.jsonl"))  # not /media/: bound to this browser
         st.page_link("pages/new.py", label="Evaluate it", icon=":material/play_arrow:",
                      query_params={"dataset": made_id})
-        preview = [{k: v for k, v in r.items() if k in ("id", "attack", "attack_category")} for r in made.records[:20]]
-        st.dataframe(preview, hide_index=True)
+        upia.attack_set_preview(made)  # with the app's responses

@@ -17,9 +17,10 @@ with w.guard():
     w.run_status(run)
     overview.refresh_while_running(run)
     head = st.container()
-    views = ["Metrics", "Thresholds", "Rows", "Errors", "Share & export"]
+    traced = ["Trace"] if trace.has_traces(run) else []  # an agent run: a row's trace, one click from here
+    views = ["Metrics", "Thresholds", "Rows", *traced, "Errors", "Share & export"]
     tabs = st.tabs(views, key="view", bind=state.URL)
-    tab_metrics, tab_thresholds, tab_rows, tab_errors, tab_share = tabs
+    tab_metrics, tab_thresholds, tab_rows, *tab_trace, tab_errors, tab_share = tabs
     shown = next((v for v, t in zip(views, tabs) if t.open), None)
     if shown not in (None, "Share & export"):
         st.session_state["results.came_from"] = shown  # the view a share link opens (see exports_widgets)
@@ -46,6 +47,9 @@ with w.guard():
     if tab_rows.open is not False:
         with tab_rows:
             rows.rows_view(res)  # a fragment: filtering, paging and selecting rerun only this tab
+    if tab_trace and tab_trace[0].open is not False:
+        with tab_trace[0]:
+            trace.trace_tab(res)
     if tab_errors.open is not False:
         with tab_errors:
             judge_form.errors_panel(res, run)

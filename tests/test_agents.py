@@ -134,3 +134,28 @@ def test_an_unknown_matching_mode_is_refused_before_the_run(store):
     with pytest.raises(UsageError, match="matching_mode: 'nope' is not one of exact_match, in_order_match"):
         evaluate([{"response": sdk_trip("a"), "ground_truth": ["a"]}], ["task_navigation_efficiency"], store=store,
                  options={"task_navigation_efficiency": {"matching_mode": "nope"}})
+
+
+def test_a_traces_latency_and_tokens_where_the_messages_record_them():
+    """OpenAI's form: usage on the assistant message (LangChain's usage_metadata alike), latency on a tool_calls
+    entry or on the tool message that answers it; a call with neither has none; nonsense values are left out."""
+    from evaluators.core.agent import trace
+
+    response = [
+        {"role": "assistant", "content": None, "usage": {"prompt_tokens": 50, "completion_tokens": 7}, "latency_ms": 410,
+         "tool_calls": [{"id": "a", "type": "function", "latency_ms": 90,
+                         "function": {"name": "lookup", "arguments": '{"q": 1}'}},
+                        {"id": "b", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+                        {"id": "c", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok", "latency_ms": 999},  # the call's own wins
+        {"role": "tool", "tool_call_id": "b", "content": "ok", "duration_ms": 12.5},
+        {"role": "tool", "tool_call_id": "c", "content": "ok", "latency_ms": "fast"},
+        {"role": "assistant", "content": "done", "usage_metadata": {"input_tokens": 60, "output_tokens": True}},
+    ]
+    steps = trace("hi", response)
+    first, last = steps[1], steps[-1]
+    assert (first["latency_ms"], first["input_tokens"], first["output_tokens"]) == (410.0, 50, 7)
+    a, b, c = first["calls"]
+    assert (a["latency_ms"], b["latency_ms"]) == (90.0, 12.5)
+    assert "latency_ms" not in c
+    assert last["input_tokens"] == 60 and "output_tokens" not in last and "latency_ms" not in last

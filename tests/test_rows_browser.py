@@ -14,10 +14,11 @@ import pytest
 
 from evaluators import Store, load_dataset
 from evaluators.store.schema import Result
-from tests.browser import needs_chromium, settle, start_dashboard, stop
-from tests.conftest import default_store
+from tests.browser import needs_chromium, screenshot, settle, start_dashboard, stop
+from tests.conftest import ROOT, default_store
 
 pytestmark = needs_chromium
+SHOTS = ROOT / "artifacts" / "screenshots"
 N = 300  # more than one page of 100 rows, even of failing ones (120)
 
 
@@ -155,3 +156,37 @@ def test_share_link_is_encoded_and_opens_the_view_in_a_new_browser(app, browser)
     fresh.get_by_role("tab", name="Share & export").click()
     settle(fresh, "This link opens the Rows tab")
     assert fresh.locator('[data-testid="stCode"]').filter(has_text="http").first.inner_text().strip() == link
+
+
+def detail_top(page, row_no: int) -> float:
+    """The row detail's heading's top in the window, once it shows and the page has scrolled to it (the
+    scroll follows the render: waited for, not slept on)."""
+    heading = page.get_by_role("heading", name=f"Row {row_no}", exact=True)
+    heading.wait_for(timeout=60_000)
+    settle(page)
+    try:
+        page.wait_for_function("el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= "
+                               "window.innerHeight; }", arg=heading.element_handle(), timeout=10_000)
+    except Exception:  # noqa: BLE001 — the assertion below says where it is instead
+        pass
+    return heading.bounding_box()["y"]
+
+
+def test_the_selected_rows_detail_is_in_view_in_a_1000_px_window(app, browser):
+    """It opened below the fold (y ~ 1,300 px in a 1,000 px window), from a click and from a shared link:
+    the page scrolls to the detail, which is framed."""
+    url, rid = app
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(f"{url}/results?run={rid}&view=Rows")
+    settle(page, "of 300 matching")
+    box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+    page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
+    page.wait_for_url("**row=2**", timeout=30_000)
+    assert 0 <= detail_top(page, 3) < 1000 - 60  # its heading and a line under it in the window
+    page.get_by_text("reasoning written for row 3").filter(visible=True).first.wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Row 3", exact=True).scroll_into_view_if_needed()
+    screenshot(page, SHOTS, "row-detail-in-view")
+
+    shared = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    shared.goto(f"{url}/results?run={rid}&view=Rows&row=41")
+    assert 0 <= detail_top(shared, 42) < 1000 - 60

@@ -219,3 +219,17 @@ def test_safety_rows_come_a_page_at_a_time(home_store):
     table = at.dataframe[-1].value
     assert table["#"].tolist() == list(range(101, 121))
     assert table.loc[table["#"] == 111, "violence severity"].item() == 7
+
+
+def test_attacks_page_opens_a_pair_by_its_id_as_written_and_says_when_there_is_none(home_store):
+    base = [{"id": k, "query": "q", "response": f"b [violence:{v}]"} for k, v in (("**x**", "1"), ("y", "0"))]
+    attack = [{"id": k, "query": f"JB q {k}", "response": f"a [violence:{v}]"} for k, v in (("**x**", "6"), ("y", "0"))]
+    base_id, attack_id = make_run(home_store, base, ["violence"]), make_run(home_store, attack, ["violence"])
+    at = app("pages/attacks.py", allow_errors=True, base=base_id, attack=attack_id, urow="**x**")
+    assert [h.value for h in at.subheader] == [r"Row \*\*x\*\*"]  # escaped: shown as written, not bold
+    texts = [t.value for t in at.text]
+    assert "JB q **x**" in texts and "a [violence:6]" in texts and "violence severity 6" in texts
+    assert any("direct-attack defect" in e.value for e in at.error)
+    at = app("pages/attacks.py", allow_errors=True, base=base_id, attack=attack_id, urow="nope")
+    assert [e.value for e in at.error] == ["Row not found: the link names a pair (id nope) these two runs do not have."]
+    assert not at.subheader

@@ -156,7 +156,7 @@ def not_listed(res: RunResults, filters: dict, row: int) -> None:
 @st.fragment
 def rows_view(res: RunResults) -> None:
     """The Rows tab: filters, one page of rows across the page's width and, under it, the selected row's
-    detail (its inputs beside its scores). A fragment, so that a filter, a page or a selection reruns this
+    detail (its inputs beside its scores), framed, the page scrolled to it. A fragment, so that a filter, a page or a selection reruns this
     tab only, not the charts of the whole run."""
     filters = row_filters(res)
     # what "Only the filtered rows" exports (ui.exports_widgets), for this run (loaders.results names it in .state)
@@ -171,7 +171,31 @@ def rows_view(res: RunResults) -> None:
         return
     if not listed:
         not_listed(res, filters, row)
-    detail(res, row, side_by_side=True)
+    with st.container(border=True, key="row_detail"):  # framed: the row the table selects
+        detail(res, row, side_by_side=True)
+    scroll_to("row_detail", f"{(getattr(res, 'state', None) or (None,))[0]}:{row}")
+
+
+# Our own script (nothing of the data in it): brings a framed element (a container's key) into the window once
+# per ``token``, after its render (a share link's detail renders after the table); scroll-margin keeps it clear
+# of Streamlit's fixed header. Once per token and page: a filter or another tab leaves the reader where they are.
+SCROLL = """<script>(() => {{
+  const key = {key}, token = {token}, done = (window.__evaldashScrolled ||= {{}});
+  if (done[key] === token) return;
+  const deadline = Date.now() + 15000;
+  const go = () => {{
+    const el = document.querySelector(".st-key-" + key);
+    if (el) {{ done[key] = token; el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({{block: "start"}}); }}
+    else if (Date.now() < deadline) requestAnimationFrame(go);
+  }};
+  requestAnimationFrame(go);
+}})();</script>"""
+
+
+def scroll_to(key: str, token: str) -> None:
+    """Scroll the page to the container keyed ``key`` when ``token`` (which row it shows) is new: a selected
+    row's detail sits under its table, which alone filled a 1,000 px window."""
+    st.html(SCROLL.format(key=json.dumps(key), token=json.dumps(token)), unsafe_allow_javascript=True)
 
 
 def text_block(label: str, text: object) -> None:

@@ -125,7 +125,7 @@ def row_detail(rec: dict | None) -> None:
 
 
 def upia(cmp) -> None:
-    """A direct-attack comparison: per harm the three defect rates, unpaired rows, the paired rows."""
+    """A direct-attack comparison: per harm the three defect rates, the unpaired rows."""
     m = cmp.metrics
     cards = [("Paired rows", str(m["paired_rows"]), None), ("Unpaired rows", str(m["unpaired_rows"]), None)]
     lines = []
@@ -146,4 +146,4 @@ def upia(cmp) -> None:
         if ids:
             st.caption(f"Only in the {side} run ({count(len(ids), 'row')}):")
             st.code(", ".join(map(str, ids)), language=None)
-    table(pd.DataFrame(cmp.rows), key="upia.rows")
+    # the paired rows, one selectable line each, and the selected one's detail: ui.upia

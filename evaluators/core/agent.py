@@ -145,12 +145,58 @@ def as_text(v: Any) -> str:
         return str(v)
 
 
+LATENCY_KEYS = ("latency_ms", "duration_ms")
+USAGE_KEYS = ("usage", "usage_metadata")  # OpenAI's and the Responses API's; LangChain's
+TOKEN_KEYS = {"input_tokens": ("input_tokens", "prompt_tokens"), "output_tokens": ("output_tokens", "completion_tokens")}
+
+
+def measures(d: Any) -> dict:
+    """What a message or a tool call records of its cost, the keys it has: ``latency_ms`` (its ``latency_ms``
+    or ``duration_ms``), ``input_tokens`` and ``output_tokens`` (from its ``usage`` or ``usage_metadata``:
+    ``input_tokens``/``prompt_tokens``, ``output_tokens``/``completion_tokens``). Non-numbers are left out."""
+    out: dict = {}
+    if not isinstance(d, dict):
+        return out
+    for k in LATENCY_KEYS:
+        if _number(d.get(k)):
+            out["latency_ms"] = float(d[k])
+            break
+    usage = next((d[k] for k in USAGE_KEYS if isinstance(d.get(k), dict)), {})
+    for name, keys in TOKEN_KEYS.items():
+        value = next((usage[k] for k in keys if _number(usage.get(k))), None)
+        if value is not None:
+            out[name] = int(value)
+    return out
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+def _call_measures(messages: Any) -> dict:
+    """Tool call id -> its :func:`measures`: the call's own (an SDK ``tool_call`` part, an OpenAI ``tool_calls``
+    entry), else those of the tool message that answers it (the tool's run)."""
+    own, answered = {}, {}
+    for m in messages if isinstance(messages, list) else []:
+        if not isinstance(m, dict):
+            continue
+        parts = m.get("content") if isinstance(m.get("content"), list) else []
+        for c in [*(m.get("tool_calls") or []), *(p for p in parts if isinstance(p, dict)
+                                                   and p.get("type") == "tool_call")]:
+            if isinstance(c, dict) and (found := measures(c)):
+                own[c.get("id", c.get("tool_call_id"))] = found
+        if m.get("role") == "tool" and (found := measures(m)):
+            answered[m.get("tool_call_id")] = found
+    return {**answered, **own}
+
+
 def trace(query: Any, response: Any) -> list[dict]:
     """The steps of an agent's run, for a person: one per message, in order.
 
     Each step: ``role``, ``text`` (the message's text), ``calls`` (for an assistant: each tool call's ``id``,
-    ``name``, ``arguments`` as text, ``result`` as text or None when no tool message answers it, ``failed``),
-    and ``part`` ("query" or "response").
+    ``name``, ``arguments`` as text, ``result`` as text or None when no tool message answers it, ``failed``,
+    and its :func:`measures` where the data has them), ``part`` ("query" or "response"), and the message's
+    :func:`measures` where it has them.
     """
     steps: list[dict] = []
     for part, value in (("query", query), ("response", response)):
@@ -160,6 +206,7 @@ def trace(query: Any, response: Any) -> list[dict]:
                           "part": part})
             continue
         msgs = sdk_messages(value) if isinstance(value, list) else []
+        costs = _call_measures(value)
         results = {c.get("tool_call_id"): c.get("tool_result") for c in tool_calls(msgs) if "tool_result" in c}
         for m in msgs:
             if not isinstance(m, dict):
@@ -169,7 +216,7 @@ def trace(query: Any, response: Any) -> list[dict]:
                                                                                                   "output_text")] \
                 if isinstance(content, list) else [content] if isinstance(content, str) else []
             step = {"role": str(m.get("role")), "text": "\n".join(t for t in texts if isinstance(t, str)),
-                    "calls": [], "part": part}
+                    "calls": [], "part": part, **measures(m)}
             if m.get("role") == "tool":
                 step["tool_call_id"] = m.get("tool_call_id")
                 step["text"] = as_text(results.get(m.get("tool_call_id"), content))
@@ -179,7 +226,7 @@ def trace(query: Any, response: Any) -> list[dict]:
                     has = cid in results
                     step["calls"].append({"id": cid, "name": str(p.get("name")), "arguments": as_text(p.get("arguments")),
                                           "result": as_text(results[cid]) if has else None,
-                                          "failed": failed(results[cid]) if has else None})
+                                          "failed": failed(results[cid]) if has else None, **costs.get(cid, {})})
             steps.append(step)
     return steps
 
