@@ -310,6 +310,8 @@ def test_the_run_picker_opens_the_run_picked_and_a_link_still_opens_the_run_it_n
     assert "violence defect rate" in cards(at)
     label = at.get("popover")[0].proto.popover.label  # the button names the run shown (two same-named runs: by id)
     assert label.startswith("Run: ") and "known scores" in label and four in label and one not in label
+    # a run's name in plain text, as Compare, Risk and safety and Runs show it: not a green code span (issue 35)
+    assert "`" not in label and as_read(label).startswith("Run: known scores · completed · ")
     at.selectbox[0].set_value(one).run()
     assert at.query_params["run"] == one
     assert "coherence pass rate" in cards(at) and "violence defect rate" not in cards(at)

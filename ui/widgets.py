@@ -217,7 +217,7 @@ def run_picker(runs: list[dict]) -> str:
     def picked() -> None:
         state.write("run", st.session_state[key])
 
-    with st.popover(f"Run: {literal(label(chosen))}"):
+    with st.popover(f"Run: {plain(label(chosen))}"):  # a name as text, as every other page shows it (not code)
         st.selectbox("Run", ids, index=ids.index(chosen), format_func=label, key=key, on_change=picked)
     return chosen
 
