@@ -65,3 +65,32 @@ def test_an_uploaded_files_layout_is_said_in_words(dash, browser, tmp_path):
     assert said.count() == 1
     assert page.get_by_text("schema", exact=False).count() == 0
     screenshot(page, SHOTS, "35-datasets-read-as")
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
+        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+def test_the_grids_toolbar_leaves_next_page_clickable(dash, browser):
+    """The rows grid's toolbar (search, download, full screen), shown while the pointer is over the grid, covered
+    'Next ›' above its right corner: the pager is out of its way, and a click on 'Next ›' turns the page."""
+    from evaluators.store.schema import Result
+    from tests.test_results_page import stored_run
+
+    url, store = dash
+    rows = [{"query": f"question {i}", "response": f"answer {i}"} for i in range(105)]
+    rid = stored_run(store, [Result(i, "coherence", 0, "ok", 4.0, {"coherence": 4.0}) for i in range(105)],
+                     metrics=["coherence"], rows=rows)
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{url}/results?run={rid}&view=Rows")
+    settle(page, "page 1 of 2")
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.hover()
+    toolbar = page.locator('[data-testid="stElementToolbar"]').filter(has=page.locator("button")).first
+    toolbar.wait_for(state="visible", timeout=30_000)
+    nxt = page.get_by_role("button", name="Next ›")
+    screenshot(page, SHOTS, "35-rows-pager-and-grid-toolbar")
+    assert not _overlap(toolbar.bounding_box(), nxt.bounding_box())
+    nxt.click()  # Playwright refuses a click on a button something else covers
+    settle(page, "page 2 of 2")
