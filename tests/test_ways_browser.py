@@ -190,7 +190,7 @@ def test_an_export_can_hold_only_the_filtered_rows(dash, browser, tmp_path):
     failing = [i for i, v in enumerate(COHERENCE) if v < 3]  # coherence passes at 3 or more (its default)
     toggle = page.get_by_text(f"Only the filtered rows: {len(failing)} of 10")
     toggle.click()
-    settle(page)
+    settle(page, f"A click writes the file ({len(failing)} rows")  # the links now write the filtered rows
     screenshot(page, SHOTS, "35-export-one-click")
     with page.expect_download(timeout=60_000) as dl:  # one click saves it (it took a button, then a link)
         page.get_by_role("link", name="Rows as CSV").click()
