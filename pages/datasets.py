@@ -66,6 +66,18 @@ def save(ds, name: str, reused: str) -> None:
     st.session_state[reused] = did
 
 
+# How a file's columns were read, in words (the engine's layout names, evaluators.data.dataset.KNOWN_SCHEMAS, were
+# shown as "detected schema: azure"): the saved datasets' column, and the sentence under an upload
+LAYOUTS = {"azure": ("Azure AI evaluation", "read as an Azure AI evaluation file"),
+           "deepeval": ("DeepEval", "read as a DeepEval test-case file"),
+           "inspect": ("Inspect AI", "read as an Inspect AI sample file"),
+           "openai-evals": ("OpenAI Evals", "read as an OpenAI Evals file"),
+           "openai-messages": ("chat messages", "read as chat conversations (OpenAI messages)"),
+           "common": ("common names", "read by common column names (question, answer…)"),
+           "wildbench": ("WildBench", "read as WildBench rows"),
+           "custom": ("columns of its own", "read as columns of its own (no known layout: map them below)")}
+
+
 with w.guard():
     limit = max_upload_bytes() // 2**20
     upload = st.file_uploader(f"Upload JSONL, JSON, CSV or Parquet (up to {limit} MB)",
@@ -73,7 +85,8 @@ with w.guard():
     if upload is not None:
         first = loaders.inspect_upload(upload)
         # file and column names come from the upload: shown as text, never as Markdown
-        st.text(f"{first.name} · detected schema: {first.detected} · columns: {', '.join(first.columns) or '–'}")
+        st.text(f"{first.name} · {LAYOUTS.get(first.detected, ('', 'read as ' + first.detected))[1]} · columns: "
+                f"{', '.join(first.columns) or '–'}")
         changes = column_mapping(upload, first) if first.columns else {}
         checked = loaders.inspect_upload(upload, changes) if changes else first
         if checked.preview:
@@ -110,7 +123,7 @@ with w.guard():
                              query_params={"dataset": did})
     st.subheader("Saved datasets")
     saved = loaders.datasets(st.query_params.get("dataset"))
-    table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "schema": d["detected"],
+    table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "read as": LAYOUTS.get(d["detected"], (d["detected"],))[0],
               "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
     event = w.table(table, key="datasets.table", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(saved))
@@ -121,7 +134,7 @@ with w.guard():
         state.not_found("dataset", "dataset", chosen)
     if chosen is not None:
         ds = loaders.dataset(chosen)
-        st.markdown(f"**{w.literal(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")
+        st.markdown(f"**{w.plain(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")  # a name: text, not code
         if ds.source != ds.name:  # e.g. "a.jsonl without rows 3 and 7": the rows left out when it was saved
             st.text(f"From {ds.source}")
         st.caption("Column mapping: which column of the file each field is read from")

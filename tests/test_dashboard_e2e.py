@@ -56,7 +56,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     settle(page, "Saved datasets")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
     settle(page, "all checks passed")
-    assert page.get_by_text("detected schema: deepeval").count() == 1
+    assert page.get_by_text("read as a DeepEval test-case file").count() == 1
     shot(page, "1-datasets")
     page.get_by_role("button", name="Save dataset").click()
     settle(page, "Pick at least one metric")

@@ -98,3 +98,30 @@ def test_an_unusable_sign_in_serves_nothing_even_for_a_valid_token(home, monkeyp
     assert response.status_code == 403 and b"secret row" not in response.body
     assert "content-disposition" not in response.headers
     downloads.issued().drop(token)
+
+
+def test_a_links_download_is_written_on_each_request_bound_to_its_browser_and_dropped_with_its_session(home):
+    """One click saves a file (issue 35): a link's token names what to write; each request it serves writes a new
+    file (what the store holds then), only for its own browser, and a session gone loses its links."""
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
+
+    mine = browser_key(generate_xsrf_token_string(secrets.token_bytes(32), 1))
+    issued, clicks = Issued(), []
+
+    def write(path):
+        clicks.append(path)
+        path.write_text(f"click {len(clicks)}")
+
+    token = issued.later(write, "run.csv", "text/csv", "s1", mine)
+    assert clicks == []  # nothing written before a request
+    assert issued.take(token, None) is None and clicks == []  # another browser: nothing written
+    first = downloads.written(**_fields(issued.take(token, mine)))
+    second = downloads.written(**_fields(issued.take(token, mine)))
+    assert (first.path.read_text(), second.path.read_text()) == ("click 1", "click 2") and first.path != second.path
+    other = issued.later(write, "run.jsonl", "application/jsonl", "s2", mine, alive=lambda s: s == "s2")
+    assert issued.take(token, mine) is None and issued.take(other, mine) is not None  # s1's link dropped
+
+
+def _fields(later) -> dict:
+    return {"write": later.write, "filename": later.filename, "media_type": later.media_type,
+            "session": later.session, "browser": later.browser}

@@ -1,8 +1,8 @@
 """The Results page's downloads in a real headless Chromium (Debian's) against a real `streamlit run app.py`:
-each button has the engine write the export a chunk of rows at a time to a file, and its link then streams
-that file from disk (ui.downloads); the file holds what the stored rows say, at the thresholds of the view
-(the URL's), over more rows than one chunk. A link works once, for the session that asked, and nothing is
-served to a request without one, after sign-out, or a second time; the files are gone afterwards."""
+one click on an export's link has the engine write it a chunk of rows at a time to a file, which the same request
+streams from disk (ui.downloads); the file holds what the stored rows say, at the thresholds of the view (the
+URL's), over more rows than one chunk. A link works for the session and browser that it was made for, each click
+a new file, and nothing is served to a request without them or after sign-out; the files are gone afterwards."""
 from __future__ import annotations
 
 import hashlib
@@ -52,19 +52,21 @@ def app(tmp_path):
 
 
 def _prepare(page, fmt: str, button: str) -> str:
-    """Click an export's button; once the file is written, the address its link points to."""
-    page.get_by_role("button", name=button).click()
-    link = page.get_by_role("link", name=re.compile(rf"^Download export_run\.{fmt} \("))
-    link.wait_for(timeout=120_000)
+    """The address an export's link points to."""
+    link = page.get_by_role("link", name=button)
+    link.wait_for(timeout=60_000)
     href = link.get_attribute("href")
     # the token only: 256 random bits, no run id, no path, no key
     assert re.fullmatch(r"exports/[A-Za-z0-9_-]{43}", href), href
+    assert link.get_attribute("download") == f"export_run.{fmt}"
     return href
 
 
 def _download(page, fmt: str, path) -> str:
+    """One click on the export's link: the file saved."""
+    button = dict(FORMATS)[fmt]
     with page.expect_download(timeout=120_000) as dl:
-        page.get_by_role("link", name=re.compile(rf"^Download export_run\.{fmt} \(")).click()
+        page.get_by_role("link", name=button).click()
     dl.value.save_as(str(path))
     assert dl.value.suggested_filename == f"export_run.{fmt}"
     return path.read_bytes().decode("utf-8")
@@ -89,8 +91,9 @@ def test_each_download_holds_the_stored_rows_at_the_views_thresholds(app, browse
         links[fmt] = _prepare(page, fmt, button)
         got[fmt] = _download(page, fmt, tmp_path / f"export.{fmt}")
     assert list((home / "exports").iterdir()) == []  # each file deleted once served
-    for href in links.values():  # a link works once
-        _nothing(page.request.get(f"{url}/{href}"))
+    again = page.request.get(f"{url}/{links['jsonl']}")  # a link followed again: a new file, the same rows
+    assert again.status == 200 and again.text() == got["jsonl"]
+    assert list((home / "exports").iterdir()) == []
     stored = open_results(store, rid, {"coherence": 4})
     rows = stored.rows()
     assert {r["outputs.coherence.coherence_threshold"] for r in rows} == {4.0}
@@ -107,12 +110,11 @@ def test_a_guessed_or_forged_link_gets_nothing_and_leaves_the_real_one_working(a
     page = browser.new_context(viewport={"width": 1500, "height": 1200}, accept_downloads=True).new_page()
     page.goto(f"{url}/results?run={rid}&view=Share+%26+export")
     settle(page, "Rows as CSV")
-    token = _prepare(page, "csv", "Rows as CSV").split("/")[1]  # a file is waiting for this token
+    token = _prepare(page, "csv", "Rows as CSV").split("/")[1]  # the page's link
     near = token[:-1] + ("A" if token[-1] != "A" else "B")
     for guess in (secrets.token_urlsafe(32), near, rid, token.upper() if token.upper() != token else token.lower()):
         _nothing(page.request.get(f"{url}/exports/{guess}"))
-    [waiting] = (home / "exports").iterdir()
-    for forged in ("..%2Fevals.db", f"..%2F..%2F{home.name}%2Fevals.db", waiting.name, f"..%2Fexports%2F{waiting.name}"):
+    for forged in ("..%2Fevals.db", f"..%2F..%2F{home.name}%2Fevals.db", f"..%2Fexports%2F{token}.csv"):
         r = page.request.get(f"{url}/exports/{forged}")  # a path, or the file's own name, is never a token
         body = r.body()
         assert b"SQLite format 3" not in body and b"Question 1" not in body and rid.encode() not in body, forged

@@ -311,7 +311,7 @@ def test_browser_upload_of_hostile_files(served_app, tmp_path):
         for name in ["zip_renamed.jsonl", "binary.jsonl", "utf16_bom.jsonl", "messages_no_roles.jsonl",
                      "deep_nesting.jsonl", "nested_response.parquet"]:
             dropzone.set_input_files(str(CORPUS / name))  # replaces the previous file
-            settle(page, f"{name} · detected schema")
+            settle(page, f"{name} · read as ")
             settle(page, "found; nothing was saved.")
             page.locator('[data-testid="stDataFrame"]').filter(has_text="problem").first.wait_for()
             text = page.locator('[data-testid="stMain"]').inner_text()
@@ -326,7 +326,7 @@ def test_browser_upload_of_hostile_files(served_app, tmp_path):
         # a path as the file name, then a valid file: the app is up and saves it under its last name part
         dropzone.set_input_files({"name": "../../evil.jsonl", "mimeType": "application/json",
                                   "buffer": (CORPUS / "bom_utf8.jsonl").read_bytes()})
-        settle(page, "evil.jsonl · detected schema")
+        settle(page, "evil.jsonl · read as ")
         settle(page, "all checks passed")
         page.get_by_role("button", name="Save dataset").click()
         settle(page, "Pick at least one metric")

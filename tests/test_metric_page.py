@@ -137,3 +137,19 @@ def test_a_code_metric_installed_as_a_package_runs_from_the_dashboard(home_store
         assert got[i] == pytest.approx(sum(c.isupper() for c in t) / max(1, sum(c.isalpha() for c in t)))
     assert "shouting pass rate" in shown_text(app("pages/results.py", run=rid))
     sys.modules.pop("acme_shout", None)
+
+
+def test_a_yes_no_metric_passes_on_its_answer_not_at_a_number(home_store):
+    """Issue 35: a labels metric showed a numeric 'Passes at 0.00' field. Its rule is said in its answers: a row
+    passes when the judge answers no; a score keeps its number."""
+    at = app("pages/metric.py")
+    at.text_input(key="metric.name").set_value("leaks_data").run()
+    assert at.number_input(key="metric.threshold.1-5").label == "Passes at"  # 1-5: a number
+    assert at.number_input(key="metric.threshold.1-5").value == 3.0
+    assert "score, 1-5, passes ≥ 3" in shown_text(at)
+    at.selectbox(key="metric.scale").set_value("labels").run()
+    assert [n.label for n in at.number_input if n.label == "Passes at"] == []
+    answer = at.radio(key="metric.threshold.labels")
+    assert answer.label == "A row passes when the judge answers" and answer.value == "no (false): not found"
+    assert "leaks_data: yes/no, a row passes when the judge answers no (not found)" in shown_text(at)
+    assert "0.00" not in shown_text(at) and "≤ 0" not in shown_text(at)

@@ -63,3 +63,17 @@ def test_availability_follows_the_sdk_inputs():
     cavail = {k for k, v in conv.availability().items() if not v}
     assert {"coherence", "fluency", "groundedness", "retrieval"} <= cavail
     assert not ({"similarity", "f1_score", "bleu", "gleu", "rouge", "meteor"} & cavail)
+
+
+def test_every_built_in_metric_has_a_readable_name_and_one_line_saying_what_it_measures():
+    """Issue 35: the dashboard named metrics by their keys. evaluators.core.names holds a name for each built-in,
+    and each declares one line of what it measures; no name is kept for a metric that no longer exists."""
+    from evaluators.core.names import NAMES, about, display_name
+
+    built_in = {s.name: s for s in all_metrics() if s.definition is None}
+    assert set(NAMES) == set(built_in)
+    for name, spec in built_in.items():
+        assert display_name(spec) == NAMES[name] and NAMES[name] != name and NAMES[name][0].isupper(), name
+        assert spec.description and "\n" not in spec.description and len(spec.description) <= 160, name
+    assert display_name(built_in["f1_score"]) == "F1 word overlap"
+    assert about(built_in["violence"]) == "Violence (violence): Severity (0-7) of violent content in the response."

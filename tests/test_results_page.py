@@ -184,10 +184,17 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     assert [(b["score"], b["rows"]) for b in bars] == [(1, 0), (2, 1), (3, 1), (4, 1), (5, 1)]
     # its title: the average of 5 4 3 2, the pass rate 3 of 4 with its Wilson interval, the counts
     lo, hi = wilson(3, 4)
-    assert coherence["title"]["text"] == "coherence"
-    assert coherence["title"]["subtitle"][1:] == [f"pass rate 75.0% ({lo:.1%}–{hi:.1%})",
+    # its readable name and what it measures, not its key (issue 35), then the numbers
+    assert coherence["title"]["text"] == "Coherence"
+    assert " ".join(coherence["title"]["subtitle"][:2]) == ("How well the response's ideas connect and read as one "
+                                                            "logical whole.")  # in lines the panel's width holds
+    assert coherence["title"]["subtitle"][3:] == [f"pass rate 75.0% ({lo:.1%}–{hi:.1%})",
                                                   "4 scored · 0 errored · 0 skipped · 6 pending"]
-    assert coherence["title"]["subtitle"][0].startswith("average 3.5 (95% CI ")
+    assert coherence["title"]["subtitle"][2].startswith("average 3.5 (95% CI ")
+    assert figure(at, "distribution.f1_score")["title"]["text"] == "F1 word overlap"
+    help_ = {m.label: m.help for m in at.metric}
+    assert help_["f1_score pass rate"].startswith("F1 word overlap (f1_score): Share of words in common with the "
+                                                  "ground truth")
     # two more rows land, one of them an error: the next render reads them
     more = [r for r in known_results(range(4, 6)) if r.metric != "coherence" or r.row_idx == 5]
     more.append(Result(4, "coherence", 0, "error", error="judge said nothing"))
@@ -310,6 +317,8 @@ def test_the_run_picker_opens_the_run_picked_and_a_link_still_opens_the_run_it_n
     assert "violence defect rate" in cards(at)
     label = at.get("popover")[0].proto.popover.label  # the button names the run shown (two same-named runs: by id)
     assert label.startswith("Run: ") and "known scores" in label and four in label and one not in label
+    # a run's name in plain text, as Compare, Risk and safety and Runs show it: not a green code span (issue 35)
+    assert "`" not in label and as_read(label).startswith("Run: known scores · completed · ")
     at.selectbox[0].set_value(one).run()
     assert at.query_params["run"] == one
     assert "coherence pass rate" in cards(at) and "violence defect rate" not in cards(at)

@@ -233,3 +233,25 @@ def test_attacks_page_opens_a_pair_by_its_id_as_written_and_says_when_there_is_n
     at = app("pages/attacks.py", allow_errors=True, base=base_id, attack=attack_id, urow="nope")
     assert [e.value for e in at.error] == ["Row not found: the link names a pair (id nope) these two runs do not have."]
     assert not at.subheader
+
+
+def test_a_page_of_safety_rows_reads_that_page_only(home_store):
+    """bench/safety_page.py's first build (issue 35): a page of rows built every cell of the run and read each
+    record with a query of its own. It reads the page's cells and records, one query each, and the same values."""
+    from evaluators.read.view import open_view
+    from evaluators.suites.safety import safety_rows
+
+    rows = [{"id": f"p{i}", "query": f"q{i}", "response": f"r{i} [violence:{i % 8}]"} for i in range(30)]
+    rid = make_run(home_store, rows, ["violence"])
+    res = open_view(home_store, rid)
+    asked = []
+    read = home_store.dataset_records
+    home_store.dataset_records = lambda did, idx: asked.append(list(idx)) or read(did, idx)
+    try:
+        page = safety_rows(res, 10, 20)
+    finally:
+        del home_store.dataset_records
+    assert res._cols.all_cells is None  # no cell of the run outside the page was built
+    assert asked == [list(range(10, 20))]  # the page's records in one read
+    assert [r["#"] for r in page] == list(range(11, 21)) and [r["query"] for r in page] == [f"q{i}" for i in range(10, 20)]
+    assert [r["violence severity"] for r in page] == [i % 8 for i in range(10, 20)]

@@ -1,7 +1,7 @@
 """The Review page's Agreement downloads (verdicts CSV and JSON lines, metrics.json) are served as Results'
 exports are (ui.downloads), never from Streamlit's /media/ route: with sign-in on, a link gets nothing
 without the browser's cookie, after sign-out, or after its browser closed; in its own signed-in page it
-serves the stored verdicts once. Headless Chromium against a real `streamlit run` with a password."""
+serves the stored verdicts, written anew on each click. Headless Chromium against a real `streamlit run` with a password."""
 from __future__ import annotations
 
 import csv
@@ -47,9 +47,9 @@ def _signed_in(browser, dash, rid):
 
 
 def _link(page, button: str, filename: str) -> str:
-    page.get_by_role("button", name=button).click()
-    link = page.get_by_role("link", name=f"Download {filename}")
+    link = page.get_by_role("link", name=button)
     link.wait_for(timeout=60_000)
+    assert link.get_attribute("download") == filename
     href = link.get_attribute("href")
     assert re.fullmatch(r"exports/[A-Za-z0-9_-]{43}", href), href
     return href
@@ -74,11 +74,12 @@ def test_agreement_downloads_serve_only_the_signed_in_browser_that_asked(browser
         csv_href = _link(page, "Verdicts (CSV)", f"verdicts-{rid}.csv")
         _refused(browser.new_context().request.get(f"{dash.url}/{csv_href}"))  # no cookie: nothing
         with page.expect_download(timeout=60_000) as dl:  # its own page: the stored verdicts
-            page.get_by_role("link", name=f"Download verdicts-{rid}.csv").click()
+            page.get_by_role("link", name="Verdicts (CSV)").click()  # one click
         rows = list(csv.DictReader(io.StringIO(open(dl.value.path(), encoding="utf-8-sig").read())))
         assert [(r["reviewer"], r["value"], r["note"]) for r in rows] == [("alice", "5.0", "alice: clearly fine"),
                                                                          ("bob", "1.0", "")]
-        _refused(page.request.get(f"{dash.url}/{csv_href}"))  # once only
+        again = page.request.get(f"{dash.url}/{csv_href}")  # its own browser again: written anew
+        assert again.status == 200 and "alice: clearly fine" in again.text()
         jsonl_href = _link(page, "Verdicts (JSON lines)", f"verdicts-{rid}.jsonl")
         page.get_by_role("button", name="Sign out").click()
         settle(page, "sign in to continue")

@@ -1,5 +1,8 @@
 """Downloads served from disk: a run's export is written to a file a chunk of rows at a time, then streamed
-to the browser from that file by a route of the dashboard's own server, never held whole in memory.
+to the browser from that file by a route of the dashboard's own server, never held whole in memory. A page
+offers each download as one link (:func:`offer`, :func:`later`): a click has the server write the file then and
+stream it, so one click saves it (issue 35: a button that wrote the file, then a link that downloaded it, took
+two).
 
 Why a route of our own: Streamlit 1.67's ``st.download_button`` reads whatever its data gives into one bytes
 object kept in the server's memory (``MemoryMediaFileStorage``, served with ``Response(content)``), and the
@@ -13,15 +16,19 @@ Who gets a file, and for how long:
   written under ``$EVAL_HOME/exports`` with a random name (``write_export`` writes a temporary name and renames
   it once complete, so nothing half-written is served) and registered under a token of 256 random bits, bound
   to that one file and to the browser session that asked. The URL holds the token only: no run id, no path.
-- The route serves a token once: it is taken out of the registry as it is served, so a second request gets
-  nothing; only while the session that asked is still connected; only to the browser that asked (the
+- A written file's token (:meth:`Issued.issue`) is served once: it is taken out of the registry as it is
+  served, so a second request gets nothing. A link's token (:meth:`Issued.later`) names what to write, not a
+  file: each request it serves writes a new file and serves that once; it lives while the page that offered
+  it is connected and shows the same view (the page drops it when its view changes), never longer.
+- Either is served only while the session that asked is still connected; only to the browser that asked (the
   request must carry the same XSRF secret as the session's own connection: Streamlit's ``_streamlit_xsrf``
   cookie, whose token part is fixed per browser while its mask changes per page), so a link copied into
   another browser gets nothing, and a refused request does not spend the link; never while sign-in is configured but
   unusable (ui.auth). The file is unlinked as soon as it is opened, so it is gone whether the transfer ends
   or breaks.
-- A token not used within :data:`TTL_S` is dropped and its file deleted (a timer); files a stopped server left
-  behind are deleted by age when the next export is written. A session seen signed out loses its tokens.
+- A written file's token not used within :data:`TTL_S` is dropped and its file deleted (a timer); files a stopped
+  server left behind are deleted by age when the next export is written. A session seen signed out loses its
+  tokens, and a link's token is dropped once its session is gone (when the next link is made).
 """
 from __future__ import annotations
 
@@ -74,13 +81,24 @@ class Export:
     expires: float  # time.monotonic()
 
 
+@dataclass(frozen=True)
+class Later:
+    """A link's download, written when the link is followed (each time), for one session and browser."""
+
+    write: Callable[[Path], Any]  # write(path): the file whole, or raise
+    filename: str
+    media_type: str
+    session: str
+    browser: str | None
+
+
 class Issued:
     """The tokens handed out and not yet used, each to one file. Thread-safe: the page's script thread adds,
     the route's threads take, timers drop."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._exports: dict[str, Export] = {}
+        self._exports: dict[str, Export | Later] = {}
 
     def issue(self, write: Callable[[Path], Any], filename: str, media_type: str, session: str,
               browser: str | None = None) -> str:
@@ -93,16 +111,22 @@ class Issued:
             session: the Streamlit session that asked.
             browser: :func:`browser_key` of the browser that asked (None: not bound to one).
         """
-        where = folder()
-        _sweep(where)
-        path = where / (secrets.token_hex(16) + re.sub(r"[^.a-z0-9]", "", Path(filename).suffix))  # never a name given
-        try:
-            write(path)
-            return self.add(Export(path, filename, media_type, session, browser, path.stat().st_size,
-                                   time.monotonic() + TTL_S))
-        except BaseException:  # nothing of a file that failed is kept, nor registered
-            path.unlink(missing_ok=True)
-            raise
+        return self.add(written(write, filename, media_type, session, browser))
+
+    def later(self, write: Callable[[Path], Any], filename: str, media_type: str, session: str,
+              browser: str | None = None, alive: Callable[[str], bool] | None = None) -> str:
+        """Register a download written when its link is followed (:func:`written`, each time), for ``session`` in
+        ``browser``; returns its token. ``alive(session)`` says whether a session is still connected: the links of
+        sessions gone are dropped now (they hold what they would write, e.g. a run's results)."""
+        if alive is not None:
+            with self._lock:
+                gone = [t for t, e in self._exports.items() if isinstance(e, Later) and not alive(e.session)]
+                for t in gone:
+                    del self._exports[t]
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._exports[token] = Later(write, filename, media_type, session, browser)
+        return token
 
     def add(self, export: Export) -> str:
         token = secrets.token_urlsafe(32)
@@ -113,31 +137,35 @@ class Issued:
         timer.start()
         return token
 
-    def take(self, token: str, browser: str | None = None) -> Export | None:
-        """The token's export, which no later call gets; None when unknown, used or expired, or when the export
-        is bound to a browser other than ``browser`` (the token then stays for its own browser)."""
+    def take(self, token: str, browser: str | None = None) -> Export | Later | None:
+        """The token's export, which no later call gets (a :class:`Later` stays: each request writes its own file);
+        None when unknown, used or expired, or when the export is bound to a browser other than ``browser`` (the
+        token then stays for its own browser)."""
         with self._lock:
             export = self._exports.get(token)
             if export is not None and export.browser is not None and not (
                     browser is not None and hmac.compare_digest(export.browser, browser)):
                 return None
+            if isinstance(export, Later):
+                return export
             export = self._exports.pop(token, None)
         if export is not None and export.expires < time.monotonic():  # its timer has not run yet
             export.path.unlink(missing_ok=True)
             return None
         return export
 
-    def peek(self, token: str, session: str) -> Export | None:
+    def peek(self, token: str, session: str) -> Export | Later | None:
         """The token's export while it can still be downloaded by ``session``."""
         with self._lock:
             export = self._exports.get(token)
-        ok = export is not None and export.session == session and export.expires >= time.monotonic()
+        ok = export is not None and export.session == session and (
+            isinstance(export, Later) or export.expires >= time.monotonic())
         return export if ok else None
 
     def drop(self, token: str) -> None:
         with self._lock:
             export = self._exports.pop(token, None)
-        if export is not None:
+        if isinstance(export, Export):
             export.path.unlink(missing_ok=True)
 
     def drop_session(self, session: str) -> None:
@@ -145,6 +173,21 @@ class Issued:
             tokens = [t for t, e in self._exports.items() if e.session == session]
         for t in tokens:
             self.drop(t)
+
+
+def written(write: Callable[[Path], Any], filename: str, media_type: str, session: str,
+            browser: str | None = None) -> Export:
+    """Have ``write(path)`` write a file under :func:`folder` with a random name (never a name given), whole or
+    not at all: a file whose writing failed is deleted and the error raised."""
+    where = folder()
+    _sweep(where)
+    path = where / (secrets.token_hex(16) + re.sub(r"[^.a-z0-9]", "", Path(filename).suffix))
+    try:
+        write(path)
+        return Export(path, filename, media_type, session, browser, path.stat().st_size, time.monotonic() + TTL_S)
+    except BaseException:  # nothing of a file that failed is kept, nor registered
+        path.unlink(missing_ok=True)
+        raise
 
 
 @st.cache_resource(show_spinner=False)
@@ -212,25 +255,48 @@ def forget_session() -> None:
         issued().drop_session(ctx.session_id)
 
 
-def offer(key: str, label: str, filename: str, media_type: str, content: Callable[[], str | bytes]) -> None:
-    """A small download made on the server when asked: a button writes ``content()`` to a file for this session
-    and browser (:func:`prepare`), then a link under it serves that file once, as Results' exports are served.
-    Never Streamlit's ``st.download_button``, whose ``/media/`` URL any request gets, signed in or not.
+def later(key: str, view: object, write: Callable[[Path], Any], filename: str, media_type: str) -> str:
+    """This session's link token for a download written when the link is followed (:meth:`Issued.later`), kept
+    in the session under ``key`` while ``view`` (what the file would hold) stays the same, so the link a reader
+    sees does not change under their pointer; a new view drops the old token.
+
+    Args:
+        key: the download's session-state key.
+        view: anything comparable that names what ``write`` writes (run, thresholds, rows...).
+        write: ``write(path)`` writes the file whole or raises (run by the route, in its own thread: it must not
+            call Streamlit's elements).
+    """
+    held = st.session_state.get(key)
+    if held and held["view"] == view and ready(held["token"]):
+        return held["token"]
+    if held:
+        discard(held["token"])
+    from streamlit.runtime import Runtime
+
+    token = issued().later(write, filename, media_type, _session(), _this_browser(),
+                           alive=Runtime.instance().is_active_session if Runtime.exists() else None)
+    st.session_state[key] = {"token": token, "view": view}
+    return token
+
+
+def offer(key: str, label: str, filename: str, media_type: str, content: Callable[[], str | bytes],
+          view: object = None) -> None:
+    """A small download as one link: a click has the server compute ``content()`` then and serve it, bound to
+    this session and browser as Results' exports are (:func:`later`). Never Streamlit's ``st.download_button``,
+    whose ``/media/`` URL any request gets, signed in or not.
 
     Args:
         key: this download's session-state key (name it by the run, so no other run's file is offered).
-        label: the button's label; the link says "Download <filename>".
-        content: what the file holds, computed only when the button is pressed.
+        label: the link's text.
+        content: what the file holds, computed when the link is followed (in the route's thread: no elements).
+        view: what ``content`` depends on beyond ``key`` (e.g. the text it exports); the link is made anew when
+            it changes.
     """
-    held = st.session_state.get(key)
-    if st.button(label, key=f"{key}.make", width="stretch"):
-        if held:
-            discard(held)
+    def write(path: Path) -> None:
         data = content()
-        body = data.encode("utf-8") if isinstance(data, str) else data
-        held = st.session_state[key] = prepare(lambda path: path.write_bytes(body), filename, media_type)
-    if held and ready(held):
-        link(held, filename, f"Download {filename}")
+        path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+    link(later(key, (filename, view), write, filename, media_type), filename, label)
 
 
 LINK_STYLE = ("display:inline-block;padding:0.25rem 0.75rem;border-radius:0.5rem;border:1px solid #3b5bdb;"
@@ -240,8 +306,8 @@ LINK_STYLE = ("display:inline-block;padding:0.25rem 0.75rem;border-radius:0.5rem
 def link(token: str, filename: str, label: str) -> None:
     """The download's link, relative to the page (so under ``server.baseUrlPath`` too): a click saves the file.
     Our own markup; the file name and label are escaped although made of the run's name by ui.exports_widgets."""
-    st.html(f'<a href="{ROUTE}/{token}" download="{html.escape(filename)}" style="{LINK_STYLE}">'
-            f"{html.escape(label)}</a>")
+    st.html(f'<a href="{ROUTE}/{token}" download="{html.escape(filename)}" title="Save {html.escape(filename)}" '
+            f'style="{LINK_STYLE}">{html.escape(label)}</a>')
 
 
 # ------------------------------------------------------------------ the route
@@ -266,11 +332,17 @@ def serve(request: Any) -> Any:
     token = request.path_params["token"]
     browser = browser_key(request.cookies.get(XSRF_COOKIE)) if st_config.get_option("server.enableXsrfProtection") else None
     export = issued().take(token, browser) if TOKEN.fullmatch(token) else None
-    if export is None:
+    if export is None or not Runtime.instance().is_active_session(export.session):  # its page closed, signed out
+        if isinstance(export, Export):
+            export.path.unlink(missing_ok=True)
         return PlainTextResponse(GONE, status_code=404)
+    if isinstance(export, Later):  # a link's download: written now, for this request only
+        try:
+            export = written(export.write, export.filename, export.media_type, export.session, export.browser)
+        except OSError as e:  # a full or read-only disk: said in one line, no traceback
+            return PlainTextResponse(f"The export could not be written: {e.strerror or type(e).__name__}",
+                                     status_code=507)
     try:
-        if not Runtime.instance().is_active_session(export.session):  # its page was closed or signed out
-            return PlainTextResponse(GONE, status_code=404)
         f = open(export.path, "rb")
     except OSError:  # deleted under us (a sweep of another server on the same store)
         return PlainTextResponse(GONE, status_code=404)

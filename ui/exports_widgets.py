@@ -8,24 +8,33 @@ from evaluators.read.results import RunResults
 from evaluators.review.io import review_keys
 from ui import downloads, loaders, state
 
-# format -> (button, content type)
+# format -> (link, content type)
 FORMATS = {"csv": ("Rows as CSV", "text/csv"), "jsonl": ("Rows as JSONL", "application/jsonl"),
            "html": ("HTML report", "text/html")}
 
 
 def exports(res: RunResults, run: dict) -> None:
-    """The run's downloads. A button writes the export on the server, a chunk of rows at a time, to a file
-    (ui.downloads); then a link under it downloads that file once, streamed from disk. Streamlit's own
-    download button would hold the whole file in the server's memory (1.4 GB for a 100,000-row CSV)."""
+    """The run's downloads, one link each: a click has the server write the export then, a chunk of rows at a time,
+    to a file that the same request streams from disk (ui.downloads). Streamlit's own download button would hold
+    the whole file in the server's memory (1.4 GB for a 100,000-row CSV)."""
     name = "".join(ch if ch.isalnum() else "_" for ch in run["name"])[:60] or run["id"]
     rows, filters = _filtered(res, run)
-    # what a file holds: one made at other thresholds (or of other rows) is not offered
-    view = [run["id"], sorted(res.thresholds.items()), None if rows is None else repr(sorted(filters.items()))]
+    # what a file holds: a link made for other thresholds, rows or results is not kept
+    view = [run["id"], getattr(res, "state", None), sorted(res.thresholds.items()),
+            None if rows is None else repr(sorted(filters.items()))]
+    store, rid = loaders.store(), run["id"]  # people's verdicts beside the judge's, in CSV and JSONL
     for col, fmt in zip(st.columns(3), FORMATS):
+        label, media_type = FORMATS[fmt]
+
+        def write(path, fmt=fmt):
+            write_export(res, fmt, path, run, rows, lambda idx: review_keys(store, rid, res, idx))
+
         with col:
-            _export(res, run, fmt, f"{name}.{fmt}", view, rows)
-    st.caption(f"A file is written when you ask for it; its link then works once, for {downloads.TTL_S // 60} "
-               "minutes, from this page.")
+            downloads.link(downloads.later(f"export.{fmt}", view, write, f"{name}.{fmt}", media_type),
+                           f"{name}.{fmt}", label)
+    n = len(res.dataset) if rows is None else len(rows)
+    st.caption(f"A click writes the file ({n:,} rows; the HTML report's summary is every row's) and saves it. "
+               "These links work from this page, in this browser.")
 
 
 def _filtered(res: RunResults, run: dict) -> tuple[list[int] | None, dict]:
@@ -43,32 +52,6 @@ def _filtered(res: RunResults, run: dict) -> tuple[list[int] | None, dict]:
                  "them", key="export.filtered"):
         return ids, kept[1]
     return None, {}
-
-
-def _export(res: RunResults, run: dict, fmt: str, filename: str, view: list, rows: list[int] | None = None) -> None:
-    label, media_type = FORMATS[fmt]
-    key = f"export.{fmt}"
-    held = st.session_state.get(key)
-    if st.button(label, key=f"dl.{fmt}"):
-        if held:
-            downloads.discard(held["token"])
-        n = len(res.dataset) if rows is None else len(rows)
-        what = "the HTML report" if fmt == "html" else f"{n:,} rows as {fmt.upper()}"
-        try:
-            with st.spinner(f"Writing {what}…"):
-                store, rid = loaders.store(), run["id"]  # people's verdicts beside the judge's, in CSV and JSONL
-                token = downloads.prepare(lambda path: write_export(
-                    res, fmt, path, run, rows, lambda idx: review_keys(store, rid, res, idx)), filename, media_type)
-        except OSError as e:  # a full or read-only disk: said, not a traceback
-            st.error(f"The export could not be written: {e.strerror or type(e).__name__}")
-            return
-        held = st.session_state[key] = {"token": token, "view": view}
-    if held and held["view"] == view and (export := downloads.ready(held["token"])):
-        downloads.link(held["token"], filename, f"Download {filename} ({_size(export.size)})")
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
 # The copy button of st.code shows only while the pointer is over the code; this one is always shown.

@@ -19,6 +19,20 @@ PASTE = "A metric file's text (paste it)"
 FORMATS = {"Our template (.md)": "template", "Prompty (.prompty)": "prompty", "OpenAI grader (.json)": "openai_grader"}
 
 
+# A label metric flags something (kinds.label: true = found, a defect): a row passes when the judge says no.
+LABEL_ANSWERS = ["no (false): not found", "yes (true): found"]
+LABEL_HELP = ("A yes/no metric flags what its description names (e.g. 'the answer reveals personal data'): the judge "
+              "answers yes when it finds it, and the row then fails.")
+
+
+def pass_rule(spec) -> str:
+    """What a metric's verdict rests on, in its own terms: a label's answer, or a score's range and threshold."""
+    if spec.kind == "label":
+        return "yes/no, a row passes when the judge answers no (not found)"
+    return (f"{spec.kind}, {spec.score_range[0]:g}-{spec.score_range[1]:g}, passes "
+            f"{'≥' if spec.higher_is_better else '≤'} {spec.default_threshold:g}")
+
+
 def _source(saved: list[dict]) -> tuple[str, str, str | None]:
     """(the definition's text, its format, a new name for it or None): built from the form, pasted from a
     file, or a saved metric's latest version."""
@@ -60,8 +74,13 @@ def _form() -> str:
     higher = c4.radio("Direction", ["Higher is better", "Lower is better"], key="metric.direction",
                       disabled=kind != "score") == "Higher is better"
     default = {"1-5": 3.0, "1-10": 6.0, "0-1": 0.5, "pass/fail": 1.0, "labels": 0.0}[scale]
-    threshold = c5.number_input("Passes at", float(lo), float(hi), default, 1.0 if integer else 0.05,
-                                key=f"metric.threshold.{scale}", disabled=kind != "score")
+    if kind == "label":  # a yes/no answer passes on its word, not at a number ("Passes at 0.00" said nothing)
+        c5.radio("A row passes when the judge answers", LABEL_ANSWERS, key="metric.threshold.labels", disabled=True,
+                 help=LABEL_HELP)
+        threshold = default
+    else:
+        threshold = c5.number_input("Passes at", float(lo), float(hi), default, 1.0 if integer else 0.05,
+                                    key=f"metric.threshold.{scale}")
     rubric = st.text_area("Rubric: the criteria, and what each level means", key="metric.rubric", height=140,
                           placeholder="1 = rude or dismissive\n3 = neutral\n5 = warm and courteous throughout")
     built = build_template(name.strip() or "my_metric", description, fields or ["response"], scale, higher,
@@ -114,9 +133,7 @@ def render() -> None:
     except EvalError as e:
         st.error(w.literal(e))
         return
-    st.caption(f"{spec.name}: {spec.kind}, {spec.score_range[0]:g}-{spec.score_range[1]:g}, passes "
-               f"{'≥' if spec.higher_is_better else '≤'} {spec.default_threshold:g}; reads "
-               + w.literal(", ".join(spec.fields)))
+    st.caption(f"{spec.name}: {pass_rule(spec)}; reads " + w.literal(", ".join(spec.fields)))
     if did:
         _trial(spec, did)
     st.subheader("Save for the team")

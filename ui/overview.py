@@ -38,11 +38,18 @@ def distributions(res: RunResults) -> None:
     titles = [panel_title(res, s) for s in res.specs]
     shown = (tuple(sorted(res.thresholds.items())), tuple((t, tuple(lines)) for t, lines in titles))
     st.vega_lite_chart(loaders.figure(res, "distributions", shown, lambda: charts.small_multiples(
-        [charts.distribution(s, res.values(s.name), res.thresholds[s.name], t) for s, t in zip(res.specs, titles)])))
+        [charts.distribution(s, res.values(s.name), res.thresholds[s.name], t, empty(res, s))
+         for s, t in zip(res.specs, titles)])))
     for s in res.specs:
         noted = res.summary(s).get("noted_rows")
         if noted:
             st.warning(f"{s.name}: {count(noted, 'row')} flagged. First: {res.first_note(s.name)}")
+
+
+def empty(res: RunResults, spec) -> str:
+    """What a metric's chart says while no row has a score: the judge is still to answer, or nothing came."""
+    sm = res.summary(spec)
+    return "waiting for the judge" if sm.get("pending_rows") else "no scored rows (errored or skipped)"
 
 
 def what_if(res: RunResults, intro, cells: dict) -> None:
@@ -65,7 +72,7 @@ def what_if(res: RunResults, intro, cells: dict) -> None:
         defect = charts.rate_of(spec, res.summary(spec)).measure == "defect rate"  # severities, labels
         shown = (spec.name, res.thresholds[spec.name], defect)
         fig = loaders.figure(res, "what_if", shown, lambda spec=spec, defect=defect: charts.what_if(
-            spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect))
+            spec, res.threshold_curve(spec.name), res.thresholds[spec.name], defect, empty(res, spec)))
         cells[spec.name].vega_lite_chart(fig, width="stretch")
 
 

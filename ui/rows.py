@@ -100,7 +100,8 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | 
         total, df = res.query(**filters, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS)
     state.write("page", page if page > 1 else None)
     first = (page - 1) * PAGE_ROWS
-    left, mid, right = st.columns([4, 1, 1], vertical_alignment="center")
+    # the pager at the left: the grid's toolbar (search, download, full screen) shows over its top right corner
+    mid, right, left = st.columns([1, 1, 4], vertical_alignment="center")
     left.caption(f"rows {first + 1 if total else 0}–{first + len(df)} of {total:,} matching · {len(res):,} in the run"
                  + (f" · page {page} of {pages}" if pages > 1 else ""))
     mid.button("‹ Previous", key=f"{key}.prev", disabled=page <= 1, on_click=state.write, args=("page", page - 1))

@@ -9,11 +9,13 @@ import contextlib
 import json
 import logging
 import re
+import textwrap
 
 import streamlit as st
 
 from evaluators import EvalError
 from evaluators.read.charts_overview import number, output_label, rate_of
+from evaluators.core.names import about, display_name
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults, status_text
 from evaluators.run.planning import eta_seconds
@@ -217,7 +219,7 @@ def run_picker(runs: list[dict]) -> str:
     def picked() -> None:
         state.write("run", st.session_state[key])
 
-    with st.popover(f"Run: {literal(label(chosen))}"):
+    with st.popover(f"Run: {plain(label(chosen))}"):  # a name as text, as every other page shows it (not code)
         st.selectbox("Run", ids, index=ids.index(chosen), format_func=label, key=key, on_change=picked)
     return chosen
 
@@ -441,7 +443,8 @@ def headline(res: RunResults, distrusted: set[str] = frozenset()) -> None:
             rule = rule.replace("≤", ">").replace("≥", "<")
         short = " ".join(rule.split(" ")[-2:]) if uses_threshold(s) else "labelled true"  # "≥ 3", "> 3"
         card = rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
-                         r.counts["errored_rows"], rule + more, short, digits=0)
+                         r.counts["errored_rows"], f"{about(s)} {r.measure.capitalize()}: {rule}{more}.", short,
+                         digits=0)
         if s.name in distrusted:
             card = (*card[:3], "do not trust: the judge disagrees with your reviewers · " + card[3], "red")
         cards.append(card)
@@ -472,8 +475,8 @@ def metric_cards(cards: list[tuple]) -> None:
 
 
 def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:
-    """A small multiple's title: the metric, then its average with its interval, its rate with its
-    interval, and its counts."""
+    """A small multiple's title: the metric's readable name (evaluators.core.names), then what it measures in one
+    line, its average with its interval, its rate with its interval, and its counts."""
     sm = res.summary(spec)
     r = rate_of(spec, sm)
     mean, (lo, hi) = sm.get(spec.primary), sm.get(f"{spec.primary}_ci95") or (None, None)
@@ -484,7 +487,8 @@ def panel_title(res: RunResults, spec: MetricSpec) -> tuple[str, list[str]]:
         line.append(f"{r.measure} {r.rate:.1%} ({r.low:.1%}–{r.high:.1%})")
     counts = (f"{sm['scored_rows']} scored · {sm['errored_rows']} errored · {sm['skipped_rows']} skipped"
               + (f" · {sm['pending_rows']} pending" if sm["pending_rows"] else ""))
-    return output_label(spec), [*line, counts] if line else ["no scored rows yet", counts]
+    what = textwrap.wrap(spec.description or output_label(spec), 44)  # within the panel's width, not over the next
+    return display_name(spec), [*what, *line, counts] if line else [*what, "no scored rows yet", counts]
 
 
 def problems_table(problems: list, truncated: bool = False) -> None:

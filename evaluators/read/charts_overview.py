@@ -131,7 +131,7 @@ def overview(rates: list[Rate]) -> dict:
              "encoding": {"y": {**y, "axis": None},
                           "x": {"field": "n", "type": "quantitative", "title": None, "stack": "zero"},
                           "color": {"field": "rows", "type": "nominal", "scale": {"domain": names, "range": colours},
-                                    "legend": {"orient": "bottom", "title": None}},
+                                    "legend": {"orient": "bottom", "title": None, "columns": 2}},  # in its width
                           "order": {"field": "k"},
                           "tooltip": [{"field": "metric"}, {"field": "rows"}, {"field": "n", "title": "count"}]}}
     return {"usermeta": _meta("overview"), "hconcat": [rate, right], "spacing": 12, "autosize": {"type": "pad"},
@@ -145,12 +145,22 @@ def _rule(x: float, dash: bool = True) -> dict:
             "encoding": {"x": {"field": "threshold", "type": "quantitative"}}}
 
 
-def distribution(spec: MetricSpec, values, threshold: float, title: tuple[str, list[str]] | None = None) -> dict:
+def _nothing_yet(text: str, x: float) -> dict:
+    """A layer that says why a chart is empty, at ``x`` on its x scale, up in its plot; the chart then shows no
+    count axis (Vega drew a lone "0.000000" tick for no rows)."""
+    return {"data": {"values": [{"say": text}]}, "mark": {"type": "text", "fontSize": 14, "color": "#555"},
+            "encoding": {"x": {"datum": x, "type": "quantitative"}, "y": {"value": 40}, "text": {"field": "say"}}}
+
+
+def distribution(spec: MetricSpec, values, threshold: float, title: tuple[str, list[str]] | None = None,
+                 empty: str = "no scored rows") -> dict:
     """Score distribution of one metric from its values (NaN = no value): bars coloured by verdict,
-    the threshold marked. Whole-number scales get one bar per value; others 20 even bins.
+    the threshold marked. Whole-number scales get one bar per value; others 20 even bins. With no value,
+    ``empty`` in words instead of bars and a count axis.
 
     Args:
         title: the chart's title and lines under it (the metric's summary), if any.
+        empty: what to say when no row has a value (e.g. "waiting for the judge" while rows are pending).
     """
     import numpy as np
 
@@ -183,21 +193,23 @@ def distribution(spec: MetricSpec, values, threshold: float, title: tuple[str, l
                                                 "fontSize": 14, "subtitleFontSize": 12, "subtitlePadding": 4,
                                                 "subtitleColor": "#555", "offset": 10}}
     lines = 0 if title is None else 1 + len(title[1])  # the chart's height holds its title: the plot keeps ~160 px
+    y = {"field": "top", "type": "quantitative", "title": "rows"}
+    if not v.size:
+        y = {**y, "axis": None, "scale": {"domain": [0, 1]}}
     return {"usermeta": _meta(f"distribution.{spec.name}"), "height": 190 + 16 * lines, "width": "container", **head,
             "layer": [{"data": {"values": bars}, "mark": {"type": "bar"},
-                       "encoding": {"x": x, "x2": {"field": "to"},
-                                    "y": {"field": "top", "type": "quantitative", "title": "rows"},
+                       "encoding": {"x": x, "x2": {"field": "to"}, "y": y,
                                     "y2": {"field": "bottom"},
                                     "color": {"field": "verdict", "type": "nominal", "legend": None,
                                               "scale": {"domain": ["pass", "fail"], "range": [PASS, FAIL]}},
                                     "tooltip": [{"field": "score", "format": ".3~g"}, {"field": "rows"},
                                                 {"field": "verdict"}]}},
-                      _rule(threshold)]}
+                      _rule(threshold)] + ([] if v.size else [_nothing_yet(empty, (lo + hi) / 2)])}
 
 
-def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False) -> dict:
+def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False, empty: str = "no scored rows") -> dict:
     """Pass (or defect) rate over every threshold, from ``RunResults.threshold_curve``; the threshold in force
-    marked with its rate written beside it."""
+    marked with its rate written beside it; ``empty`` in words when no row has a score."""
     ys = [None if r is None or (isinstance(r, float) and math.isnan(r)) else (1 - r if defect else r)
           for r in curve["pass_rate"]]
     xs = [float(t) for t in curve["threshold"]]
@@ -220,6 +232,8 @@ def what_if(spec: MetricSpec, curve, threshold: float, defect: bool = False) -> 
                    "encoding": {**now["encoding"], "tooltip": tip}},
                   {**now, "mark": {"type": "text", "align": "left", "dx": 7, "dy": -10, "fontSize": 13},
                    "encoding": {**now["encoding"], "text": {"field": "label"}}}]
+    if all(r is None for r in ys):
+        layer.append(_nothing_yet(empty, (min(xs) + max(xs)) / 2 if xs else 0.5))
     return {"usermeta": _meta(f"whatif.{spec.name}"), "height": 180, "width": "container", "layer": layer}
 
 
