@@ -148,8 +148,10 @@ def _cmd_rule(a, store) -> int:
                                          judge.for_storage().to_dict(), a.judge_api_key_env)
         say(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
+    from evaluators.cli.monitor_rounds import rule_round
+
     if a.every is None:
-        if not _rule_round(store, a.project, a.name):
+        if not rule_round(store, a.project, a.name):
             from evaluators.core.errors import UsageError
 
             raise UsageError(f"no rule{' ' + repr(a.name) if a.name else ''}"
@@ -162,51 +164,11 @@ def _cmd_rule(a, store) -> int:
         if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
             return EXIT_OK
         try:
-            _rule_round(store, a.project, a.name)
+            rule_round(store, a.project, a.name)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
             say(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
                   flush=True)
         stop.wait(a.every)
-
-
-def _rule_round(store, project: str | None, name: str | None) -> int:
-    """Decide and judge for each rule asked for; returns how many rules there were."""
-    from evaluators.monitor.rules import decide, judge_pending
-
-    n = 0
-    for proj in [project] if project else store.monitor_projects():
-        for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
-            n += 1
-            decided = decide(store, proj, rule)
-            done = judge_pending(store, proj, rule, _engine(store, rule))
-            if decided or done["judged"] or done["failed"]:
-                say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
-                      f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
-    return n
-
-
-def _engine(store, rule):
-    """The engine's run (api.evaluate: the judge client, cache, retries, rate limits) over a rule's rows."""
-    import os
-
-    from sqlalchemy import select
-
-    from evaluators.api import evaluate
-    from evaluators.core.errors import UsageError
-    from evaluators.store.schema import ResultRow
-
-    def judge_rows(rows, rule):
-        key = None
-        if rule["key_env"]:
-            key = os.environ.get(rule["key_env"])
-            if not key:
-                raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
-        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key)
-        with store.session() as s:
-            errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
-                ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
-        return res.run_id, {i: e or "error" for i, e in errs}
-    return judge_rows
 
 
 COMMANDS = {"monitor": cmd_monitor}
