@@ -1,5 +1,6 @@
 """A round of monitor rules (``python -m evaluators monitor rule run``): each rule's traces decided, then its pending
-ones judged through the engine (api.evaluate, a layer above evaluators.monitor, so handed to it from here)."""
+ones judged through the engine (api.prepare_run and the runner, a layer above evaluators.monitor, so handed to it
+from here)."""
 from __future__ import annotations
 
 from evaluators.cli.text import say
@@ -14,32 +15,36 @@ def rule_round(store, project: str | None, name: str | None) -> int:
         for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
             n += 1
             decided = decide(store, proj, rule)
-            done = judge_pending(store, proj, rule, engine(store, rule))
+            done = judge_pending(store, proj, rule, RuleEngine(store))
             if decided or done["judged"] or done["failed"]:
                 say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
                       f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
     return n
 
 
-def engine(store, rule):
-    """The engine's run (api.evaluate: the judge client, cache, retries, rate limits) over a rule's rows."""
-    import os
+class RuleEngine:
+    """The engine's run over a rule's batch (api.prepare_run, then the runner: the judge client, cache, retries, rate
+    limits), for :func:`evaluators.monitor.rules.judge_pending`. The judge's key is this process's: the variable the
+    rule names, read from its own environment when the batch runs (never through the queue or the store)."""
 
-    from sqlalchemy import select
+    def __init__(self, store):
+        self.store = store
 
-    from evaluators.api import evaluate
-    from evaluators.core.errors import UsageError
-    from evaluators.store.schema import ResultRow
+    def prepare(self, rows, rule) -> str:
+        from evaluators.api import prepare_run
 
-    def judge_rows(rows, rule):
+        return prepare_run(self.store, rows, rule["metrics"], rule["judge"], resume=False,
+                           name=f"monitor · {rule['project']} · {rule['name']} v{rule['version']}")
+
+    def run(self, run_id: str, rule) -> None:
+        import os
+
+        from evaluators.core.errors import UsageError
+        from evaluators.run.runner import Runner
+
         key = None
         if rule["key_env"]:
             key = os.environ.get(rule["key_env"])
             if not key:
                 raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
-        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key)
-        with store.session() as s:
-            errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
-                ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
-        return res.run_id, {i: e or "error" for i, e in errs}
-    return judge_rows
+        Runner(self.store, run_id, api_key=key, take_over=True).run()  # (this process holds the batch's claim)

@@ -7,12 +7,12 @@ traces (their scores compare row by row) and a rule at 20% judges a superset of 
 Each mapped trace gets a decision per rule version (:mod:`evaluators.store.monitor_rules`): ``sampled_out``,
 ``no_content`` (sampled, but the app captured no content to judge), ``pending``; judging then makes it
 ``judged`` (its scores in the engine's run and row) or ``failed`` (the error). Judging goes through the engine
-that exists (the judge client, its cache, retries and rate limits), handed in from above as ``judge_rows``.
+that exists (the judge client, its cache, retries and rate limits), handed in from above as ``engine``.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from typing import Any
 
 # The fields of a mapped trace a judge may read (the dataset's canonical names), passed to the engine as a row.
 ROW_FIELDS = ("query", "response", "context", "conversation", "tool_calls", "tool_definitions", "ground_truth")
@@ -34,31 +34,19 @@ def decide(store, project: str, rule: dict[str, Any]) -> int:
         else:
             decision = "pending"
         out.append({"trace_id": t["trace_id"], "decision": decision})
-    store.save_decisions(project, rule["name"], rule["version"], out)
+    store.add_first_decisions(project, rule["name"], rule["version"], out)  # (one decided at once elsewhere stays)
     return len(out)
 
 
-def judge_pending(store, project: str, rule: dict[str, Any],
-                  judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]]) -> dict[str, int]:
-    """Judge the rule version's pending traces as one run of the engine.
+def judge_pending(store, project: str, rule: dict[str, Any], engine) -> dict[str, int]:
+    """Judge the rule version's pending traces through the engine, in claimed batches (:mod:`evaluators.monitor.claims`:
+    processes sharing the store never judge a trace twice, and a batch whose worker died is resumed).
 
     Args:
-        judge_rows: (rows, rule) -> (the run's id, row index -> its error or None); the caller runs the engine.
+        engine: ``prepare(rows, rule) -> run id`` and ``run(run_id, rule)``; the caller's (api is a layer above).
     Returns:
         {"judged": n, "failed": m}
     """
-    pending = store.pending_traces(project, rule["name"], rule["version"])
-    if not pending:
-        return {"judged": 0, "failed": 0}
-    rows = [{k: t["fields"][k] for k in ROW_FIELDS if (t["fields"] or {}).get(k) not in (None, "", [])}
-            for t in pending]
-    try:
-        run_id, errors = judge_rows(rows, rule)
-    except Exception as e:  # noqa: BLE001 — the run could not start (a judge refused, a metric the rows lack)
-        store.save_decisions(project, rule["name"], rule["version"],
-                             [{"trace_id": t["trace_id"], "decision": "failed", "error": str(e)} for t in pending])
-        return {"judged": 0, "failed": len(pending)}
-    out = [{"trace_id": t["trace_id"], "decision": "failed" if errors.get(i) else "judged", "error": errors.get(i),
-            "run_id": run_id, "row_idx": i} for i, t in enumerate(pending)]
-    store.save_decisions(project, rule["name"], rule["version"], out)
-    return {"judged": sum(x["decision"] == "judged" for x in out), "failed": sum(x["decision"] == "failed" for x in out)}
+    from evaluators.monitor.claims import judge_claimed
+
+    return judge_claimed(store, project, rule, engine)

@@ -23,6 +23,7 @@ from evaluators.store.batches import BatchesMixin
 from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.saved_metrics import SavedMetricsMixin
 from evaluators.store.monitor_rules import MonitorRulesMixin
+from evaluators.store.monitor_claims import MonitorClaimsMixin
 from evaluators.store.traces import TracesMixin
 from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
@@ -44,7 +45,7 @@ def _once_per_object(process):
     return once
 
 
-class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin):
+class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorClaimsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):

@@ -1,0 +1,85 @@
+"""Judging a rule's pending traces in claimed batches (the store's side: evaluators.store.monitor_claims).
+
+Every process that judges (a queue worker's job on PostgreSQL, `monitor rule run` in-process on either store) goes
+through here, so any number of them may work on one rule at once: each claims a batch of free pending traces,
+makes it one run of the engine, binds the claim to the run, runs it, and turns its own traces from pending to
+judged or failed. A batch whose worker died (its runner silent ``RUN_STALE``) is taken over and its run resumed:
+what the dead worker stored stays, what it had in flight is asked again, and no trace is judged in two runs.
+The engine is handed in from above (api is a layer higher): ``prepare(rows, rule) -> run id`` stores the batch's
+run, ``run(run_id, rule)`` runs (or resumes) it to its end with this process's own key.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Protocol
+
+from evaluators.monitor.rules import ROW_FIELDS
+from evaluators.store.schema import utcnow
+
+BATCH = 500  # traces a claim takes at most: several workers share a rule's backlog a batch at a time
+# A batch's runner beats every 0.25 s (run.runner.FLUSH_SECONDS); silent this long, its worker is taken for dead.
+# Under the queue's 6 s (run.queue.STALLED): a job given back after its worker stopped finds its run free.
+RUN_STALE = dt.timedelta(seconds=3)
+CLAIM_STALE = dt.timedelta(seconds=60)  # a claim not bound to its run this long: its worker died making the run
+
+
+class Engine(Protocol):
+    def prepare(self, rows: list[dict], rule: dict[str, Any]) -> str: ...
+
+    def run(self, run_id: str, rule: dict[str, Any]) -> None: ...
+
+
+def judge_claimed(store, project: str, rule: dict[str, Any], engine: Engine, batch: int = BATCH) -> dict[str, int]:
+    """Judge the rule version's pending traces: first the batches whose worker died, then free ones, a claimed
+    batch at a time, until none is left. Returns {"judged": n, "failed": m} written by this process."""
+    name, version = rule["name"], rule["version"]
+    done = {"judged": 0, "failed": 0}
+    for rid, finished in store.orphaned_claims(project, name, version, RUN_STALE):
+        if finished or store.take_over_run(rid, RUN_STALE):
+            _add(done, _run_and_settle(store, project, rule, engine, rid, run_it=not finished))
+    while True:
+        token, claimed = store.claim_pending(project, name, version, batch, CLAIM_STALE)
+        if not claimed:
+            return done
+        rows = [{k: t["fields"][k] for k in ROW_FIELDS if (t["fields"] or {}).get(k) not in (None, "", [])}
+                for t in claimed]
+        try:
+            rid = engine.prepare(rows, rule)
+        except Exception as e:  # noqa: BLE001 — the run could not be made (a metric the rows lack): each says why
+            _add(done, store.settle_claimed(project, name, version, token, [
+                {"trace_id": t["trace_id"], "decision": "failed", "error": str(e)} for t in claimed]))
+            continue
+        if not store.bind_claim(project, name, version, token, rid, [t["trace_id"] for t in claimed]):
+            store.update_run(rid, status="failed", error="its traces were claimed by another worker meanwhile")
+            store.release_claim(project, name, version, token)
+            continue
+        _add(done, _run_and_settle(store, project, rule, engine, rid, run_it=True))
+
+
+def _run_and_settle(store, project: str, rule: dict[str, Any], engine: Engine, rid: str,
+                    run_it: bool) -> dict[str, int]:
+    """Run (or resume) a bound batch's run, then write each of its traces' outcome: failed where a result is an
+    error or the row has none (the run ended first, or could not start: its error), judged otherwise."""
+    error = None
+    if run_it:
+        try:
+            engine.run(rid, rule)
+        except Exception as e:  # noqa: BLE001 — the judge refused, the key is not set here: each trace says why
+            error = str(e) or type(e).__name__
+    run = store.get_run(rid)
+    if run["finished_at"] is None:  # (it never started: it ends here, failed, with the reason)
+        store.update_run(rid, status="failed", error=(error or "not run")[:2000], finished_at=utcnow())
+    errors = store.run_row_errors(rid)
+    ended = error or run["error"] or f"not judged: its run ended {run['status']}"
+    outcomes = []
+    for tid, i in store.claimed_rows(project, rule["name"], rule["version"], rid):
+        if i in errors and errors[i] is None:
+            outcomes.append({"trace_id": tid, "decision": "judged"})
+        else:
+            outcomes.append({"trace_id": tid, "decision": "failed", "error": errors.get(i) or ended})
+    return store.settle_claimed(project, rule["name"], rule["version"], rid, outcomes)
+
+
+def _add(total: dict[str, int], part: dict[str, int]) -> None:
+    for k in total:
+        total[k] += part.get(k, 0)
