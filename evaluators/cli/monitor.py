@@ -39,7 +39,8 @@ def add_commands(sub) -> None:
     s.add_argument("--write-timeout", type=float, default=10.0, help="seconds a write may take (then 503)")
     s.add_argument("--assemble-every", type=float, default=1.0, help="seconds between looks for complete traces")
     s.add_argument("--judge-every", type=float, default=0, help="also start a process judging every project's "
-                   "rules (monitor rule run --every S), a round every S seconds (default 0: none; a team runs it apart)")
+                   "rules (monitor rule run --every S), a round every S seconds (default 0: none); on PostgreSQL, "
+                   "queue each rule's round for the queue's workers (python -m evaluators worker) instead")
     st = ms.add_parser("status", help="a project's traces by state")
     st.add_argument("--project", required=True)
     st.add_argument("--json", action="store_true")
@@ -148,7 +149,7 @@ def _cmd_rule(a, store) -> int:
                                          judge.for_storage().to_dict(), a.judge_api_key_env)
         say(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
-    from evaluators.cli.monitor_rounds import rule_round
+    from evaluators.cli.monitor_rounds import round_or_defer, rule_round
 
     if a.every is None:
         if not rule_round(store, a.project, a.name):
@@ -164,7 +165,7 @@ def _cmd_rule(a, store) -> int:
         if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
             return EXIT_OK
         try:
-            rule_round(store, a.project, a.name)
+            round_or_defer(store, a.project, a.name)  # (on PostgreSQL, jobs for the queue's workers)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
             say(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
                   flush=True)

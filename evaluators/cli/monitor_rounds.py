@@ -22,6 +22,31 @@ def rule_round(store, project: str | None, name: str | None) -> int:
     return n
 
 
+def round_or_defer(store, project: str | None, name: str | None) -> int:
+    """`monitor rule run --every`'s round: on PostgreSQL a job of each rule queued for the workers (deduplicated: one
+    waits at most), elsewhere the round itself, here. Returns how many rules there were."""
+    from evaluators.run.queue import uses_queue
+
+    if uses_queue(store):
+        from evaluators.monitor.queued import defer_rules
+
+        return defer_rules(store, project, name)
+    return rule_round(store, project, name)
+
+
+def rule_job(store, project: str, rule: str) -> None:
+    """A queue worker's job: one rule's round (its latest version), judged with this worker's own key."""
+    rule_round(store, project, rule)
+
+
+def register_jobs() -> None:
+    """Let this process's queue workers take the rules' rounds (run.queue cannot import the monitor, a layer up)."""
+    from evaluators.monitor.queued import RULE_TASK
+    from evaluators.run.queue import add_task
+
+    add_task(RULE_TASK, rule_job)
+
+
 class RuleEngine:
     """The engine's run over a rule's batch (api.prepare_run, then the runner: the judge client, cache, retries, rate
     limits), for :func:`evaluators.monitor.rules.judge_pending`. The judge's key is this process's: the variable the

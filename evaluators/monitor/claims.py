@@ -29,7 +29,7 @@ class Engine(Protocol):
     def run(self, run_id: str, rule: dict[str, Any]) -> None: ...
 
 
-def judge_claimed(store, project: str, rule: dict[str, Any], engine: Engine, batch: int = BATCH) -> dict[str, int]:
+def judge_claimed(store, project: str, rule: dict[str, Any], engine: Engine, batch: int | None = None) -> dict[str, int]:
     """Judge the rule version's pending traces: first the batches whose worker died, then free ones, a claimed
     batch at a time, until none is left. Returns {"judged": n, "failed": m} written by this process."""
     name, version = rule["name"], rule["version"]
@@ -38,7 +38,7 @@ def judge_claimed(store, project: str, rule: dict[str, Any], engine: Engine, bat
         if finished or store.take_over_run(rid, RUN_STALE):
             _add(done, _run_and_settle(store, project, rule, engine, rid, run_it=not finished))
     while True:
-        token, claimed = store.claim_pending(project, name, version, batch, CLAIM_STALE)
+        token, claimed = store.claim_pending(project, name, version, batch or BATCH, CLAIM_STALE)
         if not claimed:
             return done
         rows = [{k: t["fields"][k] for k in ROW_FIELDS if (t["fields"] or {}).get(k) not in (None, "", [])}
