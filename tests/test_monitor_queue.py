@@ -218,3 +218,48 @@ def test_a_stalled_round_whose_rule_has_one_waiting_is_ended_and_the_jobs_after_
         states = sorted(tuple(r) for r in c.execute(sa.text("SELECT id, task_name, status FROM procrastinate_jobs")))
     assert [(task, status) for _, task, status in states] == [
         ("evaluators.monitor_rule", "failed"), ("evaluators.some_other_task", "todo"), ("evaluators.monitor_rule", "todo")]
+
+
+def test_three_receivers_sharing_a_trace_s_spans_and_two_workers_judge_each_trace_once(pg_url, judge_server):
+    """Several receivers behind a load balancer, one store, workers elsewhere: each trace's root (with the messages)
+    and two children reach three different receivers; every receiver queues the rule's rounds; two workers judge.
+    Each trace is one trace, judged once, by one run, its value the judge's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.monitor_procs import ReceiverProcess, pb_span, traces_request
+
+    store = Store(pg_url)
+    _, token = store.create_ingest_token("shop")
+    store.ensure_monitor_project("shop", quiet_seconds=3600)  # held open until every span is in
+    add_rule(pg_url, judge_server.url, "1")
+    traces = range(1, 25)
+
+    def span(t: int, k: int):
+        if k:
+            return pb_span(t, k + 1, parent=1, name=f"step {k}")
+        said = json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"question {t}"}]}])
+        got = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": f"answer of {t:032x}"}]}])
+        return pb_span(t, 1, name="chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.input.messages": said,
+                                                         "gen_ai.output.messages": got})
+
+    with ThreadPoolExecutor(3) as pool:
+        receivers = list(pool.map(lambda _: ReceiverProcess(pg_url, "--assemble-every", "0.2", "--judge-every", "0.2"),
+                                  range(3)))
+    workers = [process(pg_url, "-c", SMALL_BATCH_WORKER) for _ in range(2)]
+    try:
+        with receivers[0] as a, receivers[1] as b, receivers[2] as c, ThreadPoolExecutor(3) as pool:
+            def send(k: int, r: ReceiverProcess) -> None:  # receiver k gets span (t + k) % 3 of every trace
+                for t in traces:
+                    assert r.post("/v1/traces", traces_request([span(t, (t + k) % 3)]), token)[0] == 200
+
+            list(pool.map(send, range(3), (a, b, c)))
+            assert store.trace_counts("shop")["spans"] == 3 * len(traces)
+            store.ensure_monitor_project("shop", quiet_seconds=0)
+            wait_until(lambda: counts(store)["judged"] == len(traces), what="every trace judged", timeout=180)
+    finally:
+        stop(*workers)
+    ids = [f"{t:032x}" for t in traces]
+    assert store.trace_counts("shop")["traces"] == len(traces) and store.trace_counts("shop")["late"] == 0
+    assert counts(store) == {"sampled_out": 0, "no_content": 0, "pending": 0, "judged": len(traces), "failed": 0}
+    judged_once_each(store, set(ids), judge_server)
+    assert asked(judge_server, ids) == Counter({t: 1 for t in ids})

@@ -18,8 +18,10 @@ from evaluators.store.schema import utcnow
 
 BATCH = 500  # traces a claim takes at most: several workers share a rule's backlog a batch at a time
 # A batch's runner beats every 0.25 s (run.runner.FLUSH_SECONDS); silent this long, its worker is taken for dead.
-# Under the queue's 6 s (run.queue.STALLED): a job given back after its worker stopped finds its run free.
-RUN_STALE = dt.timedelta(seconds=3)
+# A job is given back once its worker's beat (every 1 s) is 6 s old (run.queue.STALLED), when its run's last beat
+# is at least 5 s old: under that, so the job given back finds its run free; over the 0.25 s by a wide margin,
+# so that a store slow to take a write does not make a live batch look dead.
+RUN_STALE = dt.timedelta(seconds=4)
 CLAIM_STALE = dt.timedelta(seconds=60)  # a claim not bound to its run this long: its worker died making the run
 
 
