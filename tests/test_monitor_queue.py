@@ -23,7 +23,7 @@ from tests.test_queue import stop
 SECRET = "sk-monitor-queue-4711"
 # a worker whose claims take 4 traces at a time, so that two workers share a rule's backlog batch by batch
 SMALL_BATCH_WORKER = ("import sys; from evaluators.monitor import claims; claims.BATCH = 4; "
-                      "from evaluators.cli import main; sys.argv = ['evaluators', 'worker']; sys.exit(main.main())")
+                      "from evaluators.cli import main; sys.argv = ['evaluators', 'worker', *sys.argv[1:]]; sys.exit(main.main())")
 
 
 @pytest.fixture
@@ -100,7 +100,8 @@ def test_two_workers_judge_every_sampled_trace_exactly_once(pg_url, judge_server
     judge_server.hold_calls(after=0, until=4)  # a barrier: calls wait until both workers' two slots are judging
     # the queue's side: a round queued every 0.2 s (deduplicated: one waits at most); each worker's own key
     rounds = process(pg_url, "-m", "evaluators", "monitor", "rule", "run", "--every", "0.2")
-    workers = [process(pg_url, "-c", SMALL_BATCH_WORKER, JUDGE_KEY=SECRET) for _ in range(2)]
+    bound = ("--judge-base-url", judge_server.url, "--judge-api-key-env", "JUDGE_KEY")  # the key goes to this URL only
+    workers = [process(pg_url, "-c", SMALL_BATCH_WORKER, *bound, JUDGE_KEY=SECRET) for _ in range(2)]
     try:
         wait_until(lambda: counts(store)["judged"] + counts(store)["failed"] == len(sampled),
                    what="every sampled trace judged", timeout=180)
@@ -118,6 +119,25 @@ def test_two_workers_judge_every_sampled_trace_exactly_once(pg_url, judge_server
         tables = [t for (t,) in c.exec_driver_sql("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
         for t in tables:  # the key went through neither the queue nor the store
             assert c.exec_driver_sql(f"SELECT count(*) FROM {t} x WHERE x::text LIKE %s", (f"%{SECRET}%",)).scalar() == 0
+
+
+def test_a_worker_sends_the_key_a_rule_names_only_to_a_url_it_was_started_with_for_it(pg_url, judge_server):
+    """A rule is written in the shared store: naming a variable a worker has and a server of its choosing must not
+    get the worker's key there. A worker not started with the rule's URL for that variable fails the traces, saying
+    what to run, and sends nothing."""
+    store = Store(pg_url)
+    plant(store, 3)
+    add_rule(pg_url, judge_server.url, "1", "--judge-api-key-env", "JUDGE_KEY")
+    rounds = process(pg_url, "-m", "evaluators", "monitor", "rule", "run", "--every", "0.2")
+    worker = process(pg_url, "-m", "evaluators", "worker", JUDGE_KEY=SECRET)  # the key, but no URL bound to it
+    try:
+        wait_until(lambda: counts(store)["failed"] == 3, what="the traces failed", timeout=120)
+    finally:
+        stop(rounds, worker)
+    errors = {d["error"] for d in store.decisions("shop", "q", 1).values()}
+    assert errors == {f"this worker sends JUDGE_KEY only to a judge URL it was started with for it: python -m "
+                      f"evaluators worker --judge-base-url {judge_server.url} --judge-api-key-env JUDGE_KEY"}
+    assert judge_server.calls == [] and judge_server.probes == []
 
 
 def test_a_worker_killed_mid_batch_has_it_finished_by_another_and_no_trace_judged_twice(pg_url, judge_server):

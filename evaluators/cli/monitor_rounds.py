@@ -6,8 +6,9 @@ from __future__ import annotations
 from evaluators.cli.text import say
 
 
-def rule_round(store, project: str | None, name: str | None) -> int:
-    """Decide and judge for each rule asked for; returns how many rules there were."""
+def rule_round(store, project: str | None, name: str | None, queued: bool = False) -> int:
+    """Decide and judge for each rule asked for (``queued``: as a queue worker's job); returns how many rules there
+    were."""
     from evaluators.monitor.rules import decide, judge_pending
 
     n = 0
@@ -15,7 +16,7 @@ def rule_round(store, project: str | None, name: str | None) -> int:
         for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
             n += 1
             decided = decide(store, proj, rule)
-            done = judge_pending(store, proj, rule, RuleEngine(store))
+            done = judge_pending(store, proj, rule, RuleEngine(store, queued))
             if decided or done["judged"] or done["failed"]:
                 say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
                       f"{done['judged']:,} judged, {done['failed']:,} failed", flush=True)
@@ -36,7 +37,7 @@ def round_or_defer(store, project: str | None, name: str | None) -> int:
 
 def rule_job(store, project: str, rule: str) -> None:
     """A queue worker's job: one rule's round (its latest version), judged with this worker's own key."""
-    rule_round(store, project, rule)
+    rule_round(store, project, rule, queued=True)
 
 
 def register_jobs() -> None:
@@ -50,10 +51,14 @@ def register_jobs() -> None:
 class RuleEngine:
     """The engine's run over a rule's batch (api.prepare_run, then the runner: the judge client, cache, retries, rate
     limits), for :func:`evaluators.monitor.rules.judge_pending`. The judge's key is this process's: the variable the
-    rule names, read from its own environment when the batch runs (never through the queue or the store)."""
+    rule names, read from its own environment when the batch runs (never through the queue or the store).
 
-    def __init__(self, store):
-        self.store = store
+    A queue worker (``queued``) sends that key to a judge given by URL only if it was started with that URL and that
+    key (``worker --judge-base-url URL --judge-api-key-env VAR``), as it does for submitted runs: a rule is written
+    in the shared store, and must not be able to send a worker's key to a server of its choosing."""
+
+    def __init__(self, store, queued: bool = False):
+        self.store, self.queued = store, queued
 
     def prepare(self, rows, rule) -> str:
         from evaluators.api import prepare_run
@@ -72,4 +77,12 @@ class RuleEngine:
             key = os.environ.get(rule["key_env"])
             if not key:
                 raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
+            url = ((rule["judge"] or {}).get("base_url") or "").rstrip("/")
+            if self.queued and url:
+                from evaluators.run.queue import URL_KEYS
+
+                if URL_KEYS.get(url) != key:
+                    raise UsageError(f"this worker sends {rule['key_env']} only to a judge URL it was started with "
+                                     f"for it: python -m evaluators worker --judge-base-url {url} "
+                                     f"--judge-api-key-env {rule['key_env']}")
         Runner(self.store, run_id, api_key=key, take_over=True).run()  # (this process holds the batch's claim)
