@@ -96,3 +96,33 @@ def test_an_outcome_is_written_once_by_the_run_holding_the_trace_and_a_silent_ru
         assert c.execute(sa.text("SELECT error FROM monitor_decisions WHERE trace_id = :t"), {"t": ids[4]}).scalar() \
             == "judge said no"
     assert store.claim_pending("shop", "r", 1, N, NOW_STALE)[1] == []  # a run's traces are not claimed as free
+
+
+def test_a_batch_whose_worker_died_after_its_run_ended_is_settled_from_its_results_asking_nothing(store, judge_server):
+    """The worker judged the whole batch and died before writing the decisions: the next round writes them from
+    the run's stored results (the judge's values), without asking the judge again; a fresh batch beside it is
+    judged as usual."""
+    from evaluators.cli.monitor_rounds import RuleEngine
+    from evaluators.monitor.rules import ROW_FIELDS, judge_pending
+    from tests.judge_server import expected_score, prompt_text
+
+    ids = planted(store)
+    store.add_monitor_rule("shop", "r", ["coherence"], 1.0, {"model": "m", "base_url": judge_server.url})
+    rule = store.monitor_rule("shop", "r")
+    assert rule["version"] == 2 and decide(store, "shop", rule) == N
+    engine = RuleEngine(store)
+    token, claimed = store.claim_pending("shop", "r", 2, 6, LONG)  # the dead worker's part, up to its run's end
+    rid = engine.prepare([{k: t["fields"][k] for k in ROW_FIELDS if k in t["fields"]} for t in claimed], rule)
+    assert store.bind_claim("shop", "r", 2, token, rid, [t["trace_id"] for t in claimed])
+    engine.run(rid, rule)
+    assert len(judge_server.calls) == 6
+
+    assert judge_pending(store, "shop", rule, engine) == {"judged": N, "failed": 0}
+    assert len(judge_server.calls) == N  # the 6 from their results, the 4 others asked once
+    planted_values = {t: expected_score(prompt_text(c)) for c in judge_server.calls for t in ids
+                      if f"a {t}" in prompt_text(c)}
+    with store.engine.connect() as c:
+        got = dict(c.execute(sa.text("SELECT d.trace_id, r.value FROM monitor_decisions d JOIN results r ON "
+                                     "r.run_id = d.run_id AND r.row_idx = d.row_idx WHERE d.rule_version = 2 AND "
+                                     "d.decision = 'judged'")).all())
+    assert got == planted_values and set(got) == set(ids)
