@@ -283,3 +283,32 @@ def test_three_receivers_sharing_a_trace_s_spans_and_two_workers_judge_each_trac
     assert counts(store) == {"sampled_out": 0, "no_content": 0, "pending": 0, "judged": len(traces), "failed": 0}
     judged_once_each(store, set(ids), judge_server)
     assert asked(judge_server, ids) == Counter({t: 1 for t in ids})
+
+
+def test_succeeded_rounds_are_deleted_as_the_next_are_queued(pg_url):
+    """A round a minute per rule would grow the queue's tables for ever: the succeeded ones go as the next is
+    queued (the outcome is in the decisions); a failed one stays, for whoever looks into it."""
+    import asyncio
+
+    from evaluators.monitor.queued import defer_rules
+    from evaluators.run import queue
+    from procrastinate.jobs import Status
+
+    store = Store(pg_url)
+    store.ensure_monitor_project("shop")
+    store.add_monitor_rule("shop", "q", ["coherence"], 1.0, {"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    app = queue.app_for(store)
+
+    async def work_one(status: Status) -> None:  # a worker takes the waiting round and ends it so
+        async with app.open_async():
+            wid = await app.job_manager.register_worker()
+            job = await app.job_manager.fetch_job([queue.QUEUE], wid)
+            await app.job_manager.finish_job(job, status=status, delete_job=False)
+
+    assert defer_rules(store) == 1
+    asyncio.run(work_one(Status.FAILED))
+    for _ in range(5):
+        assert defer_rules(store) == 1
+        asyncio.run(work_one(Status.SUCCEEDED))
+    assert defer_rules(store) == 1
+    assert jobs(store) == Counter(failed=1, todo=1)

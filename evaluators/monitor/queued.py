@@ -22,11 +22,12 @@ def rule_jobs(store, project: str | None = None, name: str | None = None) -> lis
 
 def defer_rules(store, project: str | None = None, name: str | None = None) -> int:
     """Queue a round of each rule asked for (unless one waits already). Returns how many rules there were."""
-    from evaluators.run.queue import defer_jobs
+    from evaluators.run.queue import defer_jobs, forget_succeeded
 
     jobs = rule_jobs(store, project, name)
     if jobs:
         defer_jobs(store, jobs)
+        forget_succeeded(store, RULE_TASK)  # (a round's outcome is in its decisions: its job is kept no longer)
     return len(jobs)
 
 

@@ -138,6 +138,14 @@ def enqueue_run(store: Store, run_id: str, rows: int = CHUNK_ROWS, every: bool =
     return len(chunks)
 
 
+def forget_succeeded(store: Store, task: str) -> int:
+    """Delete the succeeded jobs of a task whose outcome is kept elsewhere (a monitor round's, in its decisions): one
+    queued every minute would grow the queue's tables for ever. Returns how many."""
+    with store.engine.begin() as conn:
+        return conn.execute(text("DELETE FROM procrastinate_jobs WHERE task_name = :t AND status = 'succeeded'"),
+                            {"t": task}).rowcount
+
+
 # Keys this worker process was given for judges named by URL (``worker --judge-base-url URL --judge-api-key-env
 # VAR``): URL -> the key read from its own environment. A run whose judge is another URL gets none of them
 # (a submitted run must not be able to send a worker's key to a server of its choosing); named judges and
