@@ -11,11 +11,12 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from evaluators.cli.monitor import _engine
+from evaluators.cli.monitor_rounds import RuleEngine
 from evaluators.monitor import otlp
 from evaluators.monitor.assemble import assemble_once
 from evaluators.monitor.redact import set_project
-from evaluators.monitor.rules import decide, judge_pending, sample_point
+from evaluators.monitor.claims import judge_pending
+from evaluators.monitor.rules import decide, sample_point
 from evaluators.monitor.serve import export_traces
 from evaluators.store.schema import utcnow
 from tests.judge_server import expected_score, prompt_text
@@ -121,7 +122,7 @@ def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn
     assert decide(store, "shop", rule, since_ns=0) == 8  # 6 traces and 2 conversations, each a decision
     decided = store.decisions("shop", "talk", 1)
     assert {t for t, x in decided.items() if x["decision"] == "pending"} == {cid}
-    assert judge_pending(store, "shop", rule, _engine(store, rule)) == {"judged": 1, "failed": 0, "over_budget": 0}
+    assert judge_pending(store, "shop", rule, RuleEngine(store)) == {"judged": 1, "failed": 0, "over_budget": 0}
     prompts = [prompt_text(call) for call in judge_server.calls]
     # one judgment a turn of the conversation, each seeing its answer; no address or number anywhere
     assert sorted(next(i for i, ans in enumerate(("Hello [EMAIL_1]", "Noted, [PHONE_1].",
@@ -135,10 +136,14 @@ def test_a_conversation_s_traces_become_one_row_judged_by_a_rule_and_a_late_turn
     assert [v for _, v in values if v is not None][:3] == [by_answer["Hello [EMAIL_1]"], by_answer["Noted, [PHONE_1]."],
                                                          by_answer["Done: [EMAIL_1] and [EMAIL_2]"]]
 
-    # a rule judging every row: the two conversations' rows and the six traces' are judged in one round (two
-    # runs: the engine takes one shape a dataset; mixed, it refused the whole round and every trace failed)
+    _a_rule_judges_both_shapes_in_one_round(store, judge_server)
+
+
+def _a_rule_judges_both_shapes_in_one_round(store, judge_server):
+    """A rule judging every row: the two conversations' rows and the six traces' are judged in one round (two
+    runs: the engine takes one shape a dataset; mixed, it refused the whole round and every trace failed)."""
     store.add_monitor_rule("shop", "all", ["coherence"], 1.0, {"model": "judge-a", "base_url": judge_server.url,
                                                                "provider": "compatible"})
     every = store.monitor_rule("shop", "all")
     assert decide(store, "shop", every, since_ns=0) == 8
-    assert judge_pending(store, "shop", every, _engine(store, every)) == {"judged": 8, "failed": 0, "over_budget": 0}
+    assert judge_pending(store, "shop", every, RuleEngine(store)) == {"judged": 8, "failed": 0, "over_budget": 0}

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import sqlalchemy as sa
 from scipy.stats import binom
 
@@ -93,6 +94,8 @@ def test_rules_sample_the_same_traces_nest_by_rate_and_store_the_judges_values(s
                                     "over_hourly_cap": 0, "over_budget": 0}
 
 
+@pytest.mark.sqlite_only("on PostgreSQL the receiver queues the rules' rounds for the queue's workers instead "
+                         "(tests/test_monitor_queue.py)")
 def test_a_receiver_started_with_judge_every_judges_a_trace_it_received(store_url, judge_server):
     """`monitor serve --judge-every S` starts the rules' process beside the receiver (SQLite's way; a team runs
     `monitor rule run --every S` apart): a trace sent to it is mapped, decided and judged, with the judge's value."""

@@ -47,7 +47,8 @@ def add_commands(sub) -> None:
     s.add_argument("--write-timeout", type=float, default=10.0, help="seconds a write may take (then 503)")
     s.add_argument("--assemble-every", type=float, default=1.0, help="seconds between looks for complete traces")
     s.add_argument("--judge-every", type=float, default=0, help="also start a process judging every project's "
-                   "rules (monitor rule run --every S), a round every S seconds (default 0: none; a team runs it apart)")
+                   "rules (monitor rule run --every S), a round every S seconds (default 0: none); on PostgreSQL, "
+                   "queue each rule's round for the queue's workers (python -m evaluators worker) instead")
     st = ms.add_parser("status", help="a project's traces by state")
     st.add_argument("--project", required=True)
     st.add_argument("--json", action="store_true")
@@ -195,13 +196,19 @@ def _cmd_rule(a, store) -> int:
             raise UsageError(f"no rule {a.name!r} in project {a.project!r} (monitor rule add)")
         _say_forecast(store, rule, a.traces_per_hour)
         return EXIT_OK
+    from evaluators.cli.monitor_rounds import round_or_defer, rule_round
+
     if a.every is None:
-        if not _rule_round(store, a.project, a.name, a.since):
+        if not rule_round(store, a.project, a.name, a.since):
             from evaluators.core.errors import UsageError
 
             raise UsageError(f"no rule{' ' + repr(a.name) if a.name else ''}"
                              f"{' in project ' + repr(a.project) if a.project else ''} (monitor rule add)")
         return EXIT_OK
+    if a.since is not None:
+        from evaluators.core.errors import UsageError
+
+        raise UsageError("--since is for one round (a backfill): run it without --every")
     import threading
 
     stop, parent = threading.Event(), os.getppid()
@@ -209,56 +216,11 @@ def _cmd_rule(a, store) -> int:
         if a.with_parent and os.getppid() != parent:  # the receiver that started it is gone, however it ended
             return EXIT_OK
         try:
-            _rule_round(store, a.project, a.name, a.since)
+            round_or_defer(store, a.project, a.name)  # (on PostgreSQL, jobs for the queue's workers)
         except Exception as e:  # noqa: BLE001 — the store or the judge is down: the next round tries again
             say(f"monitor rule run: the round failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
                   flush=True)
         stop.wait(a.every)
-
-
-def _rule_round(store, project: str | None, name: str | None, since: str | None = None) -> int:
-    """Decide and judge for each rule asked for; returns how many rules there were."""
-    from evaluators.monitor.rules import decide, judge_pending
-    from evaluators.monitor.serve import _ns
-
-    n = 0
-    for proj in [project] if project else store.monitor_projects():
-        for rule in [r for r in store.monitor_rules(proj) if name in (None, r["name"])]:
-            n += 1
-            decided = decide(store, proj, rule, _ns(since, "--since"))
-            done = judge_pending(store, proj, rule, _engine(store, rule))
-            if decided or done["judged"] or done["failed"] or done["over_budget"]:
-                over = (f", {done['over_budget']:,} over budget (the day's budget of ${done['budget']:.4f} reached: "
-                        f"${done['spent']:.4f} spent before this round; judging goes on tomorrow, UTC)"
-                        if done["over_budget"] else "")
-                say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
-                      f"{done['judged']:,} judged, {done['failed']:,} failed{over}", flush=True)
-    return n
-
-
-def _engine(store, rule):
-    """The engine's run (api.evaluate: the judge client, cache, retries, rate limits) over a rule's rows."""
-    import os
-
-    from sqlalchemy import select
-
-    from evaluators.api import evaluate
-    from evaluators.core.errors import UsageError
-    from evaluators.monitor.rules import run_cost
-    from evaluators.store.schema import ResultRow
-
-    def judge_rows(rows, rule):
-        key = None
-        if rule["key_env"]:
-            key = os.environ.get(rule["key_env"])
-            if not key:
-                raise UsageError(f"the rule's judge key variable {rule['key_env']} is not set here")
-        res = evaluate(rows, rule["metrics"], judge=rule["judge"], store=store, api_key=key, cost=run_cost(rule))
-        with store.session() as s:
-            errs = s.execute(select(ResultRow.row_idx, ResultRow.error).where(
-                ResultRow.run_id == res.run_id, ResultRow.status == "error")).all()
-        return res.run_id, {i: e or "error" for i, e in errs}
-    return judge_rows
 
 
 def _rule_prices(a, judge) -> dict | None:

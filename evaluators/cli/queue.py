@@ -4,8 +4,8 @@
 ``submit`` checks what ``run`` checks (the data, the options, the judge's one call) with the submitter's key,
 stores the dataset and queues the run: its id is the last word of its last line. ``wait`` follows a run to
 its end and writes ``rows.jsonl`` and ``metrics.json`` as ``run`` does, with ``run``'s exit codes.
-``worker`` (no run id) takes chunks of queued runs until stopped; its judge keys come from its own
-environment or configured judges, never from the queue.
+``worker`` (no run id) takes chunks of queued runs, and the monitor's rule rounds (evaluators.monitor.queued),
+until stopped; its judge keys come from its own environment or configured judges, never from the queue.
 
 Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); exit codes in :mod:`evaluators.cli.common`.
 """
@@ -150,7 +150,11 @@ def cmd_queue_worker(a) -> int:
     store = Store(a.db)
     if not uses_queue(store):
         raise UsageError("a queue worker needs a PostgreSQL store: set EVAL_DATABASE_URL=postgresql+psycopg://...")
-    say(f"worker taking queued runs from {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
+    from evaluators.cli.monitor_rounds import register_jobs
+
+    register_jobs()  # the monitor's rule rounds, beside runs' chunks
+    say(f"worker taking queued runs and monitor rules from {store.engine.url.render_as_string(hide_password=True)}",
+        file=sys.stderr)
     run_worker(store, a.jobs)
     return EXIT_OK
 

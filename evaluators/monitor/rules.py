@@ -10,8 +10,8 @@ facts), ``sampled_out``, ``no_content`` (sampled, but the app captured no conten
 (the rule already admitted its ``max_per_hour`` traces in an hour around this one's arrival), else ``pending``.
 Judging then makes it ``judged`` (its scores in the engine's run and row), ``failed`` (the error) or
 ``over_budget`` (the rule's judge calls of the day, UTC, reached its ``budget_per_day``). Judging goes through the
-engine that exists (the judge client, its cache, retries, rate limits and a run's budget), handed in from above as
-``judge_rows``.
+engine that exists (the judge client, its cache, retries, rate limits and a run's budget), in claimed batches
+(:func:`evaluators.monitor.claims.judge_pending`), the engine handed in from above.
 
 A rule version decides the traces mapped after it was made; ``since`` (``rule run --since``) adds the older
 stored traces that started at or after a time (a backfill).
@@ -24,7 +24,7 @@ import hashlib
 from typing import Any, Callable
 
 from evaluators.monitor.filters import matches, parse_filter
-from evaluators.run.budget import STOPPED_BUDGET, spec_prices, tally_billing
+from evaluators.run.budget import spec_prices, tally_billing
 from evaluators.run.spec import RunSpec
 from evaluators.store.schema import utcnow
 
@@ -78,7 +78,7 @@ def decide(store, project: str, rule: dict[str, Any], since_ns: int | None = Non
                 bisect.insort(times, t["mapped_at"])
                 counted.add(t["trace_id"])
         out.append({"trace_id": t["trace_id"], "decision": decision})
-    store.save_decisions(project, rule["name"], rule["version"], out)
+    store.add_first_decisions(project, rule["name"], rule["version"], out)  # (one decided at once elsewhere stays)
     return len(out)
 
 
@@ -101,75 +101,8 @@ def spent_today(store, project: str, rule: dict[str, Any], now: dt.datetime | No
 
 def run_cost(rule: dict[str, Any]) -> dict[str, Any]:
     """The engine's ``cost`` settings for a round of the rule (``prepare_run``'s): its prices and what is left of
-    its day's budget (``budget_left``, set by :func:`judge_pending`)."""
+    its day's budget (``budget_left``, set by :func:`evaluators.monitor.claims.judge_pending`)."""
     return {"prices": rule.get("prices") or {}, "budget": rule.get("budget_left")}
-
-
-def judge_pending(store, project: str, rule: dict[str, Any],
-                  judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]],
-                  now: dt.datetime | None = None) -> dict[str, Any]:
-    """Judge the rule version's pending traces by the engine, in order of arrival; with a daily
-    budget, the run's budget is what is left of the day's, and the traces it did not reach are ``over_budget``.
-
-    Args:
-        judge_rows: (rows, rule) -> (the run's id, row index -> its error or None); the caller runs the engine,
-            with :func:`run_cost` of the rule it is given.
-        now: the time whose UTC day the budget counts (default: now).
-    Returns:
-        {"judged": n, "failed": m, "over_budget": k}, and with a budget "budget" and "spent" (USD today, before
-        this round's calls)
-
-    Rows holding a conversation (a conversation's row, or a trace whose model call had several turns) and single
-    turns are judged as two runs: the engine takes a dataset of one shape (mixed, it refused the whole round).
-    """
-    pending = store.pending_traces(project, rule["name"], rule["version"])
-    counts: dict[str, Any] = {"judged": 0, "failed": 0, "over_budget": 0}
-    shapes = ([t for t in pending if (t["fields"] or {}).get("conversation")],
-              [t for t in pending if not (t["fields"] or {}).get("conversation")])
-    for group in (g for g in shapes if g):
-        part = _judge_group(store, project, rule, group, judge_rows, now)
-        for k, v in part.items():
-            counts[k] = counts[k] + v if k in ("judged", "failed", "over_budget") else counts.get(k, v)
-    return counts
-
-
-def _judge_group(store, project: str, rule: dict[str, Any], pending: list[dict],
-                 judge_rows: Callable[[list[dict], dict], tuple[str, dict[int, str | None]]],
-                 now: dt.datetime | None) -> dict[str, Any]:
-    """:func:`judge_pending` for traces of one shape, as one run."""
-    counts: dict[str, Any] = {"judged": 0, "failed": 0, "over_budget": 0}
-    name, version = rule["name"], rule["version"]
-    if rule.get("budget_per_day") is not None:
-        counts["budget"] = rule["budget_per_day"]
-        counts["spent"] = spent = spent_today(store, project, rule, now)
-        if spent >= rule["budget_per_day"]:
-            store.save_decisions(project, name, version, [{"trace_id": t["trace_id"], "decision": "over_budget"}
-                                                          for t in pending])
-            return {**counts, "over_budget": len(pending)}
-        rule = {**rule, "budget_left": rule["budget_per_day"] - spent}
-    rows = [{k: t["fields"][k] for k in ROW_FIELDS if (t["fields"] or {}).get(k) not in (None, "", [])}
-            for t in pending]
-    try:
-        run_id, errors = judge_rows(rows, rule)
-    except Exception as e:  # noqa: BLE001 — the run could not start (a judge refused, a metric the rows lack)
-        store.save_decisions(project, name, version,
-                             [{"trace_id": t["trace_id"], "decision": "failed", "error": str(e)} for t in pending])
-        return {**counts, "failed": len(pending)}
-    run = store.get_run(run_id)
-    # a run stopped at its budget leaves the calls it did not send unasked: their rows were not (wholly) judged
-    stopped = run["status"] == "stopped" and (run.get("error") or "").startswith(STOPPED_BUDGET)
-    got = store.rows_with_results(run_id) if stopped else {}
-    out = []
-    for i, t in enumerate(pending):
-        if stopped and not set(rule["metrics"]) <= got.get(i, set()):
-            out.append({"trace_id": t["trace_id"], "decision": "over_budget", "run_id": run_id, "row_idx": i})
-        else:
-            out.append({"trace_id": t["trace_id"], "decision": "failed" if errors.get(i) else "judged",
-                        "error": errors.get(i), "run_id": run_id, "row_idx": i})
-    store.save_decisions(project, name, version, out)
-    for x in out:
-        counts[x["decision"]] += 1
-    return counts
 
 
 FORECAST_SAMPLE = 2000  # the latest traces a forecast reads for the filter's share and the content's

@@ -29,7 +29,8 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Limits(),
           assemble_every: float = 1.0, judge_every: float = 0) -> None:
     """Receive until SIGINT or SIGTERM (uvicorn's graceful shutdown: requests in flight are answered). With
-    ``judge_every``, a child process judges the rules meanwhile (`monitor rule run --every`), ended with it."""
+    ``judge_every``, a child process judges the rules meanwhile (`monitor rule run --every`), ended with it; on
+    PostgreSQL a thread queues a round of each rule every ``judge_every`` s instead, for the queue's workers."""
     import subprocess
 
     import uvicorn
@@ -43,14 +44,25 @@ def serve(store, host: str = "127.0.0.1", port: int = 4318, limits: Limits = Lim
     print(f"monitor: receiving OTLP/HTTP on http://{host}:{bound} (POST /v1/traces, /v1/logs)", flush=True)
     config = uvicorn.Config(Receiver(store, limits).app(), log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=limits.write_timeout + 5)
-    judge = None
-    if judge_every > 0:  # the store's URL through the environment, not the command line (it may hold a password)
+    from evaluators.run.queue import uses_queue
+
+    judge = deferrer = None
+    if judge_every > 0 and uses_queue(store):  # the rounds are jobs of the queue's workers
+        from evaluators.monitor.queued import Deferrer
+
+        deferrer = Deferrer(store, judge_every, on_error=lambda e: print(
+            f"monitor: queueing the rules' rounds failed ({type(e).__name__}: {e}); trying again", file=sys.stderr,
+            flush=True))
+        deferrer.start()
+    elif judge_every > 0:  # the store's URL through the environment, not the command line (it may hold a password)
         judge = subprocess.Popen([sys.executable, "-m", "evaluators", "monitor", "rule", "run", "--every",
                                   str(judge_every), "--with-parent"], env={**os.environ, "EVAL_DATABASE_URL": store.url})
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:  # (not reached after a TERM: uvicorn raises it again once it has shut down, so the child watches
         assembler.stop()  # for its parent's end itself: --with-parent)
+        if deferrer is not None:
+            deferrer.stop()
         if judge is not None:
             judge.terminate()
             judge.wait(timeout=60)

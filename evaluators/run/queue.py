@@ -7,6 +7,9 @@ worker has been silent ``STALLED`` s (killed, its machine gone) and puts them ba
 worker takes the chunk up within about ``STALLED + 2 * BEAT`` s. What the dead worker stored stays; what it
 had in flight is asked again.
 
+The layers above add tasks of their own to the same queue and workers (:func:`add_task`, :func:`defer_jobs`): the
+monitor's rule rounds.
+
 Nothing secret goes through the queue or the store: a job is (run id, first row, end row); a worker's judge
 keys come from its own environment (the variable the run names, the provider's usual one) or its own
 configured judges.
@@ -18,7 +21,7 @@ import logging
 import os
 import socket
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import inspect, text
 
@@ -66,8 +69,48 @@ def app_for(store: Store):
             def run_chunk(run_id: str, start: int, stop: int) -> str:
                 return _run_chunk(_stores[url], run_id, start, stop)
 
+            for name, fn in _tasks.items():
+                _register(app, url, name, fn)
             _apps[store.url] = app
         return app
+
+
+# Jobs of the layers above (the CLI registers the monitor's rule rounds): task name -> fn(store, **args), taken by
+# the same workers from the same queue. A job's arguments are names and ids, never a key; a job may be given
+# again after its worker stopped beating (stalled), so its work must be safe to do twice.
+_tasks: dict[str, Callable[..., Any]] = {}
+
+
+def add_task(name: str, fn: Callable[..., Any]) -> None:
+    """Let this process's workers take jobs of ``name``: ``fn(store, **the job's args)``."""
+    with _lock:
+        _tasks[name] = fn
+        for url, app in _apps.items():
+            _register(app, url, name, fn)
+
+
+def _register(app, url: str, name: str, fn: Callable[..., Any]) -> None:
+    if name not in app.tasks:
+        app.task(name=name, queue=QUEUE, pass_context=False)(lambda **args: fn(_stores[url], **args))
+
+
+def defer_jobs(store: Store, jobs: list[tuple[str, str, dict[str, Any]]]) -> int:
+    """Queue jobs (task name, queueing lock, args) of tasks registered above, each unless one with its lock is
+    waiting already (procrastinate's queueing lock: several processes deferring the same work queue it once).
+    Returns how many were queued."""
+    from procrastinate.exceptions import AlreadyEnqueued
+
+    ensure_schema(store)
+    app = app_for(store)
+    n = 0
+    with app.open():
+        for name, lock, args in jobs:
+            try:
+                app.configure_task(name, queue=QUEUE, queueing_lock=lock).defer(**args)
+                n += 1
+            except AlreadyEnqueued:
+                pass
+    return n
 
 
 def ensure_schema(store: Store) -> None:
@@ -101,6 +144,14 @@ def live_workers(store: Store) -> int:
     with store.engine.connect() as c:
         return int(c.execute(text("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > "
                                   "now() - make_interval(secs => :s)"), {"s": STALLED}).scalar())
+
+
+def forget_succeeded(store: Store, task: str) -> int:
+    """Delete the succeeded jobs of a task whose outcome is kept elsewhere (a monitor round's, in its decisions): one
+    queued every minute would grow the queue's tables for ever. Returns how many."""
+    with store.engine.begin() as conn:
+        return conn.execute(text("DELETE FROM procrastinate_jobs WHERE task_name = :t AND status = 'succeeded'"),
+                            {"t": task}).rowcount
 
 
 # Keys this worker process was given for judges named by URL (``worker --judge-base-url URL --judge-api-key-env
@@ -147,12 +198,22 @@ async def _recover_stalled(app, store: Store) -> None:
     while True:
         await asyncio.sleep(BEAT)
         try:
-            for job in await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=STALLED):
-                log.warning("chunk job %s: its worker stopped beating; queued again", job.id)
-                await app.job_manager.retry_job(job)
-            await asyncio.to_thread(_hold_waiting_runs, store)
+            await _recover_once(app, store)
         except Exception as e:  # noqa: BLE001 — a lost connection: try again at the next beat
             log.warning("looking for stalled jobs failed: %s", e)
+
+
+async def _recover_once(app, store: Store) -> None:
+    from procrastinate.exceptions import UniqueViolation
+    from procrastinate.jobs import Status
+
+    for job in await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=STALLED):
+        log.warning("job %s (%s): its worker stopped beating; queued again", job.id, job.task_name)
+        try:
+            await app.job_manager.retry_job(job)
+        except UniqueViolation:  # a job of its queueing lock waits already (a monitor rule's next round): it does
+            await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)  # this one's work
+    await asyncio.to_thread(_hold_waiting_runs, store)
 
 
 def _hold_waiting_runs(store: Store) -> None:

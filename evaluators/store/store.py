@@ -23,6 +23,7 @@ from evaluators.store.batches import BatchesMixin
 from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.saved_metrics import SavedMetricsMixin
 from evaluators.store.monitor_rules import MonitorRulesMixin
+from evaluators.store.monitor_claims import MonitorClaimsMixin
 from evaluators.store.traces import TracesMixin
 from evaluators.store.monitor_redact import MonitorRedactMixin
 from evaluators.store.monitor_conversations import MonitorConversationsMixin
@@ -47,7 +48,7 @@ def _once_per_object(process):
 
 
 class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorRedactMixin,
-            MonitorConversationsMixin):
+            MonitorConversationsMixin, MonitorClaimsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):
