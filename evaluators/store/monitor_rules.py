@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Float, Integer, String, Text, func, select
+from sqlalchemy import JSON, Float, Index, Integer, String, Text, func, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
@@ -40,6 +40,7 @@ class MonitorDecisionRow(Base):
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     row_idx: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision"),)  # counts
 
 
 RULE_FIELDS = ("metrics", "sample_rate", "judge", "key_env")

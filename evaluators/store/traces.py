@@ -64,7 +64,10 @@ class MonitorTraceRow(Base):
     content: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # False: GenAI spans, no content captured
     hint: Mapped[str | None] = mapped_column(Text, nullable=True)  # what to set in the app to capture content
     conversation_key: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
-    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),)
+    __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),
+                      # the Monitoring page (migration 0008): its list newest first, its counts by state
+                      Index("ix_monitor_traces_recent", "project", "first_seen", "trace_id"),
+                      Index("ix_monitor_traces_state", "project", "status", "content", "completeness"))
 
 
 class MonitorSpanRow(Base):
@@ -79,6 +82,7 @@ class MonitorSpanRow(Base):
     data: Mapped[dict] = mapped_column(JSON)  # the normalized span (evaluators.monitor.otlp)
     received_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     late: Mapped[bool] = mapped_column(Boolean, default=False)  # came after its trace was mapped
+    __table_args__ = (Index("ix_monitor_spans_late", "project", "late", "trace_id"),)  # the traces with late spans
 
 
 class MonitorLogRow(Base):
