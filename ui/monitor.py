@@ -54,8 +54,11 @@ def instrument(project: str | None) -> None:
     else:
         name = project
     label = "Make a token" if project else "Make the project and its token"
-    if st.button(label, icon=":material/key:", disabled=not (name or "").strip(), key="monitor.make_token"):
-        name = name.strip()
+    if st.button(label, icon=":material/key:", key="monitor.make_token"):
+        name = (name or "").strip()
+        if not name:
+            st.warning("Name the project first.")
+            st.stop()
         st.session_state[TOKEN] = (name, loaders.make_ingest_token(name, auth.current_user()))
         if project is None:
             state.write("project", name)
