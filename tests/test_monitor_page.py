@@ -201,3 +201,23 @@ def test_the_list_pages_by_key_and_a_rare_filter_looks_through_a_bounded_window(
         assert page["looked_to"] == page["next"]
         before = page["next"]
     assert got == [t for t in newest_first if ids.index(t) % 5 == 0] and pages == 4  # 23 traces: 6 + 6 + 6 + 5
+
+
+@pytest.mark.both_stores
+@pytest.mark.parametrize("rare", [True, False], ids=["read-from-the-index", "looked-up-trace-by-trace"])
+def test_a_decision_filter_keeps_exactly_the_traces_so_decided_either_way_it_is_read(store, monkeypatch, rare):
+    from evaluators.read import monitor
+
+    store.ensure_monitor_project("shop")
+    ids = [hashlib.md5(f"t{i}".encode()).hexdigest() for i in range(12)]
+    for tid in ids:
+        store.receive_telemetry("shop", [_span(tid, "a" * 16, "chat")])
+    store.add_monitor_rule("shop", "quality", ["coherence"], 1.0, None)
+    store.add_monitor_rule("shop", "quality", ["coherence", "fluency"], 1.0, None)  # version 2
+    store.save_decisions("shop", "quality", 1, [{"trace_id": t, "decision": "failed"} for t in ids])  # older version
+    store.save_decisions("shop", "quality", 2, [{"trace_id": t, "decision": "failed" if i % 3 == 0 else "judged"}
+                                                for i, t in enumerate(ids)])
+    monkeypatch.setattr(monitor, "RARE", 100 if rare else 0)
+    page = monitor.trace_page(store, "shop", monitor.TraceFilter(rule="quality", rule_version=2, decision="failed"))
+    assert [r["trace_id"] for r in page["rows"]] == [t for i, t in enumerate(ids) if i % 3 == 0][::-1]
+    assert {r["decisions"]["quality"] for r in page["rows"]} == {"failed"}

@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, exists, literal, or_, select, tuple_
+from sqlalchemy import and_, exists, func, literal, or_, select, tuple_
 
 from evaluators.store.monitor_rules import DECISIONS, MonitorDecisionRow
 from evaluators.store.traces import MonitorSpanRow, MonitorTraceRow
@@ -22,6 +22,7 @@ PAGE = 50
 SCAN = 20_000  # traces a filtered page looks through at most (bench/monitor_page.py: ~0.1 s on SQLite)
 STATES = ("open", "mapped", "no_content", "late")  # what the list's state filter offers
 PREVIEW = 300  # characters of a query or response in the list
+RARE = 20_000  # a decision of at most this many traces is read from its index first, not looked up trace by trace
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,17 @@ def traffic(store, project: str) -> dict[str, Any]:
     return {"traces": store.trace_counts(project), "rules": rules}
 
 
-def _residual(t, project: str, f: TraceFilter) -> list:
+def _rare(s, project: str, f: TraceFilter) -> bool:
+    """Whether at most :data:`RARE` traces have the filter's decision (counted on the index, at most RARE + 1)."""
+    if not (f.rule and f.decision):
+        return False
+    d = MonitorDecisionRow
+    some = (select(d.trace_id).where(d.project == project, d.rule == f.rule, d.rule_version == f.rule_version,
+                                     d.decision == f.decision).limit(RARE + 1).subquery())
+    return s.scalar(select(func.count()).select_from(some)) <= RARE
+
+
+def _residual(t, project: str, f: TraceFilter, rare: bool) -> list:
     out = []
     if f.state == "open":
         out.append(t.status == "open")
@@ -66,8 +77,11 @@ def _residual(t, project: str, f: TraceFilter) -> list:
         out.append(exists().where(sp.project == project, sp.trace_id == t.trace_id, sp.late.is_(True)))
     if f.rule and f.decision:
         d = MonitorDecisionRow
-        out.append(exists().where(d.project == project, d.trace_id == t.trace_id, d.rule == f.rule,
-                                  d.rule_version == f.rule_version, d.decision == f.decision))
+        of = (d.project == project, d.rule == f.rule, d.rule_version == f.rule_version, d.decision == f.decision)
+        if rare:  # the few traces so decided, read once from the decisions' index, each trace checked in memory
+            out.append(t.trace_id.in_(select(d.trace_id).where(*of)))
+        else:  # most traces: each one looked up in the decisions' key
+            out.append(exists().where(d.trace_id == t.trace_id, *of))
     text = f.text.strip()
     if text:
         out.append(or_(t.fields["query"].as_string().icontains(text, autoescape=True),
@@ -106,7 +120,7 @@ def trace_page(store, project: str, f: TraceFilter = TraceFilter(), before: tupl
                               .offset(SCAN - 1).limit(1)).first()
             if floor is not None:
                 where.append(key >= tuple_(literal(floor[0], t.first_seen.type), literal(floor[1])))
-            where += _residual(t, project, f)
+            where += _residual(t, project, f, _rare(s, project, f))
         got = s.execute(select(t.trace_id, t.first_seen, t.start_ns, t.status, t.content, t.completeness,
                                t.fields["query"].as_string().label("query"),
                                t.fields["response"].as_string().label("response"),

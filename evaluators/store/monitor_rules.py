@@ -40,7 +40,8 @@ class MonitorDecisionRow(Base):
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     row_idx: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
-    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision"),)  # counts
+    # counts, and the traces of a rare decision (migration 0008)
+    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision", "trace_id"),)
 
 
 RULE_FIELDS = ("metrics", "sample_rate", "judge", "key_env")
