@@ -157,7 +157,7 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
     out = []
     for name, target, fn, _ in cases:
         cold, med, res = timed(fn, reps)
-        shown = (f"{len(res['rows'])} rows" + (" (looked through 20,000)" if res.get("looked_to") else "")
+        shown = (f"{len(res['rows'])} rows" + (" (looked through 10,000)" if res.get("looked_to") else "")
                  if isinstance(res, dict) and "rows" in res else "")
         out.append((name, cold, med, shown, TARGETS[target]))
         print(f"{name:55s} first {cold:6.3f} s  median {med:6.3f} s  {shown:28s} target {TARGETS[target]} s "

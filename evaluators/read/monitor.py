@@ -19,7 +19,7 @@ from evaluators.store.monitor_rules import DECISIONS, MonitorDecisionRow
 from evaluators.store.traces import MonitorSpanRow, MonitorTraceRow
 
 PAGE = 50
-SCAN = 20_000  # traces a filtered page looks through at most (bench/monitor_page.py: ~0.1 s on SQLite)
+SCAN = 10_000  # traces a filtered page looks through at most (bench/monitor_page.py: text, 0.1-0.3 s on SQLite)
 STATES = ("open", "mapped", "no_content", "late")  # what the list's state filter offers
 PREVIEW = 300  # characters of a query or response in the list
 RARE = 20_000  # a decision of at most this many traces is read from its index first, not looked up trace by trace

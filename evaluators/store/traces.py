@@ -299,7 +299,7 @@ class TracesMixin:
             rows = s.execute(select(t.status, t.content, t.completeness, func.count()).where(t.project == project)
                              .group_by(t.status, t.content, t.completeness)).all()
             late = s.scalar(select(func.count(func.distinct(MonitorSpanRow.trace_id))).where(
-                MonitorSpanRow.project == project, MonitorSpanRow.late))
+                MonitorSpanRow.project == project, MonitorSpanRow.late == True))  # noqa: E712 (indexed)
             spans = s.scalar(select(func.count()).select_from(MonitorSpanRow).where(MonitorSpanRow.project == project))
         out = {"traces": 0, "open": 0, "mapped": 0, "no_content": 0, "no_root": 0, "late": int(late or 0),
                "spans": int(spans or 0)}
