@@ -520,3 +520,17 @@ def _trace_detail(url: str, project: str, trace_id: str) -> dict | None:
 def trace_detail(project: str, trace_id: str) -> dict | None:
     """One trace opened (``evaluators.read.monitor.trace_detail``), read again every 5 s; None if unknown."""
     return _trace_detail(store().url, project, trace_id)
+
+
+@st.cache_data(ttl=30, show_spinner=False, max_entries=32)
+def _rate_series(url: str, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int,
+                 window_s: int, min_n: int) -> dict:
+    from evaluators.read.monitor_series import rate_series as series
+
+    return series(store(), project, rule, version, metric, since_ns, until_ns, window_s, min_n)
+
+
+def rate_series(project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int, window_s: int,
+                min_n: int) -> dict:
+    """A rule's metric per window (``evaluators.read.monitor_series.rate_series``), read again every 30 s."""
+    return _rate_series(store().url, project, rule, version, metric, since_ns, until_ns, window_s, min_n)
