@@ -65,12 +65,17 @@ def series_chart(series: dict[str, Any], title: str) -> dict:
     import datetime as dt
 
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-    values = [{"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(), "rate": p["rate"],
-               "low": p["low"], "high": p["high"], "n": p["n"], "few": p["few"]} for p in series["points"]]
+    values, segment = [], 0
+    for p in series["points"]:
+        segment += p["n"] == 0  # windows with none judged end a stretch of line: the next starts anew
+        values.append({"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+                       "rate": p["rate"], "low": p["low"], "high": p["high"], "n": p["n"], "few": p["few"],
+                       "segment": segment})
     x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
     y = {"field": "rate", "type": "quantitative", "title": series["measure"],
          "scale": {"domain": [0, 1]}, "axis": {"format": "%"}}
     judged = {"filter": "datum.n > 0"}
+    stretch = {"field": "segment", "type": "nominal"}  # one line (and band) per stretch of windows with judged
     tip = [{"field": "start", "type": "temporal", "title": "window", "format": "%Y-%m-%d %H:%M"},
            {"field": "rate", "type": "quantitative", "title": series["measure"], "format": ".1%"},
            {"field": "low", "type": "quantitative", "title": "95% low", "format": ".1%"},
@@ -78,9 +83,12 @@ def series_chart(series: dict[str, Any], title: str) -> dict:
            {"field": "n", "type": "quantitative", "title": "judged"}]
     return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "width": "container",
             "height": 260, "data": {"values": values}, "layer": [
+                {"mark": {"type": "rule", "opacity": 0}, "encoding": {"x": x}},  # every window: the whole range
                 {"transform": [judged], "mark": {"type": "area", "opacity": 0.2},
+                 "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"}, "detail": stretch}},
+                {"transform": [judged], "mark": "line", "encoding": {"x": x, "y": y, "detail": stretch}},
+                {"transform": [judged], "mark": {"type": "rule", "opacity": 0.5},  # a lone window's interval too
                  "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"}}},
-                {"mark": {"type": "line", "invalid": None}, "encoding": {"x": x, "y": y}},
                 {"transform": [judged], "mark": {"type": "point", "size": 60, "opacity": 1},
                  "encoding": {"x": x, "y": y, "tooltip": tip,
                               "fill": {"condition": {"test": "datum.few", "value": "white"}, "value": "#4c78a8"},
