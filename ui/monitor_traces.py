@@ -4,6 +4,7 @@ has this trace no score". What an app, a user or a judge wrote is shown as text 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 
 import streamlit as st
@@ -55,6 +56,12 @@ def _key(raw: str | None) -> tuple[dt.datetime, str] | None:
         return None
 
 
+def _digest(f: TraceFilter, before) -> str:
+    """Names a list (its filter and page): a new list is a new table, whose selection starts empty (a table keeps
+    its selected position, which in another list is another trace)."""
+    return hashlib.sha256(repr((f, before)).encode()).hexdigest()[:12]
+
+
 def _when(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -75,7 +82,7 @@ def trace_list(project: str, rules: list[dict]) -> str | None:
                                "query": r["query"] or "", "response": r["response"] or "", "model": r["model"] or ""}
                               for r in rows])
         event = st.dataframe(frame, hide_index=True, on_select="rerun", selection_mode="single-row",
-                             key="monitor.traces", height=min(36 + 35 * len(rows), 560))
+                             key=f"monitor.traces.{_digest(f, before)}", height=min(36 + 35 * len(rows), 560))
         picked = state.selected(event, len(rows))
         if picked is not None:
             state.write("trace", rows[picked]["trace_id"])
