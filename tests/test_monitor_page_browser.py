@@ -51,9 +51,13 @@ def test_a_token_made_in_the_page_runs_its_snippet_and_the_trace_opens_as_text(b
                                  capture_output=True, text=True, timeout=120)
             assert run.returncode == 0, run.stderr
             wait_until(lambda: store.trace_counts("shop")["mapped"] == 1, what="the app's trace mapped", timeout=60)
-            page.goto(f"{url}/monitoring?project=shop")
             grid = page.locator('[data-testid="stDataFrame"]').first
-            grid.wait_for()
+
+            def listed() -> bool:  # the page's reads are cached for 5 s: loaded again until the trace is listed
+                page.goto(f"{url}/monitoring?project=shop")
+                settle(page, "Rates over time")
+                return grid.count() > 0
+            wait_until(listed, what="the trace listed", timeout=60)
             settle(page)
             grid.scroll_into_view_if_needed()
             box = grid.bounding_box()
