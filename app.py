@@ -25,7 +25,8 @@ PAGES = [("pages/home.py", "Home", ":material/home:", "home"),
          ("pages/safety.py", "Risk and safety", ":material/health_and_safety:", "safety"),
          ("pages/attacks.py", "Jailbreak attacks", ":material/shield:", "attacks"),
          ("pages/leaderboard.py", "WildBench leaderboard", ":material/leaderboard:", "leaderboard"),
-         ("pages/pairwise.py", "Pairwise inspector", ":material/balance:", "pairwise")]
+         ("pages/pairwise.py", "Pairwise inspector", ":material/balance:", "pairwise"),
+         ("pages/monitoring.py", "Monitoring", ":material/monitor_heart:", "monitoring")]
 HOME = "home"
 
 

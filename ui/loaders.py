@@ -463,3 +463,76 @@ def _tool_rates(run_id: str, _ds) -> list[dict]:
 def tool_rates(run_id: str, ds) -> list[dict]:
     """Per tool across a run's rows (a run's dataset never changes: keyed by the run)."""
     return _tool_rates(run_id, ds)
+
+
+# ---------------------------------------------------------------- monitoring (production traces)
+@st.cache_data(ttl=2, show_spinner=False)
+def _monitor_projects(url: str) -> list[str]:
+    return store().monitor_projects()
+
+
+def monitor_projects(wanted: str | None = None) -> list[str]:
+    """The monitoring projects, by name; re-read at once when the URL names one the cached list lacks."""
+    out = _monitor_projects(store().url)
+    if wanted and wanted not in out:
+        _monitor_projects.clear()
+        out = _monitor_projects(store().url)
+    return out
+
+
+def make_ingest_token(project: str, created_by: str | None) -> str:
+    """A new ingest token for ``project`` (made if new): only its hash is stored; the token is returned once."""
+    _, token = store().create_ingest_token(project, created_by=created_by)
+    _monitor_projects.clear()
+    return token
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def _monitor_traffic(url: str, project: str) -> dict:
+    from evaluators.read.monitor import traffic
+
+    return traffic(store(), project)
+
+
+def monitor_traffic(project: str) -> dict:
+    """``evaluators.read.monitor.traffic`` (counts made in the database), read again every 5 s."""
+    return _monitor_traffic(store().url, project)
+
+
+@st.cache_data(ttl=5, show_spinner=False, max_entries=64)
+def _trace_page(url: str, project: str, filters, before: tuple | None) -> dict:
+    from evaluators.read.monitor import trace_page as page
+
+    return page(store(), project, filters, before)
+
+
+def trace_page(project: str, filters, before: tuple | None = None) -> dict:
+    """One page of a project's trace list (``evaluators.read.monitor.trace_page``: a ``TraceFilter``, the key
+    the page starts after), read again every 5 s."""
+    return _trace_page(store().url, project, filters, before)
+
+
+@st.cache_data(ttl=5, show_spinner=False, max_entries=32)
+def _trace_detail(url: str, project: str, trace_id: str) -> dict | None:
+    from evaluators.read.monitor import trace_detail as detail
+
+    return detail(store(), project, trace_id)
+
+
+def trace_detail(project: str, trace_id: str) -> dict | None:
+    """One trace opened (``evaluators.read.monitor.trace_detail``), read again every 5 s; None if unknown."""
+    return _trace_detail(store().url, project, trace_id)
+
+
+@st.cache_data(ttl=30, show_spinner=False, max_entries=32)
+def _rate_series(url: str, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int,
+                 window_s: int, min_n: int) -> dict:
+    from evaluators.read.monitor_series import rate_series as series
+
+    return series(store(), project, rule, version, metric, since_ns, until_ns, window_s, min_n)
+
+
+def rate_series(project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int, window_s: int,
+                min_n: int) -> dict:
+    """A rule's metric per window (``evaluators.read.monitor_series.rate_series``), read again every 30 s."""
+    return _rate_series(store().url, project, rule, version, metric, since_ns, until_ns, window_s, min_n)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Float, Integer, String, Text, func, or_, select
+from sqlalchemy import JSON, Float, Index, Integer, String, Text, func, or_, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
@@ -47,6 +47,8 @@ class MonitorDecisionRow(Base):
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     row_idx: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # counts, and the traces of a rare decision (migration 0008)
+    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision", "trace_id"),)
 
 
 RULE_FIELDS = ("metrics", "sample_rate", "judge", "key_env", "filter", "max_per_hour", "budget_per_day", "prices")

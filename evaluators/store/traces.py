@@ -80,7 +80,10 @@ class MonitorTraceRow(Base):
     in_conversation: Mapped[str | None] = mapped_column(String(32), nullable=True)
     late: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     __table_args__ = (Index("ix_monitor_traces_due", "status", "last_seen"),
-                      Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"))
+                      Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"),
+                      # the Monitoring page (migration 0008): its list newest first, its counts by state
+                      Index("ix_monitor_traces_recent", "project", "first_seen", "trace_id"),
+                      Index("ix_monitor_traces_state", "project", "status", "content", "completeness"))
 
 
 class MonitorSpanRow(Base):
@@ -95,6 +98,7 @@ class MonitorSpanRow(Base):
     data: Mapped[dict] = mapped_column(JSON)  # the normalized span (evaluators.monitor.otlp)
     received_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     late: Mapped[bool] = mapped_column(Boolean, default=False)  # came after its trace was mapped
+    __table_args__ = (Index("ix_monitor_spans_late", "project", "late", "trace_id"),)  # the traces with late spans
 
 
 class MonitorLogRow(Base):
@@ -343,7 +347,7 @@ class TracesMixin:
             talks = s.execute(select(t.kind, func.count()).where(t.project == project, (t.kind == "conversation")
                                                                  | t.late).group_by(t.kind)).all()
             late = s.scalar(select(func.count(func.distinct(MonitorSpanRow.trace_id))).where(
-                MonitorSpanRow.project == project, MonitorSpanRow.late))
+                MonitorSpanRow.project == project, MonitorSpanRow.late == True))  # noqa: E712 (indexed)
             spans = s.scalar(select(func.count()).select_from(MonitorSpanRow).where(MonitorSpanRow.project == project))
         out = {"traces": 0, "open": 0, "mapped": 0, "no_content": 0, "no_root": 0, "late": int(late or 0),
                "spans": int(spans or 0)}

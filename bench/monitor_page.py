@@ -1,0 +1,199 @@
+"""The Monitoring page's reads on a week of production traffic (issue 31: 100 traces a minute, 1,000,000 traces).
+
+    python bench/monitor_page.py [--traces 1000000] [--keep DIR] [--db URL] [--reps 3]
+
+Builds a store (SQLite under ``--keep``, or the empty PostgreSQL database ``--db`` names), written in bulk through
+SQLAlchemy Core, not through the receiver, holding one project ``shop`` with:
+
+- ``--traces`` traces arriving 0.6 s apart over a week (the newest 100 still open), each mapped to a row whose query
+  and response are cut at random places from WildBench answers (``../shared/fixtures/wildbench``, the text
+  ``bench/dashboard_scale.py`` uses: 3,071 answers of three models, so the vocabulary varies as real traffic's
+  does), 3% with no content captured, 20 holding the rare word ``zebrafish-7731``; one span each (0.1% with a
+  late span more);
+- two rules with a decision per trace: ``quality`` (10%: judged 9.4%, failed 0.3%, pending 0.3%) and ``safety`` (2%).
+
+Then times, in this process, the read functions the page calls (``evaluators.read.monitor``): the traffic counts,
+the trace list's first page, its next page, and a first page under each filter (time range, state, a rule's
+decision, text), and one trace opened. Each figure is the median of ``--reps`` (the first of each is also shown: a
+cold cache), against the Results page's targets (bench/RESULTS.md): a page open 2 s, a filter change 0.5 s.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import bench.dashboard_scale as wildbench  # noqa: E402
+
+PROJECT = "shop"
+START = dt.datetime(2026, 11, 20, 0, 0)
+RARE = "zebrafish-7731"
+TARGETS = {"open": 2.0, "filter": 0.5}
+
+
+def _tid(i: int) -> str:
+    return hashlib.md5(f"trace {i}".encode()).hexdigest()
+
+
+def _texts(rng: random.Random, pool: list[str]) -> tuple[str, str]:
+    a, b = rng.choice(pool), rng.choice(pool)
+    i, j = rng.randrange(max(1, len(a) - 200)), rng.randrange(max(1, len(b) - 900))
+    return a[i:i + rng.randint(40, 200)], b[j:j + rng.randint(200, 900)]
+
+
+def build(url: str, n: int) -> None:
+    """The store of the module docstring."""
+    from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
+    from evaluators.store.store import Store
+    from evaluators.store.traces import MonitorProjectRow, MonitorSpanRow, MonitorTraceRow
+
+    store = Store(url)
+    pool = [a["text"] for a in wildbench.answers()]
+    rng = random.Random(31)
+    rare = set(rng.sample(range(n - 1000), 20))
+    with store.engine.begin() as c:
+        c.execute(MonitorProjectRow.__table__.insert(), [{"name": PROJECT, "quiet_seconds": 30.0, "created_at": START}])
+        c.execute(MonitorRuleRow.__table__.insert(), [
+            {"project": PROJECT, "name": name, "version": 1, "metrics": metrics, "sample_rate": rate,
+             "judge": {"model": "gpt-4o-mini"}, "key_env": None, "created_at": START}
+            for name, metrics, rate in (("quality", ["coherence", "relevance"], 0.1), ("safety", ["violence"], 0.02))])
+    chunk, t0 = 5000, time.perf_counter()
+    for lo in range(0, n, chunk):
+        traces, spans, decisions = [], [], []
+        for i in range(lo, min(n, lo + chunk)):
+            tid, seen = _tid(i), START + dt.timedelta(seconds=0.6 * i)
+            is_open, content = i >= n - 100, rng.random() >= 0.03
+            q, r = _texts(rng, pool)
+            if i in rare:
+                r = f"{r} {RARE}"
+            fields = {"query": q, "response": r, "model": rng.choice(("gpt-4o-mini", "gpt-4o", "qwen2.5"))} \
+                if content else {"model": "gpt-4o-mini"}
+            start_ns = int(seen.replace(tzinfo=dt.timezone.utc).timestamp() * 1e9)
+            traces.append({"project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
+                           "root_ended": True, "start_ns": start_ns, "status": "open" if is_open else "mapped",
+                           "completeness": None if is_open else "complete", "mapped_at": None if is_open else seen,
+                           "fields": None if is_open else fields,
+                           "sources": None if is_open else {k: "gen_ai.input.messages of span `chat`" for k in fields},
+                           "content": None if is_open else content, "hint": None if content else "set CAPTURE",
+                           "conversation_key": None})
+            for k, late in ((1, False), *(((2, True),) if rng.random() < 0.001 else ())):
+                spans.append({"project": PROJECT, "trace_id": tid, "span_id": f"{i:012x}{k:04x}",
+                              "parent_span_id": "", "name": "chat gpt-4o-mini", "start_ns": start_ns,
+                              "end_ns": start_ns + rng.randint(300, 4000) * 10**6,
+                              "data": {"name": "chat gpt-4o-mini", "status_code": 0}, "received_at": seen,
+                              "late": late})
+            if is_open:
+                continue
+            for rule, rate in (("quality", 0.1), ("safety", 0.02)):
+                x = rng.random()
+                decision = ("sampled_out" if x >= rate else "no_content" if not content
+                            else "failed" if x < rate * 0.03 else "pending" if x < rate * 0.06 else "judged")
+                decisions.append({"project": PROJECT, "trace_id": tid, "rule": rule, "rule_version": 1,
+                                  "decision": decision, "error": "judge timed out" if decision == "failed" else None,
+                                  "run_id": "monitorrun01" if decision == "judged" else None,
+                                  "row_idx": i if decision == "judged" else None, "decided_at": seen})
+        with store.engine.begin() as c:
+            c.execute(MonitorTraceRow.__table__.insert(), traces)
+            c.execute(MonitorSpanRow.__table__.insert(), spans)
+            c.execute(MonitorDecisionRow.__table__.insert(), decisions)
+        if lo % 100_000 == 0:
+            print(f"  {lo + len(traces):,} traces ({time.perf_counter() - t0:.0f} s)", flush=True)
+    if store.engine.dialect.name == "postgresql":  # as autovacuum leaves a table after a bulk load: its visibility
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:  # map lets counts read
+            c.exec_driver_sql("VACUUM ANALYZE")  # the indexes only
+    else:
+        with store.engine.begin() as c:
+            c.exec_driver_sql("ANALYZE")
+
+
+def timed(fn, reps: int) -> tuple[float, float, object]:
+    """(first, median of ``reps``, the last result) of ``fn()`` in seconds."""
+    times, out = [], None
+    for _ in range(reps):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times[0], statistics.median(times), out
+
+
+def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, float]]:
+    from evaluators.read.monitor import TraceFilter, trace_detail, trace_page, traffic
+    from evaluators.store.store import Store
+
+    store = Store(url)
+    first = trace_page(store, PROJECT)
+    day = START + dt.timedelta(days=3)
+    cases = [
+        ("traffic counts (traces by state, decisions per rule)", "open", lambda: traffic(store, PROJECT), None),
+        ("trace list, first page (50 newest)", "open", lambda: trace_page(store, PROJECT), None),
+        ("trace list, next page", "filter", lambda: trace_page(store, PROJECT, before=first["next"]), None),
+        ("filter: one day, 3 days back", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            since=day, until=day + dt.timedelta(days=1))), None),
+        ("filter: state no content (3%)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            state="no_content")), None),
+        ("filter: state late (0.1%)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(state="late")), None),
+        ("filter: quality judged (9.4%)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            rule="quality", rule_version=1, decision="judged")), None),
+        ("filter: quality failed (0.3%)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            rule="quality", rule_version=1, decision="failed")), None),
+        ("filter: text 'the' (most rows)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(text="the")), None),
+        (f"filter: text '{RARE}' (20 rows)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(text=RARE)),
+         None),
+        ("filter: failed + text 'python' + one day", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            since=day, until=day + dt.timedelta(days=1), rule="quality", rule_version=1, decision="failed",
+            text="python")), None),
+        ("one trace opened", "filter", lambda: trace_detail(store, PROJECT, first["rows"][10]["trace_id"]), None),
+    ]
+    out = []
+    for name, target, fn, _ in cases:
+        cold, med, res = timed(fn, reps)
+        shown = (f"{len(res['rows'])} rows" + (" (looked through 10,000)" if res.get("looked_to") else "")
+                 if isinstance(res, dict) and "rows" in res else "")
+        out.append((name, cold, med, shown, TARGETS[target]))
+        print(f"{name:55s} first {cold:6.3f} s  median {med:6.3f} s  {shown:28s} target {TARGETS[target]} s "
+              f"{'PASS' if med <= TARGETS[target] else 'FAIL'}", flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--traces", type=int, default=1_000_000)
+    ap.add_argument("--keep", help="the SQLite store's folder (reused when it holds one)")
+    ap.add_argument("--db", help="an empty PostgreSQL database's URL (built in it once; reused when it has traces)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--wildbench", type=Path, default=wildbench.WILDBENCH,
+                    help="the WildBench answers' folder (default ../shared/fixtures/wildbench/eval_results)")
+    args = ap.parse_args()
+    if not args.wildbench.exists():
+        print(f"SKIPPED: {args.wildbench} is absent")
+        return
+    wildbench.WILDBENCH = args.wildbench
+    if args.db:
+        url = args.db
+    else:
+        home = Path(args.keep or tempfile.mkdtemp(prefix="evaldash-monitor-"))
+        home.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{home / 'evals.db'}"
+    from evaluators.store.store import Store
+
+    if not Store(url).trace_counts(PROJECT)["traces"]:
+        t = time.perf_counter()
+        build(url, args.traces)
+        print(f"built {args.traces:,} traces in {time.perf_counter() - t:.0f} s at {url}")
+    else:
+        print(f"reusing the store at {url}")
+    measure(url, args.traces, args.reps)
+
+
+if __name__ == "__main__":
+    main()

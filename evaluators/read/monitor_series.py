@@ -1,0 +1,97 @@
+"""A rule's metric over time on the Monitoring page (issue 32): per window of event time (a trace's first span's
+start), how many of its judged traces passed, with the 95% Wilson interval of ``core.stats.wilson``. Counted in the
+database (one GROUP BY over the rule's judged decisions joined to their results); a window with no judged trace has
+no point (never 0), one below ``min_n`` is marked ``few``."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func, literal, select
+
+from evaluators.core.registry import get_metric
+from evaluators.core.stats import wilson
+from evaluators.store.monitor_rules import MonitorDecisionRow
+from evaluators.store.schema import ResultRow
+from evaluators.store.traces import MonitorTraceRow
+
+WINDOWS = {"5 min": 300, "15 min": 900, "1 hour": 3600, "6 hours": 21_600, "1 day": 86_400}
+MIN_N = 30
+MAX_WINDOWS = 2_000  # a range cut into more windows than this is refused (its chart would be unreadable)
+
+
+def rate_series(store, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int,
+                window_s: int, min_n: int = MIN_N) -> dict[str, Any]:
+    """The metric's rate per window in [since_ns, until_ns) (nanoseconds since the epoch).
+
+    The rate is the defect rate (the share not passing) for a risk and safety metric, else the pass rate, at the
+    metric's default threshold, over each window's judged traces (turn 0: a trace's row).
+    Returns:
+        ``measure`` ("pass rate" or "defect rate"), ``threshold``, and ``points``: per window, ``start_ns``, ``n``
+        judged, ``k`` passed, ``rate``, ``low``, ``high`` (None where n is 0) and ``few`` (n below ``min_n``).
+    """
+    if window_s <= 0 or until_ns <= since_ns:
+        raise ValueError("a series needs a window over 0 s and a range that ends after it starts")
+    width = window_s * 1_000_000_000
+    if (until_ns - since_ns) // width > MAX_WINDOWS:
+        raise ValueError(f"the range holds more than {MAX_WINDOWS:,} windows of {window_s} s: choose a wider window")
+    spec = get_metric(metric)
+    thr = spec.default_threshold
+    t, d, r = MonitorTraceRow, MonitorDecisionRow, ResultRow
+    passed = r.value >= thr if spec.higher_is_better else r.value <= thr
+    window = ((t.start_ns - literal(since_ns)) // literal(width)).label("w")  # whole windows (integer division)
+    q = (select(window, func.count(), func.sum(case((passed, 1), else_=0)))
+         .select_from(d)
+         .join(t, (t.project == d.project) & (t.trace_id == d.trace_id))
+         .join(r, (r.run_id == d.run_id) & (r.row_idx == d.row_idx))
+         .where(d.project == project, d.rule == rule, d.rule_version == version, d.decision == "judged",
+                r.metric == metric, r.turn == 0, r.status == "ok", r.value.is_not(None),
+                t.start_ns >= since_ns, t.start_ns < until_ns)
+         .group_by(window))
+    with store.session() as s:
+        counts = {int(w): (int(n), int(k or 0)) for w, n, k in s.execute(q)}
+    defect = spec.family == "safety"
+    points = []
+    for w in range(-(-(until_ns - since_ns) // width)):
+        n, k = counts.get(w, (0, 0))
+        p, low, high = wilson(n - k if defect else k, n)
+        points.append({"start_ns": since_ns + w * width, "n": n, "k": k, "rate": p, "low": low, "high": high,
+                       "few": n < min_n})
+    return {"measure": "defect rate" if defect else "pass rate", "threshold": thr, "points": points}
+
+
+def series_chart(series: dict[str, Any], title: str) -> dict:
+    """A Vega-Lite chart of :func:`rate_series`: the rate per window as a line over its 95% interval's band, the
+    number judged under every point, a window under min n drawn hollow; a window with none judged leaves a gap."""
+    import datetime as dt
+
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    values, segment = [], 0
+    for p in series["points"]:
+        segment += p["n"] == 0  # windows with none judged end a stretch of line: the next starts anew
+        values.append({"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+                       "rate": p["rate"], "low": p["low"], "high": p["high"], "n": p["n"], "few": p["few"],
+                       "segment": segment})
+    x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
+    y = {"field": "rate", "type": "quantitative", "title": series["measure"],
+         "scale": {"domain": [0, 1]}, "axis": {"format": "%"}}
+    judged = {"filter": "datum.n > 0"}
+    stretch = {"field": "segment", "type": "nominal"}  # one line (and band) per stretch of windows with judged
+    tip = [{"field": "start", "type": "temporal", "title": "window", "format": "%Y-%m-%d %H:%M"},
+           {"field": "rate", "type": "quantitative", "title": series["measure"], "format": ".1%"},
+           {"field": "low", "type": "quantitative", "title": "95% low", "format": ".1%"},
+           {"field": "high", "type": "quantitative", "title": "95% high", "format": ".1%"},
+           {"field": "n", "type": "quantitative", "title": "judged"}]
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "width": "container",
+            "height": 260, "data": {"values": values}, "layer": [
+                {"mark": {"type": "rule", "opacity": 0}, "encoding": {"x": x}},  # every window: the whole range
+                {"transform": [judged], "mark": {"type": "area", "opacity": 0.2},
+                 "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"}, "detail": stretch}},
+                {"transform": [judged], "mark": "line", "encoding": {"x": x, "y": y, "detail": stretch}},
+                {"transform": [judged], "mark": {"type": "rule", "opacity": 0.5},  # a lone window's interval too
+                 "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"}}},
+                {"transform": [judged], "mark": {"type": "point", "size": 60, "opacity": 1},
+                 "encoding": {"x": x, "y": y, "tooltip": tip,
+                              "fill": {"condition": {"test": "datum.few", "value": "white"}, "value": "#4c78a8"},
+                              "stroke": {"value": "#4c78a8"}}},
+                {"transform": [judged], "mark": {"type": "text", "dy": 14, "fontSize": 10, "color": "#555"},
+                 "encoding": {"x": x, "y": y, "text": {"field": "n", "type": "quantitative"}}}]}

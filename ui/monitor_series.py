@@ -1,0 +1,43 @@
+"""The Monitoring page's rates over time (issue 32's first part): a rule's metric per window with its 95% Wilson
+interval as a band, the number judged under every point, windows under min n hollow (evaluators.read.monitor_series)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import streamlit as st
+
+from evaluators.read.monitor_series import MIN_N, WINDOWS, series_chart
+from ui import loaders, state
+
+RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
+          "last 90 days": 90 * 86_400}
+
+
+def rates(project: str, rules: list[dict]) -> None:
+    """Pickers (in the URL) for a rule's metric, the range, the window and min n; then its chart."""
+    options = [f"{r['name']} · {m}" for r in rules for m in r["metrics"]]
+    if not options:
+        st.caption("A rule's judged traces show here as rates over time.")
+        return
+    c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+    picked = c1.selectbox("Rule · metric", options, key="series", bind=state.URL)
+    span = c2.selectbox("Range", list(RANGES), index=1, key="series_range", bind=state.URL)
+    window = c3.selectbox("Window", list(WINDOWS), index=2, key="window", bind=state.URL)
+    min_n = int(c4.number_input("Min n", min_value=1, max_value=100_000, value=MIN_N, key="min_n", bind=state.URL))
+    name, metric = picked.split(" · ", 1)
+    rule = next(r for r in rules if r["name"] == name)
+    width = WINDOWS[window]
+    now = int(dt.datetime.now(dt.timezone.utc).timestamp())
+    until = (now // width + 1) * width  # the current window's end: a minute's reruns share one cached read
+    try:
+        series = loaders.rate_series(project, rule["name"], rule["version"], metric, (until - RANGES[span]) * 10**9,
+                                     until * 10**9, width, min_n)
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    judged = sum(p["n"] for p in series["points"])
+    st.vega_lite_chart(series_chart(series, f"{metric}: {series['measure']} per {window} "
+                                            f"(rule version {rule['version']})"), width="stretch")
+    st.caption(f"{judged:,} judged traces in the range, at the metric's default threshold "
+               f"({series['threshold']:g}); the band is each window's 95% Wilson interval, the number under a point "
+               f"how many it judged; a hollow point has fewer than {min_n}, a gap none.")

@@ -1,0 +1,186 @@
+"""The Monitoring page's trace list (filters and paging in the URL, read a page at a time from the database) and a
+trace opened: its spans, its row with where each field came from, and each rule's decision with the answer to "why
+has this trace no score". What an app, a user or a judge wrote is shown as text only (st.text, st.code, cells)."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import streamlit as st
+
+from evaluators.monitor.rules import sample_point
+from evaluators.read.monitor import PAGE, SCAN, STATES, TraceFilter
+from evaluators.store.monitor_rules import DECISIONS
+from evaluators.store.schema import utcnow
+from ui import loaders, state, widgets as w
+
+RANGES = {"any time": None, "last hour": dt.timedelta(hours=1), "last 24 hours": dt.timedelta(days=1),
+          "last 7 days": dt.timedelta(days=7), "last 30 days": dt.timedelta(days=30)}
+ANY = "any"
+
+
+def _new_filter() -> None:
+    st.query_params.pop("before", None)  # a new filter starts at the newest
+    st.query_params.pop("trace", None)
+
+
+def filters(rules: list[dict]) -> TraceFilter:
+    """The list's filters, each bound to the URL."""
+    options = [ANY] + [f"{r['name']}: {d}" for r in rules for d in DECISIONS]
+    c1, c2, c3, c4 = st.columns([1, 1, 1.4, 2])
+    since = c1.selectbox("Arrived", list(RANGES), key="range", bind=state.URL, on_change=_new_filter)
+    shown = c2.selectbox("State", [ANY, *STATES], key="state", bind=state.URL, on_change=_new_filter,
+                         format_func=lambda s: s.replace("_", " "))
+    decision = c3.selectbox("Decision of a rule", options, key="decision", bind=state.URL, on_change=_new_filter,
+                            format_func=lambda s: s.replace("_", " "))
+    text = c4.text_input("Query or response holds", key="text", bind=state.URL, on_change=_new_filter)
+    rule = version = picked = None
+    if decision != ANY:
+        name, picked = decision.rsplit(": ", 1)
+        rule = next(r for r in rules if r["name"] == name)
+        rule, version = rule["name"], rule["version"]
+    start = None
+    if RANGES[since] is not None:  # to the minute, so a page is cached for a minute's reruns, not one
+        start = utcnow().replace(second=0, microsecond=0) - RANGES[since]
+    return TraceFilter(since=start, state=None if shown == ANY else shown, rule=rule, rule_version=version,
+                       decision=picked, text=text or "")
+
+
+def _key(raw: str | None) -> tuple[dt.datetime, str] | None:
+    """A page's key from the URL ("2026-11-28T09:30:00.123456~<trace id>"); None if absent or unreadable."""
+    try:
+        when, tid = (raw or "").split("~", 1)
+        return dt.datetime.fromisoformat(when), tid
+    except ValueError:
+        return None
+
+
+def _digest(f: TraceFilter, before) -> str:
+    """Names a list (its filter and page): a new list is a new table, whose selection starts empty (a table keeps
+    its selected position, which in another list is another trace)."""
+    return hashlib.sha256(repr((f, before)).encode()).hexdigest()[:12]
+
+
+def _when(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def trace_list(project: str, rules: list[dict]) -> str | None:
+    """The filtered list, a page at a time, newest first; returns the trace the URL opens (None: none)."""
+    import pandas as pd
+
+    f = filters(rules)
+    before = _key(st.query_params.get("before"))
+    page = loaders.trace_page(project, f, before)
+    rows = page["rows"]
+    if not rows:
+        st.info("No trace matches." if f.residual() or f.since else "No trace yet: instrument your app (above).")
+    else:
+        frame = pd.DataFrame([{"arrived (UTC)": _when(r["first_seen"]), "trace": r["trace_id"],
+                               "state": _state(r), **{f"rule {k}": v.replace("_", " ") for k, v in r["decisions"].items()},
+                               "query": r["query"] or "", "response": r["response"] or "", "model": r["model"] or ""}
+                              for r in rows])
+        event = st.dataframe(frame, hide_index=True, on_select="rerun", selection_mode="single-row",
+                             key=f"monitor.traces.{_digest(f, before)}", height=min(36 + 35 * len(rows), 560))
+        picked = state.selected(event, len(rows))
+        if picked is not None:
+            state.write("trace", rows[picked]["trace_id"])
+    if page["looked_to"] is not None:
+        st.caption(f"Looked through the {SCAN:,} traces that arrived before this page's start, back to "
+                   f"{_when(page['looked_to'][0])}; more may match further back (Older).")
+    _pager(page, before)
+    return st.query_params.get("trace")
+
+
+def _state(r: dict) -> str:
+    if r["status"] == "open":
+        return "open"
+    return "no content" if r["content"] is False else "no root" if r["completeness"] == "no_root" else "mapped"
+
+
+def _pager(page: dict, before) -> None:
+    c1, c2, _ = st.columns([1, 1, 4])
+    if before is not None and c1.button("Newest", icon=":material/first_page:", key="monitor.newest"):
+        st.query_params.pop("before", None)
+        st.rerun()
+    if page["next"] is not None and c2.button(f"Older ({PAGE} more)", icon=":material/navigate_next:",
+                                              key="monitor.older"):
+        when, tid = page["next"]
+        state.write("before", f"{when.isoformat()}~{tid}")
+        st.rerun()
+
+
+def trace_view(project: str, trace_id: str) -> None:
+    """A trace opened: why each rule has or has no score, its row and sources, its spans."""
+    t = loaders.trace_detail(project, trace_id)
+    if t is None:
+        state.not_found("trace", "trace", trace_id)
+    st.subheader("Trace")
+    st.code(trace_id, language=None)
+    st.caption(f"arrived {_when(t['first_seen'])} UTC · last span {_when(t['last_seen'])} UTC · "
+               + ("open" if t["status"] == "open" else _state(t)))
+    st.markdown("**Rules: why this trace has, or has not, a score**")
+    if not t["rules"]:
+        st.text("No rule judges this project's traces.")
+    for rule in t["rules"]:
+        st.text(f"{rule['name']} (version {rule['version']}): {why(t, rule)}")
+        if rule["error"]:
+            st.code(rule["error"], language=None, wrap_lines=True)
+        for sc in rule["scores"]:
+            value = "–" if sc["value"] is None else f"{sc['value']:g}"
+            st.text(f"  {sc['metric']}: {value} ({sc['status']})" + (f", turn {sc['turn']}" if sc["turn"] else ""))
+            if sc["reason"]:
+                st.caption("Judge's reasoning")
+                st.text(sc["reason"])
+            if sc["error"]:
+                st.code(sc["error"], language=None, wrap_lines=True)
+    _row(t)
+    _spans(t)
+
+
+def why(t: dict, rule: dict) -> str:
+    """The answer to "why has this trace no score" for one rule (or what its score is)."""
+    d = rule["decision"]
+    if d is None:
+        if t["status"] == "open":
+            return ("not decided yet: the trace is still open (its root span has not ended, or a span came within "
+                    "the project's quiet period); rules decide it once it is mapped")
+        return "not decided yet: the next `monitor rule run` decides it"
+    if d == "sampled_out":
+        return (f"sampled out: the rule judges {rule['sample_rate']:.0%} of traces, those whose trace-id hash is "
+                f"under {rule['sample_rate']:g}; this one's is {sample_point(t['trace_id']):.3f}")
+    if d == "no_content":
+        return "no content: the app captured nothing to judge. " + (t["hint"] or "")
+    if d == "pending":
+        return "pending: to be judged at the next rule run"
+    if d == "judged":
+        return "judged: " + ("its scores below" if rule["scores"] else "its run's results are no longer in the store")
+    if d == "failed":
+        return "failed: judging it raised the error below"
+    return d.replace("_", " ") + (": see below" if rule["error"] else "")
+
+
+def _row(t: dict) -> None:
+    st.markdown("**The row, and where each field came from**")
+    fields, sources = t["fields"] or {}, t["sources"] or {}
+    if not fields:
+        st.text("No row yet (the trace is open)." if t["status"] == "open" else "The row holds no field.")
+    for name, value in fields.items():
+        st.caption(w.plain(f"{name} ← {sources[name]}" if sources.get(name) else name))
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+        st.code(text, language=None, wrap_lines=True)
+
+
+def _spans(t: dict) -> None:
+    st.markdown(f"**Spans** ({len(t['spans'])})")
+    if not t["spans"]:
+        st.text("No span received (log records only).")
+        return
+    lines = []
+    for sp in t["spans"]:
+        status = {0: "unset", 1: "ok", 2: "error"}.get(sp["status_code"], str(sp["status_code"]))
+        if sp["status_message"]:
+            status += f": {sp['status_message']}"
+        lines.append(f"{sp['duration_ms']:>10.1f} ms  {status:<8}  {sp['name']}" + ("  (late)" if sp["late"] else ""))
+    st.code("\n".join(lines), language=None)
