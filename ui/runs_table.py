@@ -36,17 +36,22 @@ def rows(runs: list[dict], dataset_names: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+WIDTHS = {"name": 180, "dataset": 150, "status": 170, "rate": 150, "n": 200}  # px: each heading and value read whole
+
+
 def _config(frame: pd.DataFrame) -> dict:
-    config = {"id": None, "name": st.column_config.TextColumn("Name", width="medium"),
-              "dataset": st.column_config.TextColumn("Dataset"), "status": st.column_config.TextColumn("Status"),
+    config = {"id": None, "name": st.column_config.TextColumn("Name", width=WIDTHS["name"]),
+              "dataset": st.column_config.TextColumn("Dataset", width=WIDTHS["dataset"]),
+              "status": st.column_config.TextColumn("Status", width=WIDTHS["status"]),
               "cost (USD)": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
               "author": st.column_config.TextColumn("Author"),
               "created": st.column_config.DatetimeColumn("Created", format="YYYY-MM-DD HH:mm")}
     for col in frame.columns:
         if col.endswith((" pass rate", " defect rate")):
-            config[col] = st.column_config.ProgressColumn(col, format="%.1f%%", min_value=0, max_value=100, width="small")
+            config[col] = st.column_config.ProgressColumn(col, format="%.1f%%", min_value=0, max_value=100,
+                                                          width=WIDTHS["rate"])
         elif col.endswith(" n"):
-            config[col] = st.column_config.TextColumn(col[:-2] + ": n")
+            config[col] = st.column_config.TextColumn(col[:-2] + ": n", width=WIDTHS["n"])
     return config
 
 
