@@ -115,8 +115,8 @@ def test_two_selected_open_compare_with_the_oldest_as_baseline(planted):
     assert at.title[0].value == "Compare runs"
 
 
-def signed_in(who: str):
-    """The Runs page signed in as ``who``, a named user (password mode); Boss is an administrator."""
+def signed_in(who: str, page: str = "pages/runs.py"):
+    """A page signed in as ``who``, a named user (password mode); Boss is an administrator."""
     from tests.test_sign_in_users import _scrypt_line
     from ui.auth import USER
 
@@ -124,7 +124,7 @@ def signed_in(who: str):
     at = st_testing.AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.secrets.update({"evaldash": {"users": users, "admins": ["Boss"]}})
     at.session_state[USER] = who
-    return app("pages/runs.py", at, allow_errors=True)
+    return app(page, at, allow_errors=True)
 
 
 def test_under_sign_in_only_the_author_or_an_administrator_may_change_a_run(home_store):
@@ -183,3 +183,53 @@ def test_administrators_that_cannot_be_used_refuse_the_dashboard(evaldash, probl
     at.secrets.update({"evaldash": evaldash})
     at = app(None, at, allow_errors=True)
     assert problem in shown_text(at) and not at.dataframe
+
+
+def test_a_dataset_is_renamed_archived_and_deleted_once_confirmed_and_not_while_runs_use_it(planted):
+    store, a, b = planted
+    used = store.get_run(a)["dataset_id"]
+    at = app("pages/datasets.py", dataset=used)
+    button(at, "Delete").click().run()
+    said = shown_text(at)
+    assert "1 run uses this dataset, so it cannot be deleted" in said and f"alpha ({a})" in said
+    assert not [x for x in at.button if x.label == "Yes, delete"] and used in {d["id"] for d in store.list_datasets()}
+
+    free = store.save_dataset(load_dataset(ROWS[:3]), created_by="ana")
+    at = app("pages/datasets.py", dataset=free)
+    at.text_input(key=f"datasets.new_name.{free}").input("three rows")
+    button(at, "Rename").click().run()
+    assert {d["id"]: d["name"] for d in store.list_datasets()}[free] == "three rows"
+    assert "three rows" in list(at.dataframe[0].value["name"])
+    button(at, "Archive").click().run()
+    assert not {d["id"]: d["archived_at"] for d in store.list_datasets()}[free]  # not before "Yes"
+    button(at, "Yes, archive").click().run()
+    assert {d["id"]: d["archived_at"] for d in store.list_datasets()}[free] is not None
+    at = app("pages/datasets.py")
+    assert "three rows" not in list(at.dataframe[0].value["name"])  # hidden by default
+    at.toggle(key="ds_archived").set_value(True).run()
+    assert "three rows (archived)" in list(at.dataframe[0].value["name"])
+    at = app("pages/datasets.py", dataset=free)
+    button(at, "Delete").click().run()
+    assert "Delete this dataset and its rows?" in shown_text(at)
+    button(at, "Yes, delete").click().run()
+    assert free not in {d["id"] for d in store.list_datasets()} and "Deleted." in shown_text(at)
+    assert "dataset" not in at.query_params
+
+
+def test_under_sign_in_a_dataset_is_changed_only_by_its_author_or_an_administrator(home_store):
+    app()
+    theirs = home_store.save_dataset(load_dataset(ROWS[:2]), created_by="ben")
+    from ui import loaders
+
+    loaders.forget_lists()
+    at = signed_in("ana", "pages/datasets.py")
+    at.query_params["dataset"] = theirs
+    at.run()
+    assert "Only a dataset's author or an administrator" in shown_text(at)
+    assert not [x for x in at.button if x.label in ("Delete", "Archive")]
+    at = signed_in("boss", "pages/datasets.py")
+    at.query_params["dataset"] = theirs
+    at.run()
+    button(at, "Delete").click().run()
+    button(at, "Yes, delete").click().run()
+    assert theirs not in {d["id"] for d in home_store.list_datasets()}
