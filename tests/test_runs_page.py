@@ -233,3 +233,31 @@ def test_under_sign_in_a_dataset_is_changed_only_by_its_author_or_an_administrat
     button(at, "Delete").click().run()
     button(at, "Yes, delete").click().run()
     assert theirs not in {d["id"] for d in home_store.list_datasets()}
+
+
+@pytest.mark.both_stores
+def test_the_command_line_renames_archives_and_deletes_a_delete_needing_yes(store, store_url):
+    import subprocess
+    import sys
+
+    from tests.conftest import env_for_subprocess
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "evaluators", *args, "--db", store_url], cwd=ROOT, text=True,
+                              capture_output=True, env=env_for_subprocess(), timeout=120, stdin=subprocess.DEVNULL)
+
+    a = plant(store, "alpha", ALPHA, errored=2)
+    did = store.get_run(a)["dataset_id"]
+    p = cli("runs", "rename", a, "alpha\x1b[31m again")
+    assert p.returncode == 0 and p.stdout == f"renamed run alpha ({a}) to alpha again\n"  # the escape not printed
+    assert store.get_run(a)["name"] == "alpha\x1b[31m again"
+    assert cli("runs", "archive", a).returncode == 0 and store.get_run(a)["archived_at"] is not None
+    p = cli("datasets", "delete", did, "--yes")
+    assert p.returncode == 2 and f"is used by 1 run: alpha again ({a})" in p.stderr
+    p = cli("runs", "delete", a)  # no terminal to ask on
+    assert p.returncode == 2 and "add --yes" in p.stderr and store.get_run(a)
+    assert cli("runs", "delete", a, "--yes").returncode == 0 and store.result_count(a) == 0
+    assert cli("datasets", "delete", did, "--yes").returncode == 0
+    assert did not in {d["id"] for d in store.list_datasets()}
+    p = cli("runs", "delete", a, "--yes")
+    assert p.returncode == 2 and p.stderr == f"error: no run {a}\n"
