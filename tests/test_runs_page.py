@@ -107,12 +107,17 @@ def test_rename_archive_and_delete_each_wait_for_their_confirmation(planted):
     assert "Deleted: 1 run." in shown_text(at)
 
 
-def test_two_selected_open_compare_with_the_oldest_as_baseline(planted):
+def test_two_selected_open_compare_with_the_oldest_as_baseline_archived_ones_too(planted):
     store, a, b = planted
-    at = select(app("pages/runs.py"), 0, 1)
+    again = plant(store, "alpha again", ALPHA, errored=2)  # on alpha's dataset: rows to compare
+    store.archive_run(a)
+    store.archive_run(again)
+    at = app("pages/runs.py", archived="true")
+    assert list(table(at)["name"]) == ["alpha again", "beta", "alpha"]
+    at = select(at, 0, 2)
     button(at, "Compare").click().run()
-    assert (at.query_params["base"], at.query_params["runs"]) == (a, b)
-    assert at.title[0].value == "Compare runs"
+    assert (at.query_params["base"], at.query_params["runs"]) == (a, again)
+    assert at.title[0].value == "Compare runs" and at.multiselect[0].value == [again]  # found, though archived
 
 
 def signed_in(who: str, page: str = "pages/runs.py"):

@@ -53,8 +53,10 @@ def _fresh(cached, wanted: str | None) -> list[dict]:
 
 
 def runs(wanted: str | None = None, archived: bool = False) -> list[dict]:
-    """Runs, newest first; archived ones only if ``archived`` or named by ``wanted`` (a link to one still opens it)."""
-    return [r for r in _fresh(_runs, wanted) if archived or not r.get("archived_at") or r["id"] == wanted]
+    """Runs, newest first; archived ones only if ``archived`` or named by ``wanted`` or the link's ``runs`` (a link
+    to one still opens it: Compare opened on archived runs from Runs' "Show archived" included)."""
+    named = {wanted, *(st.query_params.get("runs") or "").split(",")}
+    return [r for r in _fresh(_runs, wanted) if archived or not r.get("archived_at") or r["id"] in named]
 
 
 def datasets(wanted: str | None = None, archived: bool = False) -> list[dict]:
