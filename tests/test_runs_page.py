@@ -99,10 +99,14 @@ def test_rename_archive_and_delete_each_wait_for_their_confirmation(planted):
     button(at, "Cancel").click().run()
     assert store.get_run(a)["name"] == "alpha (th 0.5)" and store.result_count(a) == 12
     at = select(at, 1)
+    from evaluators.read.columns import views_dir
+
+    assert list(views_dir(store).glob(f"{a}-*.npz"))  # the table's rates kept its columns beside the store
     button(at, "Delete").click().run()
     button(at, "Yes, delete").click().run()
     with pytest.raises(KeyError):
         store.get_run(a)
+    assert not list(views_dir(store).glob(f"*{a}*"))  # and they went with it
     assert store.result_count(a) == 0 and list(table(at)["name"]) == ["beta"]
     assert "Deleted: 1 run." in shown_text(at)
 

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators import EvalError
+from evaluators.read.columns import forget_views
 from ui import auth, loaders, widgets as w
 
 CONFIRM = "runs.confirm"  # session state: (action, run ids) waiting for its confirmation
@@ -159,6 +160,7 @@ def _apply(action: str, runs: list[dict], name: str = "") -> None:
                 store.rename_run(r["id"], name)
             elif action == "delete":
                 store.delete_run(r["id"])
+                forget_views(store, r["id"])  # its columns and cost kept beside the store
             else:
                 store.archive_run(r["id"], archived=action == "archive")
             done += 1

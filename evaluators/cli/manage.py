@@ -65,6 +65,10 @@ def cmd_manage(a) -> int:
             say("nothing deleted")
             return EXIT_OK
         (store.delete_run if runs else store.delete_dataset)(a.id)
+        if runs:
+            from evaluators.read.columns import forget_views
+
+            forget_views(store, a.id)  # its columns and cost kept beside the store
         say(f"deleted {what}")
     return EXIT_OK
 
