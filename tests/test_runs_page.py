@@ -99,6 +99,12 @@ def test_rename_archive_and_delete_each_wait_for_their_confirmation(planted):
     button(at, "Cancel").click().run()
     assert store.get_run(a)["name"] == "alpha (th 0.5)" and store.result_count(a) == 12
     at = select(at, 1)
+    button(at, "Delete").click().run()
+    at = select(at, 0)  # another selection: the question asked of alpha is not left waiting
+    assert not [x for x in at.button if x.label == "Yes, delete"]
+    at = select(at, 1)
+    assert not [x for x in at.button if x.label == "Yes, delete"]
+    at = select(at, 1)
     from evaluators.read.columns import views_dir
 
     assert list(views_dir(store).glob(f"{a}-*.npz"))  # the table's rates kept its columns beside the store

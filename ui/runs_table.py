@@ -70,6 +70,9 @@ def table(runs: list[dict], dataset_names: dict[str, str]) -> list[dict]:
 
 def actions(chosen: list[dict]) -> None:
     """What can be done with the selected runs: open one, compare several, rename one, archive or delete any."""
+    asked = st.session_state.get(CONFIRM)
+    if asked and asked[1] != [r["id"] for r in chosen]:  # asked of another selection: not left waiting
+        st.session_state.pop(CONFIRM, None)
     if not chosen:
         st.caption("Select runs (the boxes at the left) to open, compare, rename, archive or delete them.")
         return
