@@ -63,6 +63,22 @@ def test_the_table_gives_each_runs_rates_with_their_n_status_author(planted):
     assert list(frame["f1_score n"]) == ["4 of 4 scored · too few to say", "10 of 12 scored, 2 errored"]
     assert list(frame["author"]) == ["ben", "ana"]
     assert list(frame["id"]) == [b, a]
+    # a freshly started dashboard reads them from views/ (kept per state of the run), the same numbers
+    import streamlit as st
+
+    from evaluators.read.columns import views_dir
+
+    assert len(list(views_dir(store).glob("rates-*.json"))) == 2
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    assert table(app("pages/runs.py")).equals(frame)
+    store.write_results(a, [Result(10, "f1_score", 0, "ok", value=0.7, outputs={"f1_score": 0.7})])  # row 11 retried
+    store.update_run(a, tasks_done=11, tasks_errored=1)
+    from ui import loaders
+
+    loaders.forget_lists()
+    frame = table(app("pages/runs.py"))  # a new state of the run: read again, 6 of 11 now
+    assert list(frame["f1_score pass rate"]) == [75.0, 54.5] and frame["f1_score n"][1] == "11 of 12 scored, 1 errored"
 
 
 def select(at, *positions):

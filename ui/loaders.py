@@ -310,14 +310,9 @@ def run_cost(run: dict) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=1024, ttl=3600)
 def _run_rates(run_id: str, version: tuple) -> list[tuple]:
-    from evaluators.read.charts_overview import rate_of
+    from evaluators.read.view import kept_rates
 
-    res = open_view(store(), run_id)  # not _view's few entries: a page of runs would push Results' out
-    out = []
-    for s in res.specs:
-        r = rate_of(s, res.summary(s))  # the rule of Results' cards (ui.widgets.headline)
-        out.append((s.name, r.measure, r.rate, r.counts["scored_rows"], len(res), r.counts["errored_rows"]))
-    return out
+    return [tuple(r) for r in kept_rates(store(), run_id)]  # Results' cards' rule, kept beside the store
 
 
 def run_rates(run: dict) -> list[tuple]:

@@ -294,12 +294,13 @@ def views_dir(store: Store) -> Path | None:
 
 
 def forget_views(store: Store, run_id: str) -> int:
-    """Remove a deleted run's files from ``views/`` (its columns and its kept cost); returns how many."""
+    """Remove a deleted run's files from ``views/`` (its columns, its kept cost and rates); returns how many."""
     folder = views_dir(store)
     if folder is None or not folder.is_dir():
         return 0
     gone = 0
-    for path in [*folder.glob(f"{run_id}-*.npz"), *folder.glob(f"cost-{run_id}-*.json")]:
+    for path in [*folder.glob(f"{run_id}-*.npz"), *folder.glob(f"cost-{run_id}-*.json"),
+                 *folder.glob(f"rates-{run_id}-*.json")]:
         path.unlink(missing_ok=True)
         gone += 1
     return gone
