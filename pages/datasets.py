@@ -8,7 +8,7 @@ import streamlit as st
 from evaluators.data.loading import bad_rows, rows_text
 from evaluators.data.reading import max_upload_bytes
 from evaluators.core.registry import FIELDS
-from ui import auth, loaders, state, widgets as w
+from ui import auth, dataset_actions, loaders, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -122,9 +122,12 @@ with w.guard():
                 c2.page_link("pages/new.py", label="Evaluate it", icon=":material/play_arrow:",
                              query_params={"dataset": did})
     st.subheader("Saved datasets")
-    saved = loaders.datasets(st.query_params.get("dataset"))
-    table = [{"name": d["name"], "shape": d["shape"], "rows": d["rows"], "read as": LAYOUTS.get(d["detected"], (d["detected"],))[0],
-              "columns": ", ".join(d["columns"]), "added": d["created_at"]} for d in saved]
+    dataset_actions.outcome()
+    archived = st.toggle("Show archived", key="ds_archived", bind=state.URL)
+    saved = loaders.datasets(st.query_params.get("dataset"), archived=archived)
+    table = [{"name": d["name"] + (" (archived)" if d.get("archived_at") else ""), "shape": d["shape"],
+              "rows": d["rows"], "read as": LAYOUTS.get(d["detected"], (d["detected"],))[0], "columns": ", ".join(d["columns"]), "added": d["created_at"]}
+             for d in saved]
     event = w.table(table, key="datasets.table", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(saved))
     if k is not None:
@@ -133,8 +136,8 @@ with w.guard():
     if chosen is not None and chosen not in {d["id"] for d in saved}:
         state.not_found("dataset", "dataset", chosen)
     if chosen is not None:
-        ds = loaders.dataset(chosen)
-        st.markdown(f"**{w.plain(ds.name)}** · {w.count(len(ds), 'row')} · {ds.shape}")  # a name: text, not code
+        ds, listed = loaders.dataset(chosen), next(d for d in saved if d["id"] == chosen)
+        st.markdown(f"**{w.plain(listed['name'])}** · {w.count(len(ds), 'row')} · {ds.shape}")  # a name: text (a rename is listed)
         if ds.source != ds.name:  # e.g. "a.jsonl without rows 3 and 7": the rows left out when it was saved
             st.text(f"From {ds.source}")
         st.caption("Column mapping: which column of the file each field is read from")
@@ -143,3 +146,4 @@ with w.guard():
             + [{"Field": f, "Column": c} for f, c in ds.mapping.items() if f not in FIELDS])).style.hide(axis="index"))
         w.json_preview(ds.records[:20])
         st.page_link("pages/new.py", label="Evaluate this dataset", icon=":material/play_arrow:", query_params={"dataset": chosen})
+        dataset_actions.actions(listed)

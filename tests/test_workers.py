@@ -191,6 +191,7 @@ def test_a_finished_worker_leaves_the_results_page_its_columns_and_search(tmp_pa
     views = views_dir(store)  # beside the SQLite file, or (PostgreSQL) under EVAL_HOME
     columns, search = sorted(views.glob(f"{rid}-*.npz")), sorted(views.glob("ds-*.search"))
     assert len(columns) == 1 and len(search) == 1
+    assert len(list(views.glob(f"rates-{rid}-*.json"))) == 1  # and its rates, for the Runs page's table
     stamps = [p.stat().st_mtime_ns for p in (*columns, *search)]
     res = open_view(store, rid)
     assert res.query(search="battery", limit=0)[0] > 0  # the search reads the worker's text

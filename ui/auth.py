@@ -60,6 +60,7 @@ class SignIn:
     password_sha256: str | None = None  # password mode: the shared digest, 64 lowercase hex characters
     problem: str | None = None  # configured but unusable: the app is not served
     users: tuple[tuple[str, str], ...] = ()  # password mode: (name, scrypt hash) of each named user
+    admins: tuple[str, ...] = ()  # who may rename, archive and delete anyone's runs and datasets
 
     @property
     def off(self) -> bool:
@@ -76,7 +77,10 @@ def settings() -> SignIn:
             raise ConfigError("\n".join(wrong))
         password = _password(secrets.get("evaldash"))
         users = _users(secrets.get("evaldash"))
-        return SignIn(_oidc(secrets.get("auth")), password, users=users)
+        out = SignIn(_oidc(secrets.get("auth")), password, users=users, admins=_admins(secrets.get("evaldash")))
+        if out.admins and out.off:  # meant to restrict who may delete: with no sign-in nobody would be
+            raise ConfigError(f"{_where()}: [evaldash] admins names administrators, but no sign-in is configured")
+        return out
     except ConfigError as e:
         return SignIn(problem=str(e))
 
@@ -195,6 +199,31 @@ def _users(evaldash: Any) -> tuple[tuple[str, str], ...]:
         except passwords.HashError as e:
             raise ConfigError(f"{where()} {name}: {e}") from None
     return tuple((name.strip(), value.strip()) for name, value in table.items())
+
+
+def _admins(evaldash: Any) -> tuple[str, ...]:
+    """``admins = ["alice", "bob@example.com"]`` under ``[evaldash]``: named users or OIDC e-mails (any case)."""
+    if not isinstance(evaldash, Mapping) or "admins" not in evaldash:
+        return ()
+    names = evaldash["admins"]
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise ConfigError(f"{_where()}: [evaldash] admins must be a list of names, e.g. admins = [\"alice\"]")
+    if any(n.strip().endswith(UNVERIFIED) for n in names):
+        raise ConfigError(f"{_where()}: [evaldash] admins: a name ending in{UNVERIFIED} cannot be an administrator")
+    return tuple(n.strip() for n in names)
+
+
+def may_change(created_by: str | None) -> bool:
+    """Whether this session may rename, archive or delete what ``created_by`` made: everyone when sign-in is off;
+    under sign-in its author (the same recorded name) or an administrator; nobody else, not even for what was made
+    with no author recorded (the command line, or before sign-in was on)."""
+    conf = settings()
+    if conf.off:
+        return True
+    user = current_user()
+    if user is None or conf.problem:
+        return False
+    return user == created_by or user.casefold() in {a.casefold() for a in conf.admins}
 
 
 def _digest(value: Any, where: Callable[[], str]) -> str:

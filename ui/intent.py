@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 SECTION, OIDC = "evaldash", "auth"
-KNOWN = ("password_sha256", "users")  # what [evaldash] holds
+KNOWN = ("password_sha256", "users", "admins")  # what [evaldash] holds
 READS = "evaldash reads a password only as password_sha256 or [evaldash.users] under [evaldash]"
 # a key's word that names a password or its digest
 SECRET_WORDS = {"pass", "passwd", "pwd", "passphrase", "passcode", "sha256", "sha", "digest", "hash", "scrypt",

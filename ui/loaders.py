@@ -52,21 +52,23 @@ def _fresh(cached, wanted: str | None) -> list[dict]:
     return out
 
 
-def runs(wanted: str | None = None) -> list[dict]:
-    """Runs, newest first."""
-    return _fresh(_runs, wanted)
+def runs(wanted: str | None = None, archived: bool = False) -> list[dict]:
+    """Runs, newest first; archived ones only if ``archived`` or named by ``wanted`` or the link's ``runs`` (a link
+    to one still opens it: Compare opened on archived runs from Runs' "Show archived" included)."""
+    named = {wanted, *(st.query_params.get("runs") or "").split(",")}
+    return [r for r in _fresh(_runs, wanted) if archived or not r.get("archived_at") or r["id"] in named]
 
 
-def datasets(wanted: str | None = None) -> list[dict]:
-    """Datasets, newest first."""
-    return _fresh(_datasets, wanted)
+def datasets(wanted: str | None = None, archived: bool = False) -> list[dict]:
+    """Datasets, newest first; archived ones only if ``archived`` or named by ``wanted``."""
+    return [d for d in _fresh(_datasets, wanted) if archived or not d.get("archived_at") or d["id"] == wanted]
 
 
 def datasets_to_judge(wanted: str | None = None) -> tuple[list[dict], set[str], str | None]:
     """What New evaluation offers: (the datasets, newest first, without imported judgment sets; the ids of those
     sets, whose rows are a judge's verdicts already made, not answers to judge; the dataset of the newest run
     that is not an import, None if none)."""
-    runs_ = runs()
+    runs_ = runs(archived=True)  # an archived import's dataset is still a judgment set
     imported = {r["dataset_id"] for r in runs_ if (r["spec"] or {}).get("imported")}
     last = next((r["dataset_id"] for r in runs_ if not (r["spec"] or {}).get("imported")), None)
     return [d for d in datasets(wanted) if d["id"] not in imported], imported, last
@@ -306,6 +308,19 @@ def run_cost(run: dict) -> dict:
     step = max(1, (run["tasks_total"] or 0) // 20)
     version = (run["status"], (run["tasks_done"] + run["tasks_errored"]) // step, str(run["finished_at"]))
     return _run_cost(run["id"], version, json.dumps(run["spec"], sort_keys=True, default=str))
+
+
+@st.cache_data(show_spinner=False, max_entries=1024, ttl=3600)
+def _run_rates(run_id: str, version: tuple) -> list[tuple]:
+    from evaluators.read.view import kept_rates
+
+    return [tuple(r) for r in kept_rates(store(), run_id)]  # Results' cards' rule, kept beside the store
+
+
+def run_rates(run: dict) -> list[tuple]:
+    """Per metric of a run (metric, measure, rate or None, scored rows, rows, errored rows), as Results' cards
+    compute them at the run's own thresholds: once per state of the run."""
+    return _run_rates(run["id"], _version(run))
 
 
 @st.cache_data(ttl=2, show_spinner=False)

@@ -455,13 +455,23 @@ def rate_card(label: str, rate: float | None, low: float | None, high: float | N
               errored: int, help_: str, rule: str = "", digits: int = 1) -> tuple:
     """A rate's card: the rate, and under it what decides its meaning (the rule, "2 of 8 scored, 6 errored",
     the 95% interval), marked "too few to say" below :data:`MIN_N` scored rows. One rule for every page's cards."""
-    n = f"{scored:,} of {rows:,} scored" + (f", {errored:,} errored" if errored else "")
+    n = rate_counts(scored, rows, errored)
     lead = f"{rule} · " if rule else ""
     if rate is None:
         return label, "–", help_, f"{lead}no scored rows · {n}", "gray"
-    few = scored < MIN_N
+    few = too_few(scored)
     under = ("too few to say · " if few else "") + lead + n + f" · 95% CI {low:.{digits}%}–{high:.{digits}%}"
     return label, f"{rate:.{digits}%}", help_, under, "orange" if few else "gray"
+
+
+def rate_counts(scored: int, rows: int, errored: int) -> str:
+    """What a rate rests on, as every card and the Runs table say it: "2 of 8 scored, 6 errored"."""
+    return f"{scored:,} of {rows:,} scored" + (f", {errored:,} errored" if errored else "")
+
+
+def too_few(scored: int) -> bool:
+    """A rate on fewer than :data:`MIN_N` scored rows is marked "too few to say"."""
+    return scored < MIN_N
 
 
 def metric_cards(cards: list[tuple]) -> None:

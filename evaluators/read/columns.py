@@ -293,6 +293,19 @@ def views_dir(store: Store) -> Path | None:
     return Path(db).expanduser().resolve().parent / "views"
 
 
+def forget_views(store: Store, run_id: str) -> int:
+    """Remove a deleted run's files from ``views/`` (its columns, its kept cost and rates); returns how many."""
+    folder = views_dir(store)
+    if folder is None or not folder.is_dir():
+        return 0
+    gone = 0
+    for path in [*folder.glob(f"{run_id}-*.npz"), *folder.glob(f"cost-{run_id}-*.json"),
+                 *folder.glob(f"rates-{run_id}-*.json")]:
+        path.unlink(missing_ok=True)
+        gone += 1
+    return gone
+
+
 def state_key(store: Store, run: dict, specs: list[MetricSpec]) -> str:
     """Names a state of a run: its counters, end, stored results (count) and metrics with their parameters."""
     parts = [run["id"], run["status"], run["tasks_done"], run["tasks_errored"], str(run["finished_at"]),

@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 # The Alembic revision these tables are (migrations/versions); a test checks it is the newest there.
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009"
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)
@@ -44,6 +44,7 @@ class DatasetRow(Base):
     row_numbers: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
+    archived_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # hidden from lists and pickers
 
 
 class RecordRow(Base):
@@ -78,6 +79,7 @@ class RunRow(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the signed-in user, if any
+    archived_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # hidden from lists and pickers
 
 
 class ChunkRow(Base):

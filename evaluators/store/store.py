@@ -27,6 +27,7 @@ from evaluators.store.monitor_claims import MonitorClaimsMixin
 from evaluators.store.traces import TracesMixin
 from evaluators.store.monitor_redact import MonitorRedactMixin
 from evaluators.store.monitor_conversations import MonitorConversationsMixin
+from evaluators.store.manage import ManageMixin
 from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
@@ -48,7 +49,7 @@ def _once_per_object(process):
 
 
 class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorRedactMixin,
-            MonitorConversationsMixin, MonitorClaimsMixin):
+            MonitorConversationsMixin, MonitorClaimsMixin, ManageMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):
@@ -157,9 +158,10 @@ class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorR
         with self.session() as s:
             t = DatasetRow  # not row_numbers: a JSON list as long as the dataset, read for nothing
             rows = s.execute(select(t.id, t.name, t.shape, t.n_rows, t.detected, t.columns, t.mapping, t.created_at,
-                                    t.created_by).order_by(t.created_at.desc())).all()
+                                    t.created_by, t.archived_at).order_by(t.created_at.desc())).all()
             return [dict(id=d.id, name=d.name, shape=d.shape, rows=d.n_rows, detected=d.detected,
-                         columns=d.columns, mapping=d.mapping, created_at=d.created_at, created_by=d.created_by)
+                         columns=d.columns, mapping=d.mapping, created_at=d.created_at, created_by=d.created_by,
+                         archived_at=d.archived_at)
                     for d in rows]
 
     # ------------------------------------------------------------ runs
