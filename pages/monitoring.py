@@ -2,7 +2,7 @@
 the traffic and each rule's decisions, the trace list and a trace opened with why it has, or has not, a score."""
 import streamlit as st
 
-from ui import monitor, monitor_series, monitor_traces, widgets as w
+from ui import monitor, monitor_rules, monitor_series, monitor_traces, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -19,6 +19,8 @@ with w.guard():
         monitor.instrument(project)
     st.subheader("Traffic")
     got = monitor.traffic(project)
+    with st.expander("Add or change a rule", icon=":material/rule:"):
+        monitor_rules.rule_form(project)
     st.subheader("Rates over time")
     monitor_series.rates(project, got["rules"])
     st.subheader("Traces")

@@ -221,3 +221,37 @@ def test_a_decision_filter_keeps_exactly_the_traces_so_decided_either_way_it_is_
     page = monitor.trace_page(store, "shop", monitor.TraceFilter(rule="quality", rule_version=2, decision="failed"))
     assert [r["trace_id"] for r in page["rows"]] == [t for i, t in enumerate(ids) if i % 3 == 0][::-1]
     assert {r["decisions"]["quality"] for r in page["rows"]} == {"failed"}
+
+
+def test_a_rule_is_added_and_changed_in_the_page_as_the_cli_checks_it(home_store):
+    """The form stores what was typed (the judge without a key: only the variable's NAME); the same name with
+    another rate is version 2; an unreadable filter and a budget with no price for the judge are refused, naming
+    why, and store nothing."""
+    home_store.ensure_monitor_project("shop")
+    at = app(PAGE, project="shop")
+
+    def save(**fields):
+        for key, value in fields.items():
+            widget = {"metrics": at.multiselect, "rate": at.slider, "cap": at.number_input,
+                      "budget": at.number_input}.get(key, at.text_input)
+            widget(key=f"monitor.rule.{key}").set_value(value)
+        next(b for b in at.button if b.label == "Save the rule").click()
+        at.run()
+
+    save(name="quality", metrics=["coherence", "fluency"], rate=0.25, base_url="http://127.0.0.1:9/v1",
+         model="judge-m", key_env="JUDGE_KEY", filter='latency_ms > 2000 and not error', cap=100)
+    assert any("version 1" in s.value for s in at.success), [e.value for e in at.error]
+    rule = home_store.monitor_rule("shop", "quality")
+    assert (rule["metrics"], rule["sample_rate"], rule["key_env"], rule["filter"], rule["max_per_hour"],
+            rule["budget_per_day"]) == (["coherence", "fluency"], 0.25, "JUDGE_KEY", "latency_ms > 2000 and not error",
+                                        100, None)
+    assert (rule["judge"]["model"], rule["judge"]["base_url"]) == ("judge-m", "http://127.0.0.1:9/v1")
+    save(rate=0.5)
+    assert home_store.monitor_rule("shop", "quality")["version"] == 2
+    save(filter="latency_ms >")
+    assert at.error and as_read(at.error[0].value).startswith("The rule was not saved") and "column" in as_read(at.error[0].value)
+    save(filter="", budget=5.0)
+    assert at.error and "needs the price of the judge model 'judge-m'" in as_read(at.error[0].value)
+    assert home_store.monitor_rule("shop", "quality")["version"] == 2  # nothing refused was stored
+    save(price="2.5,1.25,10")
+    assert home_store.monitor_rule("shop", "quality")["budget_per_day"] == 5.0

@@ -551,3 +551,14 @@ def rate_series(project: str, rule: str, version: int, metric: str, since_ns: in
                 min_n: int) -> dict:
     """A rule's metric per window (``evaluators.read.monitor_series.rate_series``), read again every 30 s."""
     return _rate_series(store().url, project, rule, version, metric, since_ns, until_ns, window_s, min_n)
+
+
+def save_monitor_rule(project: str, name: str, metrics: list[str], sample_rate: float, judge: dict,
+                      key_env: str | None, **limits) -> int:
+    """The Monitoring page's form: ``evaluators.monitor.rules.add_rule`` (checked as ``monitor rule add`` checks it),
+    the traffic's cached counts dropped so the rule shows at once. Returns its version."""
+    from evaluators.monitor.rules import add_rule
+
+    version = add_rule(store(), project, name, metrics, sample_rate, judge, key_env, **limits)
+    _monitor_traffic.clear()
+    return version

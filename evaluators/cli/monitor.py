@@ -169,22 +169,14 @@ def _cmd_rule(a, store) -> int:
     from evaluators.cli.common import EXIT_OK
 
     if a.rule_command == "add":
-        from evaluators.core.registry import get_metric
         from evaluators.judge.config import JudgeConfig
-
-        metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
-        for m in metrics:
-            get_metric(m)  # an unknown metric is refused now, not when the rule runs
-        from evaluators.monitor.filters import parse_filter
+        from evaluators.monitor.rules import add_rule
 
         judge = JudgeConfig(model=a.judge_model or "gpt-4o-mini", base_url=a.judge_base_url,
                             provider="compatible" if a.judge_base_url else "openai", concurrency=a.concurrency)
-        if a.filter is not None:
-            parse_filter(a.filter)  # refused now, saying where, not when the rule runs
-        version = store.add_monitor_rule(a.project, a.name, metrics, a.sample_rate,
-                                         judge.for_storage().to_dict(), a.judge_api_key_env, filter=a.filter,
-                                         max_per_hour=a.max_per_hour, budget_per_day=a.budget_per_day,
-                                         prices=_rule_prices(a, judge))
+        version = add_rule(store, a.project, a.name, a.metrics.split(","), a.sample_rate,
+                           judge.for_storage().to_dict(), a.judge_api_key_env, filter=a.filter,
+                           max_per_hour=a.max_per_hour, budget_per_day=a.budget_per_day, prices=_rule_prices(a, judge))
         _say_forecast(store, store.monitor_rule(a.project, a.name), a.traces_per_hour)
         say(f"rule {a.name!r} of project {a.project!r}: version {version}")
         return EXIT_OK
@@ -224,18 +216,12 @@ def _cmd_rule(a, store) -> int:
 
 
 def _rule_prices(a, judge) -> dict | None:
-    """The judge's price kept with the rule (``--price``, else prices.toml's), as ``run`` keeps a run's; a daily
-    budget with no price is refused (it could not be counted)."""
+    """The judge's price kept with the rule (``--price``, else prices.toml's), as ``run`` keeps a run's."""
     import argparse as ap
 
     from evaluators.cli.cost import settings
-    from evaluators.core.errors import UsageError
 
-    prices = settings(ap.Namespace(price=a.price, budget=None, batch=False, batch_direct_retry=False), judge, [])["prices"]
-    if a.budget_per_day is not None and judge.model not in prices:
-        raise UsageError(f"--budget-per-day needs the price of the judge model '{judge.model}': give --price "
-                         "INPUT,CACHED,OUTPUT or list it in prices.toml")
-    return prices or None
+    return settings(ap.Namespace(price=a.price, budget=None, batch=False, batch_direct_retry=False), judge, [])["prices"] or None
 
 
 def _say_forecast(store, rule: dict, traces_per_hour: float | None) -> None:

@@ -82,6 +82,31 @@ def decide(store, project: str, rule: dict[str, Any], since_ns: int | None = Non
     return len(out)
 
 
+def add_rule(store, project: str, name: str, metrics: list[str], sample_rate: float, judge: dict[str, Any],
+             key_env: str | None = None, *, filter: str | None = None, max_per_hour: int | None = None,
+             budget_per_day: float | None = None, prices: dict | None = None) -> int:
+    """Check then store a rule (``monitor rule add`` and the Monitoring page's form): each metric known, the filter
+    readable (refused saying where), a daily budget only with the judge model's price (``prices``, snapshotted
+    from the operator's prices.toml or given). Returns its version (a changed rule is a new one)."""
+    from evaluators.core.errors import UsageError
+    from evaluators.core.registry import get_metric
+    from evaluators.judge.prices import price_for
+
+    metrics = [m.strip() for m in metrics if m.strip()]
+    for m in metrics:
+        get_metric(m)  # an unknown metric is refused now, not when the rule runs
+    if filter is not None and filter.strip():
+        parse_filter(filter)
+    else:
+        filter = None
+    model = (judge or {}).get("model")
+    if budget_per_day is not None and price_for(model, prices) is None:
+        raise UsageError(f"--budget-per-day needs the price of the judge model '{model}': give --price "
+                         "INPUT,CACHED,OUTPUT or list it in prices.toml")
+    return store.add_monitor_rule(project, name.strip(), metrics, sample_rate, judge, key_env or None, filter=filter,
+                                  max_per_hour=max_per_hour, budget_per_day=budget_per_day, prices=prices)
+
+
 def day_start(now: dt.datetime | None = None) -> dt.datetime:
     now = now or utcnow()
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
