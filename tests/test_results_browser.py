@@ -114,7 +114,7 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     # then one grid of 4 distributions, three to a row (each titled with its metric, its summary under it)
     assert charts.count() == 2
     titles = charts.nth(1).locator(".role-title-text text")
-    assert titles.all_text_contents() == ["coherence", "f1_score", "violence score", "protected_material label"]
+    assert titles.all_text_contents() == ["Coherence", "F1 word overlap", "Violence", "Protected material"]  # readable names
     y = [round(titles.nth(k).bounding_box()["y"]) for k in range(4)]
     x = [round(titles.nth(k).bounding_box()["x"]) for k in range(4)]
     assert y[0] == y[1] == y[2] < y[3] and x[0] < x[1] < x[2] and abs(x[3] - x[0]) < 40  # (axes differ in width)
