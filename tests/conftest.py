@@ -78,12 +78,14 @@ def pytest_generate_tests(metafunc):
 # The longest test files (seconds, measured 2026-11-25 on either store), handed to the workers first, the rest
 # after in their usual order (scripts/test.sh passes --no-loadscope-reorder, else xdist hands out the files
 # with the most tests first and leaves these few-test, long browser files to the end, on one busy worker).
-LONGEST_FIRST = ("test_faults.py", "test_dashboard_security.py", "test_dashboard_walk.py", "test_newuser_browser.py",
+LONGEST_FIRST = ("test_monitor_queue.py", "test_monitor_rule_limits.py", "test_faults.py", "test_dashboard_security.py", "test_dashboard_walk.py", "test_newuser_browser.py",
                  "test_dashboard_e2e.py", "test_runner.py", "test_exports_download.py", "test_review_browser.py",
                  "test_results_browser.py", "test_cli.py", "test_hostile.py", "test_scale.py", "test_sign_in.py",
                  "test_safety_dashboard.py", "test_rows_browser.py", "test_cost_dashboard.py", "test_metric_browser.py",
                  "test_surprises_browser.py", "test_wildbench_dashboard.py", "test_review_cli.py",
-                 "test_sign_in_config.py", "test_exports_stream.py")
+                 "test_sign_in_config.py", "test_exports_stream.py", "test_monitor_app.py", "test_runs_browser.py",
+                 "test_upia_browser.py", "test_monitor_page_browser.py", "test_smaller_browser.py", "test_queue.py",
+                 "test_queue_cost.py", "test_monitor_redact.py", "test_runs_page.py", "test_monitor_receiver.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -248,7 +248,7 @@ def test_a_workers_key_goes_only_to_the_url_it_was_given_for():
         queue.URL_KEYS.clear()
 
 
-def test_submit_takes_run_s_metric_files_and_prices_and_refuses_batch(tmp_path, pg_url, judge_server):
+def test_submit_takes_run_s_metric_files_and_prices_and_refuses_batch_in_chunks(tmp_path, pg_url, judge_server):
     code = ROOT / "examples" / "metrics" / "word_count.py"
     p = cli("submit", SINGLE, "--metrics", "word_count,fluency", "--metric-file", code, "--judge-base-url",
             judge_server.url, "--judge-model", "gpt-4o-mini", "--price", "2,0.5,8", "--chunk-rows", "16", url=pg_url)
@@ -265,8 +265,9 @@ def test_submit_takes_run_s_metric_files_and_prices_and_refuses_batch(tmp_path, 
     rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     ds = load_dataset(SINGLE)
     assert [r["outputs.word_count.word_count"] for r in rows] == [float(len(r["response"].split())) for r in ds.records]
-    b = cli("submit", SINGLE, "--metrics", "fluency", "--judge-base-url", judge_server.url, "--batch", url=pg_url)
-    assert b.returncode == 2 and "--batch is for `run`" in b.stderr and "Traceback" not in b.stderr
+    b = cli("submit", SINGLE, "--metrics", "fluency", "--judge-base-url", judge_server.url, "--batch",
+            "--chunk-rows", "8", url=pg_url)  # a batch run is one job (tests/test_queue_cost.py)
+    assert b.returncode == 2 and "--batch queues the run as one job" in b.stderr and "Traceback" not in b.stderr
 
 
 def test_default_chunks_give_each_live_worker_a_few_and_stay_within_floor_and_cap():

@@ -41,12 +41,6 @@ def test_a_batch_run_on_the_queue_survives_its_workers_death_and_submits_once(tm
     assert metrics["coherence.scored_rows"] == 31 and metrics["cost.batch_calls"] == 31
 
 
-def test_submit_batch_refuses_chunk_rows():
-    p = cli("submit", SINGLE, "--metrics", "coherence", "--judge-base-url", "http://127.0.0.1:9/v1", "--batch",
-            "--chunk-rows", "8", url="postgresql+psycopg://nobody@127.0.0.1:9/none")
-    assert p.returncode == 2 and "--batch queues the run as one job" in p.stderr and "drop --chunk-rows" in p.stderr
-
-
 def test_a_queued_run_stopped_at_its_budget_ends_stopped_and_wait_says_why(tmp_path, pg_url, judge_server):
     """A chunk that stopped at the budget never counted as ended: the run stayed "running" and ``wait`` waited
     for ever. Now the run ends "stopped" with the runner's reason, and ``wait`` exits 4 as ``run`` does (the
