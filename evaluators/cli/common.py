@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from evaluators.cli import wildbench as cli_wildbench
-from evaluators.cli.text import clean, say
+from evaluators.cli.text import say, say_table
 from evaluators.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -179,12 +179,7 @@ def print_summary(res, out=None) -> None:
         rows.append((s.name, str(sm["scored_rows"]), str(sm["errored_rows"]), str(sm["skipped_rows"]),
                      str(sm.get("pending_rows", 0)), _fmt(sm[s.primary]), ci,
                      "-" if sm["pass_rate"] is None else f"{sm['pass_rate']:.1%}"))
-    rows = [tuple(map(clean, r)) for r in rows]  # (names as printed: the columns line up)
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    for n, r in enumerate(rows):
-        say("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
-        if n == 0:
-            say("  ".join("-" * w for w in widths), file=out)
+    say_table(rows, out)
 
 
 def _checked_dataset(a, metrics: list[str], judge: "JudgeConfig", thresholds: dict[str, float],

@@ -28,3 +28,14 @@ def clean(text: object) -> str:
 def say(*parts: object, sep: str = " ", end: str = "\n", file=None, flush: bool = False) -> None:
     """``print`` for the CLI: each part through :func:`clean` (``file``: the stream in force now, stdout by default)."""
     print(*(clean(p) for p in parts), sep=sep, end=end, file=file or sys.stdout, flush=flush)
+
+
+def say_table(rows: list[tuple], out=None) -> None:
+    """A table: the first row a header underlined, columns padded to their widest cell (cells as printed, so
+    they line up), through :func:`say`."""
+    rows = [tuple(map(clean, r)) for r in rows]
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for n, r in enumerate(rows):
+        say("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        if n == 0:
+            say("  ".join("-" * w for w in widths), file=out)

@@ -15,7 +15,7 @@ from typing import Any
 
 from evaluators.core.errors import UsageError
 from evaluators.core.wb_rules import DEFAULT_LENGTH_PENALTY
-from evaluators.cli.text import clean, say
+from evaluators.cli.text import say, say_table
 
 
 def add_commands(sub) -> None:
@@ -78,12 +78,7 @@ def print_board(board: dict[str, dict[str, Any]], out=None) -> None:
                      "-" if ci[0] is None else f"{ci[0]:.2f}..{ci[1]:.2f}", _f(agg.get("WB_score.task_macro")),
                      _f(agg.get("mixture_of_rewards")),
                      "-" if mci[0] is None else f"{mci[0]:.2f}..{mci[1]:.2f}"))
-    rows = [tuple(map(clean, r)) for r in rows]  # (names as printed: the columns line up)
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    for n, r in enumerate(rows):
-        say("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
-        if n == 0:
-            say("  ".join("-" * w for w in widths), file=out)
+    say_table(rows, out)
 
 
 def _write(out_dir: str, board: dict) -> Path:

@@ -358,3 +358,30 @@ def build_columns(store: Store, run: dict, specs: list[MetricSpec], dataset: Dat
             except OSError:
                 pass  # a read-only folder: the columns are rebuilt next time
     return RunColumns(n, metrics, SearchText(store, dataset_id, dataset, folder))
+
+
+def kept_json(store, run_id: str, kind: str, compute):
+    """``compute()`` (a run's figures, JSON-able) kept for an ended run in ``views/`` beside the store: one small
+    file per ``kind``, state of the run and of its settings, written whole or not at all, earlier states removed;
+    computed afresh for a run going on or a store with no such folder. One rule for every figure a freshly
+    started dashboard would otherwise work out again (``read.cost.kept_run_cost``, ``read.view.kept_rates``)."""
+    from evaluators.run.spec import RunSpec
+
+    run, folder = store.get_run(run_id), views_dir(store)
+    if folder is None or run["status"] in ("queued", "running"):
+        return compute()
+    settings = hashlib.sha256(json.dumps(run["spec"], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    path = folder / f"{kind}-{run_id}-{state_key(store, run, RunSpec.from_dict(run['spec']).specs())}-{settings}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    got = compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(got), encoding="utf-8")
+    os.replace(tmp, path)  # whole or absent
+    for old in folder.glob(f"{kind}-{run_id}-*.json"):
+        if old != path:
+            old.unlink(missing_ok=True)  # an earlier state of the run
+    return got

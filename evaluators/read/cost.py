@@ -2,9 +2,6 @@
 prompt tokens the provider served from its prompt cache; the ``cost.*`` keys of ``metrics.json``."""
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from typing import Any
 
 from evaluators.run.budget import Tally, spec_prices, tally_billing
@@ -61,27 +58,9 @@ def kept_run_cost(store: Store, run_id: str) -> dict[str, Any]:
     run and of its settings), so that a freshly started dashboard does not sum a big run's results again: on
     SQLite that pass reads every stored result (0.7 s for 600,000). Written when the run's views are prepared
     as it ends (:func:`evaluators.read.view.prepare_view`), else at the first read."""
-    from evaluators.read.columns import state_key, views_dir
+    from evaluators.read.columns import kept_json
 
-    run, folder = store.get_run(run_id), views_dir(store)
-    if folder is None or run["status"] in ("queued", "running"):
-        return run_cost(store, run_id)
-    spec = RunSpec.from_dict(run["spec"])
-    settings = hashlib.sha256(json.dumps(run["spec"], sort_keys=True, default=str).encode()).hexdigest()[:12]
-    path = folder / f"cost-{run_id}-{state_key(store, run, spec.specs())}-{settings}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
-    cost = run_cost(store, run_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(cost), encoding="utf-8")
-    os.replace(tmp, path)  # whole or absent
-    for old in folder.glob(f"cost-{run_id}-*.json"):
-        if old != path:
-            old.unlink(missing_ok=True)  # an earlier state of the run
-    return cost
+    return kept_json(store, run_id, "cost", lambda: run_cost(store, run_id))
 
 
 def cost_lines(cost: dict[str, Any], metrics: list[str]) -> list[str]:

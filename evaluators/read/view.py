@@ -351,28 +351,6 @@ def kept_rates(store: Store, run_id: str) -> list[list]:
     """:func:`run_rates` at the run's own thresholds, kept for an ended run in ``views/`` (one small file per state
     of the run and its settings, as ``read.cost.kept_run_cost``), so that a page of runs listed by a freshly
     started dashboard opens no run's columns."""
-    import hashlib
-    import json
-    import os
+    from evaluators.read.columns import kept_json
 
-    from evaluators.read.columns import state_key, views_dir
-    from evaluators.run.spec import RunSpec
-
-    run, folder = store.get_run(run_id), views_dir(store)
-    if folder is None or run["status"] in ("queued", "running"):
-        return run_rates(open_view(store, run_id))
-    settings = hashlib.sha256(json.dumps(run["spec"], sort_keys=True, default=str).encode()).hexdigest()[:12]
-    path = folder / f"rates-{run_id}-{state_key(store, run, RunSpec.from_dict(run['spec']).specs())}-{settings}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
-    rates = run_rates(open_view(store, run_id))
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(rates), encoding="utf-8")
-    os.replace(tmp, path)  # whole or absent
-    for old in folder.glob(f"rates-{run_id}-*.json"):
-        if old != path:
-            old.unlink(missing_ok=True)  # an earlier state of the run
-    return rates
+    return kept_json(store, run_id, "rates", lambda: run_rates(open_view(store, run_id)))
