@@ -119,7 +119,9 @@ def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(d
     grid.screenshot(path=str(SHOTS / "datasets-problems-wrap.png"))
     page.get_by_text("stored without rows 3 and 7 of the file").wait_for()
     page.get_by_role("button", name="Leave out these 2 rows and save").click()
-    settle(page, "New evaluation")
+    settle(page)  # ("New evaluation" is in the sidebar from the start: the save is waited for in the store itself)
+    wait_until(lambda: any(d["name"].startswith("two-bad-rows.jsonl") for d in store.list_datasets()), timeout=60,
+               what="the dataset saved without its two bad rows")
     [saved] = [d for d in store.list_datasets() if d["name"].startswith("two-bad-rows.jsonl")]
     ds = store.get_dataset(saved["id"])
     assert ds.source == ds.name == "two-bad-rows.jsonl without rows 3 and 7"
