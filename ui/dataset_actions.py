@@ -59,14 +59,9 @@ def _confirm(d: dict) -> None:
     else:
         st.warning("Archive this dataset? It is hidden from lists and pickers, kept whole (Show archived lists it)."
                    if action == "archive" else "Show this dataset again in lists and pickers?", icon=":material/help:")
-    c1, c2 = st.columns(2)
     verb = {"delete": "delete", "archive": "archive", "unarchive": "show it again"}[action]
-    if c1.button(f"Yes, {verb}", key="datasets.yes", type="primary"):
-        st.session_state.pop(ASK, None)
+    if w.yes_or_cancel("datasets", verb, ASK):
         _apply(action, d)
-    if c2.button("Cancel", key="datasets.no"):
-        st.session_state.pop(ASK, None)
-        st.rerun()
 
 
 def _apply(action: str, d: dict, name: str = "") -> None:

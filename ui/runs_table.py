@@ -141,13 +141,8 @@ def _confirm() -> None:
     with st.container(border=True, key="runs.confirm_box"):
         st.warning(f"{verb} {w.count(len(runs), 'run')} {what}?", icon=":material/help:")
         st.text("\n".join(r["name"] for r in runs))
-        c1, c2 = st.columns(2)
-        if c1.button(f"Yes, {verb.lower()}", key="runs.yes", type="primary"):
-            st.session_state.pop(CONFIRM, None)
+        if w.yes_or_cancel("runs", verb.lower(), CONFIRM):
             _apply(action, runs)
-        if c2.button("Cancel", key="runs.no"):
-            st.session_state.pop(CONFIRM, None)
-            st.rerun()
 
 
 def _apply(action: str, runs: list[dict], name: str = "") -> None:

@@ -518,3 +518,16 @@ def json_preview(rows: list[dict]) -> None:
 
     st.dataframe(pd.DataFrame([{k: "" if v is None else json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
                                 else str(v) for k, v in r.items()} for r in rows]), hide_index=True)
+
+
+def yes_or_cancel(prefix: str, verb: str, asked: str) -> bool:
+    """A question's two buttons ("Yes, VERB" and Cancel, keyed ``PREFIX.yes`` / ``PREFIX.no``): either takes the
+    question (session key ``asked``) away; True when the answer is yes, Cancel draws the page again."""
+    c1, c2 = st.columns(2)
+    if c1.button(f"Yes, {verb}", key=f"{prefix}.yes", type="primary"):
+        st.session_state.pop(asked, None)
+        return True
+    if c2.button("Cancel", key=f"{prefix}.no"):
+        st.session_state.pop(asked, None)
+        st.rerun()
+    return False
