@@ -75,8 +75,8 @@ with w.guard():
     event = st.dataframe(styled, hide_index=True, on_select="rerun", selection_mode="single-row", key="compare.rows")
     k = state.selected(event, len(shown))
     if k is not None:
-        state.write("row", int(shown.index[k]))  # the row's index in the dataset, not its place in this table
-    row = state.read("row", None, int)
+        state.write_row(int(shown.index[k]))  # the row's index in the dataset, not its place in this table
+    row = state.read_row()
     if row is not None and 0 <= row < len(changes):
         titles = ["Baseline"] + [f"Run {k}" for k in range(1, len(others) + 1)]
         one_dataset = all(loaders.run(r)["dataset_id"] == base_run["dataset_id"] for r in others_ids)

@@ -27,8 +27,8 @@ with w.guard():
     event = w.table(shown, {"reward_A": "%+g"}, key="pairs", on_select="rerun", selection_mode="single-row")
     k = state.selected(event, len(shown))
     if k is not None:
-        state.write("row", int(shown.index[k]))
-    row = state.read("row", None, int)
+        state.write_row(int(shown.index[k]))
+    row = state.read_row()
     if row is None or not 0 <= row < len(res.dataset):
         st.caption("Select a pair to read it.")
         st.stop()

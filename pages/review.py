@@ -35,7 +35,7 @@ with w.guard():
         with tab_review:
             who = review_page.reviewer()  # asked here only: reading the agreement needs no name
             queue = review_page.pick_queue(run_id, loaders.queues(run_id), who) if who else None
-            if who and queue is None and state.read("row", None, int) is None:
+            if who and queue is None and state.read_row() is None:
                 st.info("This run has no review queue yet: make one (which rows, for which metrics, who reviews "
                         "them) in the Queues tab, or open a row from the Results page to review it alone.")
             elif who:

@@ -62,7 +62,7 @@ def app(tmp_path):
 def test_a_rows_trace_and_the_tools_success_rates(app, browser):
     url, rid = app
     page = browser.new_context(viewport={"width": 1500, "height": 3400}).new_page()
-    page.goto(f"{url}/results?run={rid}&view=Rows&row=2")
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=3")
     settle(page, "Agent trace")
     assert page.get_by_text("at fault for: tool_call_accuracy").count() == 1  # only the call the judge named
     assert page.get_by_text("change_booking · id call_005 · error result").count() == 1
@@ -71,7 +71,7 @@ def test_a_rows_trace_and_the_tools_success_rates(app, browser):
         timeout=30_000)
     assert page.get_by_text("error result", exact=False).count() >= 1
     screenshot(page, SHOTS, "row-trace")
-    page.goto(f"{url}/results?run={rid}&view=Rows&row=1")
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=2")
     # the shown text: the data grid also keeps a hidden copy of its cells' text, which can come first in the page
     page.get_by_text("How many bags", exact=False).filter(visible=True).first.wait_for(timeout=60_000)
     settle(page)
@@ -92,7 +92,7 @@ def test_the_trace_tab_one_click_from_the_run(app, browser):
     in monospace, the planted latency and tokens, the call with an error result marked."""
     url, rid = app
     page = browser.new_context(viewport={"width": 1280, "height": 2400}).new_page()
-    page.goto(f"{url}/results?run={rid}&row=2")
+    page.goto(f"{url}/results?run={rid}&row=3")
     settle(page, "Overview")
     page.get_by_role("tab", name="Trace").click()
     page.wait_for_url("**view=Trace**", timeout=30_000)
@@ -121,5 +121,5 @@ def test_the_trace_tab_one_click_from_the_run(app, browser):
     screenshot(page, SHOTS, "trace-tab")
     # the other rows: the buttons walk them
     page.get_by_role("button", name="Next row ›").click()
-    page.wait_for_url("**row=3**", timeout=30_000)
+    page.wait_for_url("**row=4**", timeout=30_000)
     settle(page, "Row 4")

@@ -67,7 +67,7 @@ def test_compare_says_thresholds_first_and_shows_agreement_only_for_two_judges(d
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
 
     # 1. B against A: the thresholds said before any number, no judge agreement (one judge), no "chance" claim
-    page.goto(f"{url}/compare?base={a}&runs={b}&trend=true&row=2")
+    page.goto(f"{url}/compare?base={a}&runs={b}&trend=true&row=3")
     settle(page, "Row 3")
     chart = page.locator('[data-testid="stVegaLiteChart"]').first
     chart.locator("svg.marks").wait_for()  # (its legend says "unlikely to be chance" too: read once it is there)

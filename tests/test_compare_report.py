@@ -47,7 +47,7 @@ def test_compare_reads_as_percentages_with_coloured_deltas_and_1_based_rows(home
         assert list(shown[col]) == [number(v) for v in values] and any(v == int(v) for v in values)
     assert not any("_" in c for c in rows.columns if "·" not in c)  # plain headers beside the metric names
     # selecting the table's 4th row opens "Row 4" of each run
-    at = app("pages/compare.py", base=a, runs=b, row="3")
+    at = app("pages/compare.py", base=a, runs=b, row="4")
     assert [s.value for s in at.subheader].count("Row 4") == 1  # one heading, the runs side by side under it
 
 
@@ -128,7 +128,7 @@ def test_a_compared_row_shows_the_differing_metric_first_and_its_inputs_once(hom
     bleu = [c.value for c in open_results(home_store, a).cells["bleu"]]
     f1 = [c.value for c in open_results(home_store, a).cells["f1_score"]]
     i = next(k for k, v in enumerate(bleu) if 0.1 <= v < 0.3)  # passes in the baseline, fails in the run
-    at = app("pages/compare.py", base=a, runs=b, row=str(i))
+    at = app("pages/compare.py", base=a, runs=b, row=str(i + 1))
     table = at.dataframe[-1].value  # bleu is the run's second metric, and the one that differs: first
     assert list(table.columns) == ["metric", "differs", "Baseline", "Run 1"]
     assert table.values.tolist() == [["bleu", "yes", f"{number(bleu[i])} · pass", f"{number(bleu[i])} · fail"],

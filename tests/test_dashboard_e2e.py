@@ -103,14 +103,14 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     grid = page.locator('[data-testid="stDataFrame"]').first
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row's selection box
-    page.wait_for_url("**row=0**", timeout=30_000)
+    page.wait_for_url("**row=1**", timeout=30_000)
     settle(page, "Judge's reasoning")
     reason = res.cells["coherence"][0].reason
     assert page.get_by_text(reason).count() >= 1
     shot(page, "4-row-detail")
 
     link = page.url
-    for part in (f"run={run_id}", "th.coherence=4", "row=0", "view=Rows"):
+    for part in (f"run={run_id}", "th.coherence=4", "row=1", "view=Rows"):
         assert part in link
     fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
     fresh.goto(link)
@@ -153,7 +153,7 @@ def test_compare_keeps_working_when_a_filter_empties_the_selected_table(app, bro
     grid = page.locator('[data-testid="stDataFrame"]').last
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
-    page.wait_for_url("**row=2**", timeout=30_000)
+    page.wait_for_url("**row=3**", timeout=30_000)
     settle(page)
     page.get_by_text("Show only differences").click()
     page.wait_for_url("**diff=true**", timeout=30_000)

@@ -73,7 +73,7 @@ def finished_run(home_store, judge_server):
 def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, finished_run):
     res = open_results(home_store, finished_run, {"coherence": 4})
     rate = res.summary(res.specs[0])["pass_rate"]
-    at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="2", view="Rows")
+    at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="3", view="Rows")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows"] == "31" and metrics["coherence pass rate"] == f"{rate:.0%}"
     failing = sum(1 for c in res.cells["coherence"] if not res.passed(res.specs[0], c))
@@ -146,7 +146,7 @@ def test_conversation_results_page(home_store, judge_server):
     app()
     judge = JudgeConfig(model="loopback", provider="compatible", base_url=judge_server.url)
     rid = evaluate(CONVERSATIONS, ["groundedness"], judge=judge, store=home_store).run_id
-    at = app("pages/results.py", run=rid, row="14", view="Rows")
+    at = app("pages/results.py", run=rid, row="15", view="Rows")
     assert any("turn 1: skipped" in c.value for c in at.caption)  # the greeting turn has no citations
     assert len(at.chat_message) == 5  # system, user, assistant, user, assistant
 
@@ -219,7 +219,7 @@ def test_rows_the_sdk_tokenizer_cannot_compare_are_flagged_in_results_and_the_pa
     assert res.metrics["rouge.noted_rows"] == 1
     at = app("pages/results.py", run=res.run_id)  # the Metrics tab: the metric's warning
     assert any(w.value.startswith("rouge: 1 row flagged") and "rouge_unicode" in w.value for w in at.warning)
-    at = app("pages/results.py", run=res.run_id, row="0", view="Rows")  # the row's own note in its detail
+    at = app("pages/results.py", run=res.run_id, row="1", view="Rows")  # the row's own note in its detail
     assert any("rouge_unicode" in w.value and "flagged" not in w.value for w in at.warning)
 
 

@@ -218,20 +218,20 @@ def test_hostile_content_never_reaches_markdown_in_any_view(home_store, tmp_path
     loaders.forget_lists()  # the run list the first app() cached was empty
     views = [("pages/runs.py", {}),
              ("pages/runs.py", {"q": PAYLOADS[2]}),  # a filter in the URL names itself on its button
-             ("pages/results.py", {"run": ids["single"], "row": "0", "view": "Rows"}),
+             ("pages/results.py", {"run": ids["single"], "row": "1", "view": "Rows"}),
              ("pages/results.py", {"run": ids["single"], "view": "Errors"}),
              ("pages/results.py", {"run": ids["failed"]}),
-             ("pages/results.py", {"run": ids["conversation"], "row": "0", "view": "Rows"}),
-             ("pages/compare.py", {"base": ids["single"], "runs": ids["other"], "row": "0"}),
+             ("pages/results.py", {"run": ids["conversation"], "row": "1", "view": "Rows"}),
+             ("pages/compare.py", {"base": ids["single"], "runs": ids["other"], "row": "1"}),
              ("pages/datasets.py", {"dataset": ids["dataset"]}),
              ("pages/datasets.py", {"dataset": ids["conv_dataset"]}),
              ("pages/new.py", {"dataset": ids["dataset"]})]
     for page, params in views:
         at = app(page, **params)
         _no_payload_in_markdown(at)
-    at = app("pages/results.py", run=ids["single"], row="1", view="Rows")
+    at = app("pages/results.py", run=ids["single"], row="2", view="Rows")
     assert any(HOSTILE in t.value for t in at.text)  # the data is there, as text
-    at = app("pages/results.py", run=ids["conversation"], row="0", view="Rows")
+    at = app("pages/results.py", run=ids["conversation"], row="1", view="Rows")
     assert sum(HOSTILE in t.value for t in at.text) >= 3
 
 
@@ -324,9 +324,9 @@ def test_hostile_content_is_inert_in_every_view_and_nothing_leaves_the_machine(b
     requests: list[str] = []
     dash = Dashboard(home, tmp_path / "server-logs", recorder)
     # a Results page renders all its tabs (Metrics, Rows with the detail pane, Errors, Share) in one run
-    views = ["/runs", f"/results?run={ids['single']}&view=Rows&row=0", f"/results?run={ids['failed']}",
-             f"/results?run={ids['conversation']}&view=Rows&row=0",
-             f"/compare?base={ids['single']}&runs={ids['other']}&row=1",
+    views = ["/runs", f"/results?run={ids['single']}&view=Rows&row=1", f"/results?run={ids['failed']}",
+             f"/results?run={ids['conversation']}&view=Rows&row=1",
+             f"/compare?base={ids['single']}&runs={ids['other']}&row=2",
              f"/datasets?dataset={ids['dataset']}", f"/datasets?dataset={ids['conv_dataset']}",
              f"/new?dataset={ids['dataset']}"]
     try:

@@ -113,20 +113,20 @@ def test_the_detail_pane_says_when_the_filters_leave_its_row_out(home_store, mon
 
     app()
     rid = stored_run(home_store, known_results())  # coherence 5 4 3 2 1 5 4 2 1 3, threshold 3
-    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", row="0")
+    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", row="1")
     assert not [i for i in at.info if "filtered out" in i.value]
     assert any(s.value == "Row 1" for s in at.subheader)
-    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", verdict="fail", row="0")  # row 1 scores 5
+    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", verdict="fail", row="1")  # row 1 scores 5
     assert list(at.dataframe[0].value["#"]) == [4, 5, 8, 9]
     note = [i.value for i in at.info if "filtered out" in i.value]
     assert note and note[0].startswith("Row 1 is filtered out: it does not match the filters or the search above")
     assert any(s.value == "Row 1" for s in at.subheader)  # the detail stays, said to be outside the table
-    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", q="question 7", row="0")  # a search
+    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", q="question 7", row="1")  # a search
     assert list(at.dataframe[0].value["#"]) == [8]
     assert [i for i in at.info if i.value.startswith("Row 1 is filtered out")]
     # a row that matches, on another page of the table: said so, with a button to its page
     monkeypatch.setattr("ui.rows.PAGE_ROWS", 3)
-    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", row="7")
+    at = app("pages/results.py", run=rid, view="Rows", metric="coherence", row="8")
     assert list(at.dataframe[0].value["#"]) == [1, 2, 3]
     assert any(c.value == "Row 8 matches the filters; it is on page 3 of the table." for c in at.caption)
     at.button(key="rows.goto").click().run()

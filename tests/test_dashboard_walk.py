@@ -147,7 +147,7 @@ def _row_and_its_link(page, browser, res) -> None:
     grid.wait_for()
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row's selection box (cells are a canvas)
-    page.wait_for_url(re.compile(r".*[?&]row=0(&|$).*"), timeout=30_000)
+    page.wait_for_url(re.compile(r".*[?&]row=1(&|$).*"), timeout=30_000)
     reason = res.cells["coherence"][0].reason
     page.get_by_text(reason).first.wait_for(timeout=30_000)
     settle(page)

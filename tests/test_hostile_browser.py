@@ -90,8 +90,8 @@ def test_hostile_strings_load_nothing_on_any_page(browser, recorder, tmp_path):
     store.engine.dispose()
     dash = Dashboard(home, tmp_path / "server-logs", recorder)
     params = {"datasets": f"?dataset={ids['dataset']}", "new": f"?dataset={ids['dataset']}",
-              "results": f"?run={ids['runs'][1]}&view=Rows&row=0", "review": f"?run={ids['runs'][1]}&view=Review",
-              "compare": f"?base={ids['runs'][0]}&runs={ids['runs'][1]}&row=0"}
+              "results": f"?run={ids['runs'][1]}&view=Rows&row=1", "review": f"?run={ids['runs'][1]}&view=Review",
+              "compare": f"?base={ids['runs'][0]}&runs={ids['runs'][1]}&row=1"}
     requests: list[str] = []
     try:
         page = watched_page(browser, requests)  # every request the page makes, and every navigation

@@ -187,7 +187,7 @@ def test_pairwise_risk_and_attack_pages_read_as_a_person_reads(dash, page, tmp_p
     page.get_by_role("button", name="Import", exact=True).click()
     wait_text(page, "imported; the leaderboard below includes them.")
     run = next(r for r in store.list_runs() if "wildbench_pairwise" in r["spec"]["metrics"])
-    page.goto(f"{url}/pairwise?run={run['id']}&row=0")
+    page.goto(f"{url}/pairwise?run={run['id']}&row=1")
     settle(page, "Response B")
     for heading in ("Model A", "Model B", "Reward A", "Choice"):
         header(page, heading).wait_for(state="attached")

@@ -142,7 +142,7 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
         page.wait_for_timeout(200)
     assert point.all_text_contents() == ["40%"]  # 4 of 10 scores at or above 4
 
-    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=1")
     settle(page, "coherence reason 0")
     raw = page.get_by_text('"reason": "coherence reason 0"', exact=False)
     assert raw.count() == 0 or not raw.first.is_visible()  # the raw reply waits, collapsed
@@ -161,7 +161,7 @@ def test_conversation_turns_show_scores_and_the_worst_turn_in_the_browser(dash, 
                judged(0, "violence", 5, {"violence_score": 5.0}, "violent", turn=1)]
     rid = stored_run(store, results, metrics=["violence"], rows=rows)
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
-    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=1")
     settle(page, "Row 1")
     bubbles = page.locator('[data-testid="stChatMessage"]')
     assert bubbles.count() == 4

@@ -209,7 +209,7 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
 def test_the_figures_and_sliders_are_drawn_only_while_their_tab_is_open(home_store):
     app()
     rid = stored_run(home_store, known_results())
-    at = app("pages/results.py", run=rid, view="Rows", row="0", **{"th.coherence": "4"})
+    at = app("pages/results.py", run=rid, view="Rows", row="1", **{"th.coherence": "4"})
     assert charts(at) == []
     assert cards(at)["coherence pass rate"] == "40%"  # the thresholds (from the URL) still hold on the other tabs
     assert not [s for s in at.slider if s.key.startswith("th.")]  # while their sliders wait in their own tab
@@ -253,7 +253,7 @@ def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold
 def test_row_detail_reasoning_first_raw_reply_collapsed_and_no_reason_for_classic_metrics(home_store):
     app()
     rid = stored_run(home_store, known_results())
-    at = app("pages/results.py", run=rid, row="0", view="Rows")
+    at = app("pages/results.py", run=rid, row="1", view="Rows")
     order = [getattr(e, "value", None) if e.type != "expander" else f"EXPANDER {e.label}"
              for e in walk(at.main)]
     order = [x for x in order if isinstance(x, str)]
@@ -284,7 +284,7 @@ def test_conversation_turns_carry_their_scores_and_the_worst_turn_is_marked(home
                judged(0, "violence", 1, {"violence_score": 1.0}, "calm", turn=0),
                judged(0, "violence", 5, {"violence_score": 5.0}, "violent", turn=1)]
     rid = stored_run(home_store, results, metrics=["coherence", "violence"], rows=rows)
-    at = app("pages/results.py", run=rid, row="0", view="Rows")
+    at = app("pages/results.py", run=rid, row="1", view="Rows")
     bubbles = [[as_read(c.value) for c in m.caption] for m in at.chat_message]
     assert bubbles[0] == [] and bubbles[2] == []  # user turns carry nothing
     # coherence: mean of 4 and 2 (no single decisive turn); violence: the worst turn (5) decides

@@ -124,7 +124,7 @@ def test_two_reviewers_at_once_with_the_keyboard(reviewed_run, browser):
     settle(page, "corrected by 8 reviews")
     page.locator("[data-testid='stDataFrame']").first.wait_for()
     screenshot(page, SHOTS, "5-results")
-    page.goto(f"{url}/review?run={rid}&row={rows[2]}")  # a shared link to one row
+    page.goto(f"{url}/review?run={rid}&row={rows[2] + 1}")  # a shared link to one row
     settle(page, "Your name")
     page.get_by_label("Your name", exact=True).and_(page.get_by_test_id("stTextInputField")).fill("carol")
     page.keyboard.press("Enter")

@@ -173,7 +173,7 @@ def test_the_review_page_refuses_a_bad_name_or_note_with_a_message(home_store, f
                                 "h", "page run")
     home_store.write_results(rid, [Result(i, "coherence", 0, "ok", 4.0, {"coherence": 4.0}) for i in range(3)])
     home_store.update_run(rid, status="completed", tasks_total=3, tasks_done=3)
-    at = app("pages/review.py", run=rid, row=0, allow_errors=True)  # a row on its own (no queue needed)
+    at = app("pages/review.py", run=rid, row=1, allow_errors=True)  # a row on its own (no queue needed)
     name = next(t for t in at.text_input if t.label == "Your name")
     name.input("bo\x07b")
     next(b for b in at.button if b.label == "Start reviewing").click()

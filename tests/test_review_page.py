@@ -97,13 +97,13 @@ def test_results_page_marks_reviewed_rows_and_says_the_corrected_rate(run):
     for i in store.get_queue(qid)["rows"]:
         store.save_review(rid, i, "coherence", "fay", 1.0, queue_id=qid)  # fay fails every row
     row = store.get_queue(qid)["rows"][0]
-    at = app("pages/results.py", run=rid, view="Rows", row=str(row))
+    at = app("pages/results.py", run=rid, view="Rows", row=str(row + 1))
     text = shown_text(at)
     assert "corrected by 6 reviews" in text and "pass rate 50.0% as judged" in text  # 6 of the 12 scores (1-5, 1-5, 1, 2) are 3 or more
     assert "fay: 1 · fail" in text
     table = at.dataframe[0].value
     assert (table["reviewed"] == "✓ 1").sum() == 6
-    assert any(f"review?run={rid}&row={row}" in m.value for m in at.markdown)
+    assert any(f"review?run={rid}&row={row + 1}" in m.value for m in at.markdown)
 
 
 def test_the_results_page_follows_verdicts_given_since_it_was_last_drawn(run):
@@ -127,7 +127,7 @@ def _corrected(text: str) -> float:
 
 def test_a_row_from_a_link_outside_any_queue_is_reviewed_alone(run):
     store, rid = run
-    at = app("pages/review.py", run=rid, row="4")
+    at = app("pages/review.py", run=rid, row="5")
     next(t for t in at.text_input if t.label == "Your name").input("gus")
     _click(at, "Start reviewing")
     assert "This row is in no review queue" in shown_text(at) and "Row 5" in shown_text(at)

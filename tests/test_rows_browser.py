@@ -63,19 +63,19 @@ def test_selection_follows_the_row_through_sort_filter_search_and_paging(app, br
     settle(page, "of 300 matching")
     box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
-    page.wait_for_url("**row=2**", timeout=30_000)
+    page.wait_for_url("**row=3**", timeout=30_000)  # the URL counts rows from 1, as the page does
     pane_shows(page, 3)
 
     pick(page, "Sort by", "coherence")
     page.wait_for_url("**sort=coherence**", timeout=30_000)
     settle(page)
-    assert params(page)["row"] == "2"
+    assert params(page)["row"] == "3"
     pane_shows(page, 3)
 
     pick(page, "Verdict", "fail")  # row 3 scores 2 < 3: still listed
     page.wait_for_url("**verdict=fail**", timeout=30_000)
     settle(page)
-    assert params(page)["row"] == "2"
+    assert params(page)["row"] == "3"
     pane_shows(page, 3)
 
     search = page.get_by_label("Search query and response")
@@ -83,7 +83,7 @@ def test_selection_follows_the_row_through_sort_filter_search_and_paging(app, br
     search.press("Enter")
     page.wait_for_url("**q=needle**", timeout=30_000)
     settle(page)
-    assert params(page)["row"] == "2"
+    assert params(page)["row"] == "3"
     pane_shows(page, 3)
 
     search.fill("")
@@ -92,18 +92,18 @@ def test_selection_follows_the_row_through_sort_filter_search_and_paging(app, br
     page.get_by_role("button", name="Next ›").click()
     page.wait_for_url("**page=2**", timeout=30_000)
     settle(page)
-    assert params(page)["row"] == "2"
+    assert params(page)["row"] == "3"
     pane_shows(page, 3)
 
     # a click on this page selects the row under it: the first row of page 2 of the failing rows, sorted
     box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)
-    page.wait_for_function("() => !location.search.includes('row=2&') && !location.search.endsWith('row=2')",
+    page.wait_for_function("() => !location.search.includes('row=3&') && !location.search.endsWith('row=3')",
                            timeout=30_000)
     settle(page)
     failing = sorted((i for i in range(N) if coherence(i) < 3), key=lambda i: coherence(i))
     expected = failing[100]
-    assert params(page)["row"] == str(expected)
+    assert params(page)["row"] == str(expected + 1)
     pane_shows(page, expected + 1)
 
 
@@ -127,7 +127,7 @@ def test_share_link_is_encoded_and_opens_the_view_in_a_new_browser(app, browser)
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18)  # the first row: the highest failing score
     page.wait_for_url("**row=**", timeout=30_000)
     settle(page)
-    row = int(params(page)["row"])
+    row = int(params(page)["row"]) - 1
     assert coherence(row) == 3.0  # failing at threshold 4, sorted descending: a 3 comes first
     page.get_by_role("tab", name="Share & export").click()
     page.wait_for_url("**view=Share**", timeout=30_000)
@@ -143,7 +143,7 @@ def test_share_link_is_encoded_and_opens_the_view_in_a_new_browser(app, browser)
     assert "view=Rows" in link and "Share" not in link and " " not in link
     got = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
     assert got == {"run": rid, "view": "Rows", "th.coherence": "4", "verdict": "fail", "sort": "coherence",
-                   "desc": "true", "row": str(row)}
+                   "desc": "true", "row": str(row + 1)}
 
     fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()  # no cookies, no session
     fresh.goto(link)
@@ -181,12 +181,12 @@ def test_the_selected_rows_detail_is_in_view_in_a_1000_px_window(app, browser):
     settle(page, "of 300 matching")
     box = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     page.mouse.click(box["x"] + 20, box["y"] + 35 + 18 + 2 * 35)  # the third row's selection box
-    page.wait_for_url("**row=2**", timeout=30_000)
+    page.wait_for_url("**row=3**", timeout=30_000)
     assert 0 <= detail_top(page, 3) < 1000 - 60  # its heading and a line under it in the window
     page.get_by_text("reasoning written for row 3").filter(visible=True).first.wait_for(timeout=30_000)
     page.get_by_role("heading", name="Row 3", exact=True).scroll_into_view_if_needed()
     screenshot(page, SHOTS, "row-detail-in-view")
 
     shared = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    shared.goto(f"{url}/results?run={rid}&view=Rows&row=41")
+    shared.goto(f"{url}/results?run={rid}&view=Rows&row=42")  # a shared link names the row the page calls Row 42
     assert 0 <= detail_top(shared, 42) < 1000 - 60

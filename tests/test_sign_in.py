@@ -41,7 +41,7 @@ def _runs_to_hide(store, judge_server) -> tuple[dict[str, str], list[str]]:
     store.update_run(a, name=NAME)
     store.update_run(b, name=f"{NAME}-b")
     did = store.get_run(a)["dataset_id"]
-    query = {"run": a, "base": a, "runs": b, "dataset": did, "row": "2", "view": "Rows", "q": "quarterly"}
+    query = {"run": a, "base": a, "runs": b, "dataset": did, "row": "3", "view": "Rows", "q": "quarterly"}
     return query, [NAME, a, b, did, "coherence", "f1_score", load_dataset(SINGLE).name]
 
 
@@ -269,7 +269,7 @@ def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens
         page.get_by_role("textbox", name="Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         settle(page, "coherence pass rate")  # the deep link's own view, once signed in
-        assert f"run={deep['run']}" in page.url and "row=2" in page.url
+        assert f"run={deep['run']}" in page.url and "row=3" in page.url
         assert page.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
         assert PASSWORD not in page.url and not any(PASSWORD in u for u in requests)
         # signed in, the sidebar lists the app's pages: the addresses tested above are all of them (past 12 pages,

@@ -92,7 +92,7 @@ def test_with_the_shared_password_alice_cannot_replace_alices_verdict_or_note(re
     _sign_in(at, "alice", SHARED)
     assert at.session_state[USER] == "alice (unverified)"
     at.switch_page("pages/review.py")
-    at.query_params.update({"run": rid, "row": "1"})
+    at.query_params.update({"run": rid, "row": "2"})
     at.run()
     assert not at.exception and any(t.value == "alice (unverified)" for t in at.sidebar.text)
     at.text_input(key="review.row.alice (unverified).note.1").input("not alice").run()
@@ -114,7 +114,7 @@ def test_a_named_user_signs_in_only_as_themself(reviewed, secrets_file, routed_a
     _sign_in(at, "Alice", ALICE)
     assert at.session_state[USER] == "alice"  # the configured name, verified
     at.switch_page("pages/review.py")
-    at.query_params.update({"run": rid, "row": "1"})
+    at.query_params.update({"run": rid, "row": "2"})
     at.run()
     # her row is answered: no key is aimed at it until she picks the verdict to change
     assert not [b for b in at.button if b.label == "2"]

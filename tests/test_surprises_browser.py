@@ -51,7 +51,7 @@ def test_rows_table_spans_the_tab_and_the_detail_reads_under_it(dash, browser):
     url, store = dash
     rid = stored_run(store, known_results())
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
-    page.goto(f"{url}/results?run={rid}&view=Rows&row=0")
+    page.goto(f"{url}/results?run={rid}&view=Rows&row=1")
     settle(page, "coherence reason 0")
     table = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     tabs = page.locator('[data-testid="stTabs"]').first.bounding_box()

@@ -73,7 +73,7 @@ def test_leaderboard_and_inspector_pages(home_store, judge_server, judge_config,
     row = at.dataframe[-1].value.iloc[0]
     assert row["model"] == "my-model" and row["WB_reward"] == pytest.approx(-12.5)  # hand-made file at K=-1
 
-    at = app("pages/pairwise.py", run=pair_run, row="0")
+    at = app("pages/pairwise.py", run=pair_run, row="1")
     texts = [t.value for t in at.text]
     assert "GOOD " + EVIL in texts  # shown verbatim, as text
     assert not any(EVIL in m.value for m in at.markdown)  # never through Markdown
@@ -81,7 +81,7 @@ def test_leaderboard_and_inspector_pages(home_store, judge_server, judge_config,
     verdicts = at.dataframe[1].value
     assert list(verdicts["judge's label"]) == ["A++", "B++"]
     assert any("both orders agree" in t for t in texts)
-    at = app("pages/pairwise.py", run=pair_run, row="1")
+    at = app("pages/pairwise.py", run=pair_run, row="2")
     assert any("flipped with the order" in t.value for t in at.text)
 
 
@@ -107,7 +107,7 @@ def test_browser_walks_leaderboard_and_inspector(live_app, browser, tmp_path):  
     settle(page, "Reference model")
     page.get_by_text("win much").first.wait_for()
     shot(page, "wildbench-rewards")
-    page.goto(url + f"/pairwise?run={pair_run}&row=0")
+    page.goto(url + f"/pairwise?run={pair_run}&row=1")
     settle(page, "Response B")
     assert page.get_by_text("GOOD " + EVIL).count() >= 1  # the literal text, not rendered HTML
     assert page.locator("b", has_text="bold").count() == 0
@@ -147,5 +147,5 @@ def test_pairwise_both_orders_started_from_the_dashboard(home_store, judge_serve
     # row 0: GOOD is B -> B++ straight and A++ swapped: -100 for A in both; rows 1-2: GOOD is A -> +100
     assert m["wildbench_pairwise.WB_reward"] == pytest.approx(100 / 3) and m["wildbench_pairwise.length_penalty"] == -1
     assert m["wildbench_pairwise.flip_rate"] == 0
-    at = app("pages/results.py", run=run["id"], row="0")  # the generic pages read the pairwise run too
+    at = app("pages/results.py", run=run["id"], row="1")  # the generic pages read the pairwise run too
     assert {x.label: x.value for x in at.metric}["Rows"] == "3"

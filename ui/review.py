@@ -10,13 +10,13 @@ from evaluators.core.errors import EvalError
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 from evaluators.core.scales import choice_name, human_pass, reviewable
-from ui import loaders
+from ui import loaders, state
 from ui.widgets import literal
 
 
 def run_id_of(res: RunResults) -> str | None:
-    state = getattr(res, "state", None)
-    return state[0] if state else getattr(res, "run_id", None)
+    pinned = getattr(res, "state", None)
+    return pinned[0] if pinned else getattr(res, "run_id", None)
 
 
 def row_verdicts(res: RunResults, i: int) -> dict[str, list[dict]]:
@@ -52,7 +52,7 @@ def people_line(spec: MetricSpec, threshold: float, verdicts: list[dict]) -> Non
 
 def review_link(run_id: str, row: int | None = None, queue: str | None = None) -> str:
     """The Review page's address for a run (at a row, in a queue), relative to the app."""
-    params = [("run", run_id)] + ([("queue", queue)] if queue else []) + ([("row", str(row))] if row is not None else [])
+    params = [("run", run_id)] + ([("queue", queue)] if queue else []) + ([("row", state.row_param(row))] if row is not None else [])
     return "review?" + urlencode(params, quote_via=quote)
 
 

@@ -60,7 +60,7 @@ def _queue_label(q: dict) -> str:
 def pick_queue(run_id: str, queues: list[dict], who: str) -> dict | None:
     """The queue the URL names (``queue``), else the newest; None when the run has none. A link to a row
     (``row``, no ``queue``) opens a queue holding that row for this reviewer, else the row alone."""
-    row = state.read("row", None, int)
+    row = state.read_row()
     if row is not None and "queue" not in st.query_params:
         queues = [q for q in queues if row in rows_for(q, who)]
         if not queues:
@@ -92,7 +92,7 @@ def _make_queue(run: dict, res: RunResults, who: str) -> None:
         return
     st.session_state.pop("review.q_error", None)
     state.write("queue", qid)
-    state.write("row", None)
+    state.write_row(None)
     st.session_state["view"] = "Review"  # the page's tabs (bound to the URL as "view"): on to reviewing
 
 
@@ -135,7 +135,7 @@ def _go(k: str, share: list[int], pos: int) -> None:
     st.session_state[k + ".pos"] = pos
     st.session_state.pop(k + ".metric", None)
     st.session_state.pop(k + ".refused", None)
-    state.write("row", share[pos])
+    state.write_row(share[pos])
 
 
 def _answer(run_id: str, queue: dict | None, who: str, i: int, metric: str, value: float, agreed: bool,
@@ -235,7 +235,7 @@ def _review_rows(run: dict, res: RunResults, queue: dict | None, who: str) -> No
 def _position(k: str, share: list[int], metrics: list[str], done: dict) -> int:
     """Where the reviewer is: the URL's row if it is in their share, else where they were, else the first
     row they have not finished."""
-    row = state.read("row", None, int)
+    row = state.read_row()
     if row in share:
         pos = share.index(row)
     elif k + ".pos" in st.session_state:
@@ -243,7 +243,7 @@ def _position(k: str, share: list[int], metrics: list[str], done: dict) -> int:
     else:
         pos = next((p for p, i in enumerate(share) if any((i, m) not in done for m in metrics)), 0)
     st.session_state[k + ".pos"] = pos
-    state.write("row", share[pos])
+    state.write_row(share[pos])
     return pos
 
 

@@ -110,7 +110,7 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | 
     marks = loaders.reviewed_rows(rid) if (rid := review_ui.run_id_of(res)) else {}
     if marks and len(df):
         df = df.assign(reviewed=[f"✓ {marks[i]}" if i in marks else "" for i in ids])
-    chosen = state.read("row", None, int)
+    chosen = state.read_row()
     # a new widget whenever the rows shown change, so that a stale position never names another row
     view_key = f"{key}.{hashlib.sha1(repr(ids).encode()).hexdigest()[:12]}"
     default = {"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None
@@ -121,7 +121,7 @@ def row_table(res: RunResults, filters: dict, key: str = "rows") -> tuple[int | 
     k = state.selected(event, len(df))
     if k is not None and ids[k] != chosen:
         chosen = ids[k]
-        state.write("row", chosen)
+        state.write_row(chosen)
     return chosen, chosen in ids
 
 

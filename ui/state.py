@@ -30,6 +30,24 @@ def write(param: str, value: Any) -> None:
         st.query_params[param] = str(value)
 
 
+def read_row() -> int | None:
+    """The selected row's index (from 0) the URL names: ``row`` counts from 1, as every page does ("Row 1"), so
+    that a link's number is the one a reader sees. None: the URL names no row (or not a number); a number below 1
+    gives a negative index, which every page's bounds check reports as a row it does not have."""
+    n = read("row", None, int)
+    return None if n is None else n - 1
+
+
+def row_param(index: int) -> str:
+    """The URL's ``row`` for the row at ``index`` (from 0): counted from 1. The one place the two countings meet."""
+    return str(index + 1)
+
+
+def write_row(index: int | None) -> None:
+    """Select the row at ``index`` (from 0) in the URL (None takes the selection out)."""
+    write("row", None if index is None else row_param(index))
+
+
 def pick(label: str, param: str, options: list[str], newest: str | None, **kwargs: Any) -> str | None:
     """A selectbox for what a view is *of* (a run, a dataset), pinned in the URL.
 

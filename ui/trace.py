@@ -215,17 +215,17 @@ def has_traces(run: dict) -> bool:
 def trace_tab(res) -> None:
     """The Results page's Trace tab: one row's trace, the row picked here or in the Rows tab (``row`` in the URL)."""
     n = len(res)
-    row = min(max(state.read("row", 0, int), 0), n - 1) if n else 0
+    row = min(max(state.read_row() or 0, 0), n - 1) if n else 0
     if not n:
         st.info("The run has no rows.")
         return
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     # keyed by the row: another row chosen elsewhere (the Rows tab, the buttons) is the value shown
     picked = int(c1.number_input(f"Row (1–{n:,})", 1, n, row + 1, key=f"trace.row.{row}")) - 1
-    c2.button("‹ Previous row", key="trace.prev", disabled=row <= 0, on_click=state.write, args=("row", row - 1))
-    c3.button("Next row ›", key="trace.next", disabled=row >= n - 1, on_click=state.write, args=("row", row + 1))
+    c2.button("‹ Previous row", key="trace.prev", disabled=row <= 0, on_click=state.write_row, args=(row - 1,))
+    c3.button("Next row ›", key="trace.next", disabled=row >= n - 1, on_click=state.write_row, args=(row + 1,))
     if picked != row:
-        state.write("row", picked)
+        state.write_row(picked)
         row = picked
     st.subheader(f"Row {res.dataset.row_no(row)}", anchor=False)
     if not agent_trace(res, row, fold=True):

@@ -110,7 +110,7 @@ def pair_detail(rec: dict, cmp, id_column: str, base: dict, attack: dict) -> Non
                     _text(base_reasons.get(h))
         st.page_link("pages/results.py", label="Open this row of the attack run on Results",
                      icon=":material/open_in_new:",
-                     query_params={"run": attack["id"], "view": "Rows", "row": str(rec.get("attack_row", 1) - 1)})
+                     query_params={"run": attack["id"], "view": "Rows", "row": state.row_param(rec.get("attack_row", 1) - 1)})
     scroll_to("upia_detail", f"{base['id']}:{attack['id']}:{key}")
 
 
