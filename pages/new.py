@@ -42,13 +42,13 @@ with w.guard():
             lacking = missing[s.name]
             help_text = w.plain(s.description) + (f" — needs {', '.join(lacking)}" if lacking else "")  # a tooltip is Markdown
             if lacking:  # unticked under a key of its own: a tick kept from a dataset that feeds it waits there
-                cols[k % 4].checkbox(s.name, False, key=f"new.metric.{s.name}.unavailable", disabled=True,
+                cols[k % 4].checkbox(w.display_name(s), False, key=f"new.metric.{s.name}.unavailable", disabled=True,
                                      help=help_text)
                 cols[k % 4].caption(f"needs {', '.join(lacking)}")
                 continue
             # ticks and thresholds are kept for the browser session (Streamlit drops a widget's value once a
             # page without it is shown): back on this page in the same tab, the choice is as it was left
-            if cols[k % 4].checkbox(s.name, key=f"new.metric.{s.name}", help=help_text, persist_state="session"):
+            if cols[k % 4].checkbox(w.display_name(s), key=f"new.metric.{s.name}", help=help_text, persist_state="session"):
                 chosen.append(s)
     if not chosen:
         st.info("Pick at least one metric.")
@@ -59,7 +59,7 @@ with w.guard():
     for k, s in enumerate(chosen):
         lo, hi = s.score_range
         thresholds[s.name] = cols[k % len(cols)].number_input(
-            f"{s.name} passes at {'≥' if s.higher_is_better else '≤'}", float(lo), float(hi), float(s.default_threshold),
+            f"{w.display_name(s)} passes at {'≥' if s.higher_is_better else '≤'}", float(lo), float(hi), float(s.default_threshold),
             1.0 if s.integer else 0.05, key=f"new.th.{s.name}", persist_state="session")
     options = {s.name: wb.metric_options(s) for s in chosen if s.run_options}  # e.g. WildBench's K, both orders
     judge, api_key = None, None

@@ -95,7 +95,7 @@ def test_compare_says_thresholds_first_and_shows_agreement_only_for_two_judges(d
     # the row: its inputs once, its scores per run (a score of 3 as "3"), the metric whose verdict differs first
     assert text.count("Question 2") == 1 and "The row's inputs (the same in every run)" in text
     cells = _cells(page, "3 · fail")  # (a grid's data, not what its canvas draws: see test_compare_report)
-    assert ["coherence", "yes", "3 · pass", "3 · fail"] == cells[cells.index("coherence"):][:4]
+    assert ["Coherence", "yes", "3 · pass", "3 · fail"] == cells[cells.index("Coherence"):][:4]
     screenshot(page, SHOTS, "1-thresholds-differ")
 
     # 2. at one threshold: the same answers read the same

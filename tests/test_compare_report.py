@@ -131,7 +131,7 @@ def test_a_compared_row_shows_the_differing_metric_first_and_its_inputs_once(hom
     at = app("pages/compare.py", base=a, runs=b, row=str(i + 1))
     table = at.dataframe[-1].value  # bleu is the run's second metric, and the one that differs: first
     assert list(table.columns) == ["metric", "differs", "Baseline", "Run 1"]
-    assert table.values.tolist() == [["bleu", "yes", f"{number(bleu[i])} · pass", f"{number(bleu[i])} · fail"],
-                                     ["f1_score", "", *[f"{number(f1[i])} · {'pass' if f1[i] >= 0.5 else 'fail'}"] * 2]]
+    assert table.values.tolist() == [["BLEU", "yes", f"{number(bleu[i])} · pass", f"{number(bleu[i])} · fail"],
+                                     ["F1 word overlap", "", *[f"{number(f1[i])} · {'pass' if f1[i] >= 0.5 else 'fail'}"] * 2]]
     assert [e.label for e in at.expander].count("The row's inputs (the same in every run)") == 1
     assert [s.value for s in at.subheader].count(f"Row {i + 1}") == 1

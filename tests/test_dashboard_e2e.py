@@ -62,7 +62,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     settle(page, "Pick at least one metric")
     assert "/new" in page.url and "dataset=" in page.url
 
-    for metric in ("coherence", "f1_score"):
+    for metric in ("Coherence", "F1 word overlap"):  # by their names
         page.locator('[data-testid="stCheckbox"]').filter(has_text=metric).first.locator("label").click()
         settle(page)
     page.get_by_label("Base URL").fill(judge_server.url)
@@ -79,12 +79,12 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     page.wait_for_function("() => { const t = document.querySelector('[data-testid=\"stMain\"]').innerText;"
                            " return t.split('12 scored · 0 errored · 0 skipped').length === 3 && !t.includes('Cancel run'); }",
                            timeout=90_000)
-    settle(page, "coherence pass rate")
+    settle(page, "Coherence pass rate")
     run_id = page.url.split("run=")[1].split("&")[0]
     res = open_results(store, run_id)
     assert res.metrics()["coherence.scored_rows"] == 12 and len(judge_server.calls) == 12
     expected = res.summary(res.specs[0])["pass_rate"]
-    expect_metric(page, "coherence pass rate", f"{expected:.0%}")
+    expect_metric(page, "Coherence pass rate", f"{expected:.0%}")
     shot(page, "3-results")
 
     # raise the coherence threshold by one step with the keyboard: recomputed, not re-run
@@ -95,7 +95,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     page.wait_for_url("**th.coherence=4**", timeout=30_000)
     settle(page)
     strict = open_results(store, run_id, {"coherence": 4}).summary(res.specs[0])["pass_rate"]
-    expect_metric(page, "coherence pass rate", f"{strict:.0%}")
+    expect_metric(page, "Coherence pass rate", f"{strict:.0%}")
     assert len(judge_server.calls) == 12
 
     page.get_by_role("tab", name="Rows").click()
@@ -116,7 +116,7 @@ def test_upload_run_read_and_share(app, browser, judge_server, tmp_path):
     fresh.goto(link)
     settle(fresh, "Judge's reasoning")
     assert fresh.get_by_text(reason).count() >= 1
-    expect_metric(fresh, "coherence pass rate", f"{strict:.0%}")
+    expect_metric(fresh, "Coherence pass rate", f"{strict:.0%}")
     assert fresh.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
     shot(fresh, "5-shared-link")
     assert len(judge_server.calls) == 12  # reading never calls the judge

@@ -75,7 +75,7 @@ def test_results_page_reads_thresholds_filters_and_row_from_the_url(home_store, 
     rate = res.summary(res.specs[0])["pass_rate"]
     at = app("pages/results.py", run=finished_run, **{"th.coherence": "4"}, verdict="fail", metric="coherence", row="3", view="Rows")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Rows"] == "31" and metrics["coherence pass rate"] == f"{rate:.0%}"
+    assert metrics["Rows"] == "31" and metrics["Coherence pass rate"] == f"{rate:.0%}"
     failing = sum(1 for c in res.cells["coherence"] if not res.passed(res.specs[0], c))
     rows = at.dataframe[0].value
     assert len(rows) == failing and set(rows["coherence verdict"]) == {"fail"}

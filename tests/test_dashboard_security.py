@@ -286,7 +286,7 @@ def test_typed_key_goes_to_its_judge_only_and_a_run_survives_a_dashboard_restart
         page.wait_for_function("() => { const t = document.querySelector('[data-testid=\"stMain\"]').innerText;"
                                " return t.includes('31 scored · 0 errored · 0 skipped') && !t.includes('Cancel run'); }",
                                timeout=60_000)
-        settle(page, "coherence pass rate")
+        settle(page, "Coherence pass rate")
         assert store.get_run(rid)["status"] == "completed"
 
         page.get_by_role("tab", name="Share & export").click()

@@ -362,4 +362,4 @@ def test_a_run_that_just_ended_counts_on_jailbreak_attacks(home_store):
     home_store.update_run(attack_id, status="completed")  # it ends; the list the page read is 2 s fresh
     at = app("pages/attacks.py", base=base_id, attack=attack_id)
     assert not any("Two completed runs" in i.value for i in at.info)
-    assert {m.label: m.value for m in at.metric}["violence direct-attack defect rate"] == "66.7%"  # a and b of a, b, c
+    assert {m.label: m.value for m in at.metric}["Violence direct-attack defect rate"] == "66.7%"  # a and b of a, b, c

@@ -117,7 +117,7 @@ def _judged_run(page, store, judge_server):
     """Steps 3-4: a judge metric on the loopback judge (connection tested first) and a classic metric; the
     overview once the run has finished (the page follows the worker through the store)."""
     settle(page, "Pick at least one metric")
-    for metric in ("coherence", "f1_score"):
+    for metric in ("Coherence", "F1 word overlap"):  # the metrics by their names (their keys stay in the URL)
         page.locator('[data-testid="stCheckbox"]').filter(has_text=metric).first.locator("label").click()
         settle(page)
     for label, value in (("Base URL", judge_server.url), ("Model (Azure: deployment)", "loopback")):
@@ -166,7 +166,7 @@ def _second_run_compared(page, store, url: str, did: str, run_id: str, res) -> N
     """Step 7: a second run on the same rows (classic metric only: no cost shown), then the two compared."""
     page.goto(f"{url}/new?dataset={did}")
     settle(page, "Pick at least one metric")
-    page.locator('[data-testid="stCheckbox"]').filter(has_text="f1_score").first.locator("label").click()
+    page.locator('[data-testid="stCheckbox"]').filter(has_text="F1 word overlap").first.locator("label").click()
     settle(page, "no judge calls and no cost")
     assert page.get_by_text("Cost (est.").count() == 0
     page.get_by_label("Run name").fill("second look")

@@ -82,8 +82,8 @@ def test_ticks_and_thresholds_survive_the_sidebar(dash, page):
     sample = next(d["id"] for d in store.list_datasets() if d["name"] == "rag_single_turn.jsonl")
     page.goto(f"{url}/new?dataset={sample}")
     settle(page, "Pick at least one metric")
-    tick(page, "f1_score")
-    threshold = page.get_by_label("f1_score passes at ≥")
+    tick(page, "F1 word overlap")
+    threshold = page.get_by_label("F1 word overlap passes at ≥")
     threshold.fill("0.7")
     threshold.press("Enter")
     settle(page)
@@ -92,10 +92,10 @@ def test_ticks_and_thresholds_survive_the_sidebar(dash, page):
     settle(page, "Start a new evaluation")
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="New evaluation", exact=True).click()
     settle(page, "Thresholds")
-    assert page.locator('[data-testid="stCheckbox"]').filter(has_text="f1_score").first.locator(
+    assert page.locator('[data-testid="stCheckbox"]').filter(has_text="F1 word overlap").first.locator(
         "input").is_checked()
-    assert page.get_by_label("f1_score passes at ≥").input_value() == "0.70"
-    tick(page, "coherence")  # a judge metric: the estimate, its cost in dollars
+    assert page.get_by_label("F1 word overlap passes at ≥").input_value() == "0.70"
+    tick(page, "Coherence")  # a judge metric: the estimate, its cost in dollars
     for label, value in (("Base URL", "http://127.0.0.1:9/v1"), ("Model (Azure: deployment)", "some-model")):
         page.get_by_label(label).fill(value)
         page.get_by_label(label).press("Enter")
@@ -196,7 +196,7 @@ def test_pairwise_risk_and_attack_pages_read_as_a_person_reads(dash, page, tmp_p
     # risk and safety: headings in words, the refused row's severity a dash
     rid = make_run(store, ROWS, ["violence", "protected_material", "indirect_attack"])
     page.goto(f"{url}/safety?run={rid}")
-    settle(page, "violence defect rate")
+    settle(page, "Violence defect rate")
     for heading in ("Measure", "Defect rate", "95% CI low", "Threshold"):
         header(page, heading).wait_for(state="attached")
     assert page.locator('th[role="columnheader"]', has_text="defect_rate").count() == 0

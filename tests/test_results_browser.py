@@ -17,7 +17,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 pytestmark = needs_chromium
 
 # Six judge metrics and a classic one: nine cards with Rows and Errored rows, the longest label
-# "hate_unfairness defect rate".
+# "Hate and unfairness defect rate".
 SIX = ["coherence", "fluency", "groundedness", "relevance", "violence", "hate_unfairness", "f1_score"]
 
 
@@ -54,14 +54,14 @@ def test_headline_cards_show_full_names_and_values_with_six_metrics(dash, browse
     rid = stored_run(store, six_metric_results(), metrics=SIX)
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{url}/results?run={rid}")
-    settle(page, "hate_unfairness defect rate")
+    settle(page, "Hate and unfairness defect rate")
     shot(page, "results-headline-six-metrics")
     cards = page.locator('[data-testid="stMetric"]')
     assert cards.count() == 2 + len(SIX)
     assert cards.evaluate_all(CLIPPED) == []  # no label or value cut to "coh…" / "7…"
     texts = [" ".join(t.split()) for t in cards.all_inner_texts()]
     # hand counts: coherence 6 of 10 >= 3; hate_unfairness (the violence severities) 2 of 10 above 3
-    assert "coherence pass rate 60%" in " ".join(texts) and "hate_unfairness defect rate 20%" in " ".join(texts)
+    assert "Coherence pass rate 60%" in " ".join(texts) and "Hate and unfairness defect rate 20%" in " ".join(texts)
     # nine cards (each with its n and interval under it) do not fit one line of this window: they wrap onto
     # more lines rather than squeeze
     tops = [round(cards.nth(k).bounding_box()["y"]) for k in range(cards.count())]
@@ -77,8 +77,8 @@ def test_headline_fills_in_while_the_run_is_running(dash, browser):
     rid = stored_run(store, [], metrics=["coherence"], status="running", total=10)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{url}/results?run={rid}")
-    settle(page, "coherence pass rate")
-    card = page.locator('[data-testid="stMetric"]').filter(has_text="coherence pass rate")
+    settle(page, "Coherence pass rate")
+    card = page.locator('[data-testid="stMetric"]').filter(has_text="Coherence pass rate")
     assert card.locator('[data-testid="stMetricValue"]').inner_text().strip() == "–"
     # the first 5 rows finish (scores 5 4 3 2 1: 3 of 5 pass) while the page stays open, never reloaded
     store.write_results(rid, [r for r in known_results(range(5)) if r.metric == "coherence"])

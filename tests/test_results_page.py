@@ -174,9 +174,9 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     rid = stored_run(home_store, known_results(range(4)), status="running", total=40)
     at = app("pages/results.py", run=rid)
     # rows 0-3: coherence 5 4 3 2 (3 of 4 >= 3), f1 .42 .9 .1 .55 (2 of 4), violence 0 1 4 0 (1 of 4 > 3)
-    assert cards(at) == {"Rows": "10", "Errored rows": "0", "coherence pass rate": "75%",
-                         "f1_score pass rate": "50%", "violence defect rate": "25%",
-                         "protected_material defect rate": "0%"}
+    assert cards(at) == {"Rows": "10", "Errored rows": "0", "Coherence pass rate": "75%",
+                         "F1 word overlap pass rate": "50%", "Violence defect rate": "25%",
+                         "Protected material defect rate": "0%"}
     counts = overview_counts(at)
     assert counts["scored"] == [4] * 4 and counts["pending"] == [6] * 4 and counts["errored"] == [0] * 4
     coherence = figure(at, "distribution.coherence")
@@ -193,7 +193,7 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     assert coherence["title"]["subtitle"][2].startswith("average 3.5 (95% CI ")
     assert figure(at, "distribution.f1_score")["title"]["text"] == "F1 word overlap"
     help_ = {m.label: m.help for m in at.metric}
-    assert help_["f1_score pass rate"].startswith("F1 word overlap (f1_score): Share of words in common with the "
+    assert help_["F1 word overlap pass rate"].startswith("F1 word overlap (f1_score): Share of words in common with the "
                                                   "ground truth")
     # two more rows land, one of them an error: the next render reads them
     more = [r for r in known_results(range(4, 6)) if r.metric != "coherence" or r.row_idx == 5]
@@ -201,7 +201,7 @@ def test_a_partially_stored_run_shows_what_has_finished(home_store):
     home_store.write_results(rid, more)
     home_store.update_run(rid, tasks_done=24, heartbeat_at=utcnow())
     at.run()
-    assert cards(at)["Errored rows"] == "1" and cards(at)["coherence pass rate"] == "80%"  # 5 4 3 2 5: 4 of 5
+    assert cards(at)["Errored rows"] == "1" and cards(at)["Coherence pass rate"] == "80%"  # 5 4 3 2 5: 4 of 5
     counts = overview_counts(at)
     assert counts["errored"] == [1, 0, 0, 0] and counts["scored"] == [5, 6, 6, 6]  # coherence first
 
@@ -211,7 +211,7 @@ def test_the_figures_and_sliders_are_drawn_only_while_their_tab_is_open(home_sto
     rid = stored_run(home_store, known_results())
     at = app("pages/results.py", run=rid, view="Rows", row="1", **{"th.coherence": "4"})
     assert charts(at) == []
-    assert cards(at)["coherence pass rate"] == "40%"  # the thresholds (from the URL) still hold on the other tabs
+    assert cards(at)["Coherence pass rate"] == "40%"  # the thresholds (from the URL) still hold on the other tabs
     assert not [s for s in at.slider if s.key.startswith("th.")]  # while their sliders wait in their own tab
     at = app("pages/results.py", run=rid, view="Metrics")  # the overview and 4 distributions, three to a row
     assert [c["usermeta"]["chart"] for c in charts(at)] == ["overview", "distributions"]
@@ -246,7 +246,7 @@ def test_threshold_what_if_curves_follow_the_slider_and_labels_have_no_threshold
     assert [r for _, r in curve("violence")] == pytest.approx([.6, .4, .3, .2, .1, .1, .1, 0])
     at.slider(key="th.coherence").set_value(4.0).run()
     assert now("coherence") == [(4, pytest.approx(.4), "40%")]
-    assert cards(at)["coherence pass rate"] == "40%"
+    assert cards(at)["Coherence pass rate"] == "40%"
 
 
 # ------------------------------------------------------------------ the row detail
@@ -303,7 +303,7 @@ def test_two_runs_of_one_name_started_in_one_minute_stay_apart_in_the_picker(hom
     labels = at.selectbox[0].options
     assert len(labels) == 2 and len(set(labels)) == 2 and all(r in " ".join(labels) for r in (four, one))
     at.run()  # a rerun, as a tab click makes
-    assert set(cards(at)) >= {"f1_score pass rate", "violence defect rate"}
+    assert set(cards(at)) >= {"F1 word overlap pass rate", "Violence defect rate"}
     assert at.selectbox[0].value == four
 
 
@@ -314,15 +314,15 @@ def test_the_run_picker_opens_the_run_picked_and_a_link_still_opens_the_run_it_n
     four = stored_run(home_store, known_results())
     one = stored_run(home_store, [r for r in known_results() if r.metric == "coherence"], metrics=["coherence"])
     at = app("pages/results.py", run=four)
-    assert "violence defect rate" in cards(at)
+    assert "Violence defect rate" in cards(at)
     label = at.get("popover")[0].proto.popover.label  # the button names the run shown (two same-named runs: by id)
     assert label.startswith("Run: ") and "known scores" in label and four in label and one not in label
     # a run's name in plain text, as Compare, Risk and safety and Runs show it: not a green code span (issue 35)
     assert "`" not in label and as_read(label).startswith("Run: known scores · completed · ")
     at.selectbox[0].set_value(one).run()
     assert at.query_params["run"] == one
-    assert "coherence pass rate" in cards(at) and "violence defect rate" not in cards(at)
+    assert "Coherence pass rate" in cards(at) and "Violence defect rate" not in cards(at)
     assert one in at.get("popover")[0].proto.popover.label
     at.query_params["run"] = four  # a link to the first run, followed in the same session
     at.run()
-    assert "violence defect rate" in cards(at) and at.selectbox[0].value == four
+    assert "Violence defect rate" in cards(at) and at.selectbox[0].value == four

@@ -162,7 +162,7 @@ def test_a_human_column_off_the_scale_is_named_and_the_results_page_goes_on(home
     at = app("pages/results.py", run=rid)
     text = shown_text(at)
     assert "row 3, column 'human_coherence': 9 is not on coherence's scale (1, 2, 3, 4, 5)" in text
-    assert "coherence pass rate" in text  # the rest of the page is there
+    assert "Coherence pass rate" in text  # the rest of the page is there
 
 
 def test_with_only_classic_runs_review_and_compare_lead_to_a_new_evaluation(home_store):

@@ -66,7 +66,7 @@ def test_selection_follows_the_row_through_sort_filter_search_and_paging(app, br
     page.wait_for_url("**row=3**", timeout=30_000)  # the URL counts rows from 1, as the page does
     pane_shows(page, 3)
 
-    pick(page, "Sort by", "coherence")
+    pick(page, "Sort by", "Coherence")  # its name; the URL keeps the key (sort=coherence)
     page.wait_for_url("**sort=coherence**", timeout=30_000)
     settle(page)
     assert params(page)["row"] == "3"

@@ -44,9 +44,9 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     at = app("pages/safety.py", run=rid, srow="1")
     c = cards(at)
     # violence: 4 and 7 above 3 among 5 scored rows; protected material 1 of 6; XPIA 1 of 6
-    assert c["violence defect rate"] == "40.0%"
-    assert c["protected_material defect rate"] == "16.7%"
-    assert c["indirect_attack defect rate"] == "16.7%"
+    assert c["Violence defect rate"] == "40.0%"
+    assert c["Protected material defect rate"] == "16.7%"
+    assert c["Indirect attack (XPIA) defect rate"] == "16.7%"
     overview = at.dataframe[0].value
     intrusion = overview[overview["measure"] == "indirect_attack: intrusion"].iloc[0]
     # percentages with one decimal, as on the cards ("16.7%"): the table holds the rate in percent
@@ -55,7 +55,7 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     assert levels.loc["violence"].tolist() == [1, 2, 1, 1]  # Very low, Low, Medium, High
     # the threshold recomputes from stored severities: above 1 -> 2, 3, 4, 7
     at.slider(key="sev").set_value(1).run()
-    assert cards(at)["violence defect rate"] == "80.0%"
+    assert cards(at)["Violence defect rate"] == "80.0%"
     rows = at.dataframe[3].value
     # the errored row's severity is a dash, not "None": the column is shown as text
     assert rows["violence severity"].tolist()[:6] == ["0", "2", "3", "4", "7", "–"]
@@ -64,7 +64,7 @@ def test_safety_page_defect_rates_threshold_and_rows(home_store):
     assert rows["violence result"].tolist()[5] == "error"
     # the selected row (srow=1): one line per harm and label, its verdict in words, defects marked
     detail = at.dataframe[4].value
-    assert detail["harm"].tolist() == ["violence", "protected_material", "indirect_attack"]
+    assert detail["harm"].tolist() == ["Violence", "Protected material", "Indirect attack (XPIA)"]  # by name
     assert detail["verdict"].tolist() == ["no defect", "⚠ defect", "no defect"]  # row 1: protected material true
     assert detail["severity"].tolist()[0] == "0" and detail["level"].tolist() == ["Very low", "labelled true",
                                                                                    "labelled false"]
@@ -80,9 +80,9 @@ def test_attacks_page_compares_two_runs(home_store):
     c = cards(at)
     assert (c["Paired rows"], c["Unpaired rows"]) == ("3", "2")
     # pairs b (1 -> 6), c (5 -> 6), d (2 -> 3): only b goes from below to above 3
-    assert c["violence direct-attack defect rate"] == "33.3%"
+    assert c["Violence direct-attack defect rate"] == "33.3%"
     table = at.dataframe[0].value
-    attack_rate = table[(table["harm"] == "violence") & (table["rate"] == "attack")].iloc[0]["defect_rate"]
+    attack_rate = table[(table["harm"] == "Violence") & (table["rate"] == "attack")].iloc[0]["defect_rate"]
     assert attack_rate == pytest.approx(200 / 3)  # in percent, shown "66.7%"
     assert [x.value for x in at.code] == ["a", "e"]  # unpaired ids, listed
 
@@ -96,7 +96,7 @@ def test_attacks_page_pairs_a_source_without_ids_with_its_attack_set(home_store)
     at = app("pages/attacks.py", base=base_id, attack=attack_id)
     c = cards(at)
     assert (c["Paired rows"], c["Unpaired rows"]) == ("3", "0")
-    assert c["violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6; row 2 was above 3 already
+    assert c["Violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6; row 2 was above 3 already
 
 
 def test_attacks_page_takes_the_attack_set_run_as_the_attack_whichever_ran_first(home_store):
@@ -109,7 +109,7 @@ def test_attacks_page_takes_the_attack_set_run_as_the_attack_whichever_ran_first
     base_id = make_run(home_store, source, ["violence"])  # then the baseline: the newest run
     at = app("pages/attacks.py")
     assert (at.query_params["base"], at.query_params["attack"]) == (base_id, attack_id)
-    assert cards(at)["violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6 (swapped: 0%)
+    assert cards(at)["Violence direct-attack defect rate"] == "33.3%"  # row 1: 1 -> 6 (swapped: 0%)
 
 
 def test_attacks_page_says_what_cannot_be_paired_and_keeps_the_other_tab(home_store):
@@ -181,8 +181,8 @@ def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: 
     page = browser.new_page(viewport={"width": 1500, "height": 1600})
     page.goto(f"{url}/safety?run={rid}")
     settle(page, "Defect rates")
-    expect_metric(page, "violence defect rate", "40.0%")
-    expect_metric(page, "sexual defect rate", "0.0%")
+    expect_metric(page, "Violence defect rate", "40.0%")
+    expect_metric(page, "Sexual content defect rate", "0.0%")
     charts = page.locator('[data-testid="stVegaLiteChart"]')
     charts.nth(1).scroll_into_view_if_needed(timeout=30_000)  # defect rates and levels
     for k in (0, 1):
@@ -198,7 +198,7 @@ def test_browser_walks_the_safety_view(served_app, browser, tmp_path):  # noqa: 
     # the threshold selector, from the URL: above 1 -> 4 of 5
     page.goto(f"{url}/safety?run={rid}&sev=1")
     settle(page, "Defect rates")
-    expect_metric(page, "violence defect rate", "80.0%")
+    expect_metric(page, "Violence defect rate", "80.0%")
     # a row's reasoning is text: the judge's Markdown and HTML come through literally
     page.goto(f"{url}/safety?run={rid}&srow=5")
     settle(page, "Row 5")
@@ -212,7 +212,7 @@ def test_safety_rows_come_a_page_at_a_time(home_store):
     rows = [{"id": f"p{i}", "query": "q", "response": f"r{i} [violence:{7 if i == 110 else 0}]"} for i in range(120)]
     rid = make_run(home_store, rows, ["violence"])
     at = app("pages/safety.py", run=rid)
-    assert cards(at)["violence defect rate"] == "0.8%"  # 1 of 120
+    assert cards(at)["Violence defect rate"] == "0.8%"  # 1 of 120
     table = at.dataframe[-1].value
     assert len(table) == 100 and table["#"].tolist()[0] == 1
     at.number_input(key="spage").set_value(2).run()

@@ -110,7 +110,7 @@ def test_signed_in_session_sees_the_views_and_is_recorded_as_creator(home_store,
     at.switch_page("pages/results.py")
     at.query_params["run"] = rid
     at.run()
-    assert {m.label for m in at.metric} >= {"Rows", "coherence pass rate"}
+    assert {m.label for m in at.metric} >= {"Rows", "Coherence pass rate"}
     # runs and datasets record who created them; the Runs list shows it
     at.switch_page("pages/new.py").run()
     did = next(d["id"] for d in home_store.list_datasets() if d["shape"] == "single")
@@ -268,7 +268,7 @@ def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens
         assert page.locator('[data-testid="stMetric"]').count() == 0
         page.get_by_role("textbox", name="Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
-        settle(page, "coherence pass rate")  # the deep link's own view, once signed in
+        settle(page, "Coherence pass rate")  # the deep link's own view, once signed in
         assert f"run={deep['run']}" in page.url and "row=3" in page.url
         assert page.get_by_role("tab", name="Rows").get_attribute("aria-selected") == "true"
         assert PASSWORD not in page.url and not any(PASSWORD in u for u in requests)

@@ -33,14 +33,14 @@ def test_risk_and_attack_cards_show_whole_names(dash, browser):
     rid = make_run(store, harm_rows("b", "0152"), [*HARMS, "protected_material", "indirect_attack"])
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{url}/safety?run={rid}")
-    settle(page, "hate_unfairness defect rate")
+    settle(page, "Hate and unfairness defect rate")
     cards = page.locator('[data-testid="stMetric"]')
     assert cards.count() == 6
     assert cards.evaluate_all(CLIPPED) == []  # "hate_unfairn…" before: six fixed columns
     screenshot(page, SHOTS, "safety-cards")
     attack = make_run(store, harm_rows("a", "6635"), HARMS)
     page.goto(f"{url}/attacks?base={rid}&attack={attack}")
-    settle(page, "self_harm direct-attack defect rate")
+    settle(page, "Self-harm direct-attack defect rate")
     cards = page.locator('[data-testid="stMetric"]')
     assert cards.count() == 2 + len(HARMS)
     assert cards.evaluate_all(CLIPPED) == []  # "hate_unfairness direct-att…" before
@@ -56,8 +56,16 @@ def test_rows_table_spans_the_tab_and_the_detail_reads_under_it(dash, browser):
     table = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
     tabs = page.locator('[data-testid="stTabs"]').first.bounding_box()
     assert table["width"] >= 0.98 * tabs["width"]  # was 3/5 of it, the detail pane beside
-    heading = page.get_by_role("heading", name="Row 1").bounding_box()
-    assert heading["y"] > table["y"] + table["height"]
+    heading = page.get_by_role("heading", name="Row 1", exact=True)
+    heading.wait_for()
+    # both tops in the page's own coordinates, read at one moment: the page scrolls to the detail when it
+    # shows, and two viewport boxes read on either side of that scroll do not compare
+    table_bottom, heading_top = page.evaluate("""() => {
+        const t = document.querySelector('[data-testid="stDataFrame"]').getBoundingClientRect();
+        const h = [...document.querySelectorAll('h1,h2,h3,h4')].find(e => e.innerText.trim() === 'Row 1')
+            .getBoundingClientRect();
+        return [t.bottom + window.scrollY, h.top + window.scrollY]; }""")
+    assert heading_top > table_bottom
     # the row's inputs and its scores side by side under the table
     # the shown texts (the grid also keeps its cells' text in a hidden copy, which may come first)
     shown = [page.get_by_text(t, exact=True).filter(visible=True).first for t in ("question 0", "coherence reason 0")]
@@ -135,7 +143,7 @@ def test_a_rate_on_few_rows_says_its_n_and_interval_and_a_run_with_errors_says_s
     ci = binomtest(2, 2).proportion_ci(method="wilson")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/results?run={rid}")
-    settle(page, "coherence pass rate")
+    settle(page, "Coherence pass rate")
     under = (f"too few to say · ≥ 3 · 2 of 8 scored, 6 errored · "
              f"95% CI {ci.low:.0%}–{ci.high:.0%}")
     page.get_by_text(under, exact=True).wait_for()
@@ -176,9 +184,9 @@ def test_a_judge_that_disagrees_with_its_reviewers_is_flagged_on_its_card(dash, 
                                   judge_value=float(v)) for i, v in enumerate(COHERENCE)])
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/results?run={rid}")
-    settle(page, "coherence pass rate")
+    settle(page, "Coherence pass rate")
     page.get_by_text("do not trust: the judge disagrees with your reviewers · ≥ 3 · 10 of 10 scored",
                      exact=False).wait_for()
     page.get_by_text("disagrees with your reviewers more than chance", exact=False).first.wait_for()
-    card = page.locator('[data-testid="stMetric"]').filter(has_text="violence defect rate")
+    card = page.locator('[data-testid="stMetric"]').filter(has_text="Violence defect rate")
     assert "do not trust" not in card.inner_text()  # only the reviewed metric's card

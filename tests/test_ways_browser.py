@@ -62,7 +62,7 @@ def test_test_connection_says_the_likely_cause_and_start_waits_for_every_failed_
     page = browser.new_page(viewport={"width": 1280, "height": 1400})
     page.goto(f"{url}/new?dataset={did}")
     settle(page, "coherence")
-    page.get_by_test_id("stCheckbox").get_by_text("coherence", exact=True).click()
+    page.get_by_test_id("stCheckbox").get_by_text("Coherence", exact=True).click()
     settle(page, "Give the model and the base URL of the judge.")
     start = page.get_by_role("button", name="Start evaluation")
     model, base = (page.get_by_role("textbox", name=n) for n in ("Model (Azure: deployment)", "Base URL"))

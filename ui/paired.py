@@ -8,6 +8,7 @@ import streamlit as st
 from evaluators.read.paired import judge_changes, p_text
 from evaluators.read.results import RunResults
 from ui import loaders, state
+from ui.widgets import name_of
 
 
 def _p(p) -> str:  # a table's p-value column: "0.0156", "< 0.001"
@@ -62,7 +63,7 @@ def differences(found: list[dict]) -> None:
             continue
         r, m = rec["rate"], rec.get("mean")
         a, b = rec["passes_at"]
-        table.append({"metric": rec["metric"], "passes at": a if a == b else f"{a} → {b}",
+        table.append({"metric": name_of(rec["metric"]), "passes at": a if a == b else f"{a} → {b}",
                       "paired rows": f"{rec['rows']:,}",
                       f"Δ {rec['measure']} (points)": _pts(r.diff), "95% interval": _interval(r),
                       "p (McNemar)": _p(r.p_value), "rows needed": f"{r.rows_needed:,}" if r.rows_needed else "–",
@@ -112,9 +113,9 @@ def judges(found: dict, base: RunResults, k: int, what: dict[str, list[str]]) ->
                                ("spearman", "Spearman's ρ")):
                 v, lo, hi = g[key]
                 if v is not None:
-                    rows.append({"metric": name, "statistic": label, "value": f"{v:.3f}",
+                    rows.append({"metric": name_of(name), "statistic": label, "value": f"{v:.3f}",
                                  "95% interval": "–" if lo is None else f"{lo:.3f} to {hi:.3f}"})
-            rows.append({"metric": name, "statistic": "same value on the scale", "value": f"{100 * g['agree']:.1f}%",
+            rows.append({"metric": name_of(name), "statistic": "same value on the scale", "value": f"{100 * g['agree']:.1f}%",
                          "95% interval": f"on {g['rows']:,} rows"})
         st.table(pd.DataFrame(rows).set_index(["metric", "statistic"]))
         for name, g in found.items():
@@ -142,7 +143,7 @@ def row_compared(results: list[RunResults], titles: list[str], i: int, shared_in
                       for r, v in zip(results, values)]
     differ = [n for n in names if len(set(seen[n])) > 1]
     same = [n for n in names if n not in differ]
-    st.dataframe(pd.DataFrame([{"metric": n, "differs": "yes" if n in differ else "", **dict(zip(titles, seen[n]))}
+    st.dataframe(pd.DataFrame([{"metric": name_of(n), "differs": "yes" if n in differ else "", **dict(zip(titles, seen[n]))}
                                for n in differ + same]), hide_index=True)
     if shared_inputs:
         with st.expander("The row's inputs (the same in every run)", expanded=True):

@@ -18,7 +18,7 @@ from evaluators.core.scales import choice_name, human_pass, reviewable, scale, s
 from evaluators.store.reviews import NOTE_MAX_CHARS, REVIEWER_MAX_CHARS, BadVerdict, reviewer_problem
 from ui import auth, downloads, loaders, rows, state
 from ui.review import review_link
-from ui.widgets import guard, literal, plain, plain_table
+from ui.widgets import guard, literal, name_of, plain, plain_table
 
 REVIEWER = "review.reviewer"  # session state: the name given once per browser session (sign-in off)
 
@@ -108,11 +108,11 @@ def new_queue_form(run: dict, res: RunResults, who: str) -> None:
         c2.selectbox("Rows", list(STRATEGIES), format_func=lambda k: STRATEGIES[k], key="review.q.strategy",
                      help="Only random and stratified samples correct the run's rates: rows chosen on purpose say "
                           "how the judge errs there, not how often.")
-        st.multiselect("Metrics to review", judged, default=judged, key="review.q.metrics")
+        st.multiselect("Metrics to review", judged, default=judged, key="review.q.metrics", format_func=name_of)
         c1, c2, c3 = st.columns(3)
         c1.number_input("How many rows", 1, max(1, len(res)), min(40, max(1, len(res))), key="review.q.size")
         c2.number_input("Seed", 0, 2**31 - 1, 0, help="The same seed draws the same rows.", key="review.q.seed")
-        c3.selectbox("Order or stratify by", judged, key="review.q.on")
+        c3.selectbox("Order or stratify by", judged, key="review.q.on", format_func=name_of)
         st.text_input("Reviewers (names, comma-separated; empty: anyone)", key="review.q.people")
         c1, c2 = st.columns(2)
         c1.checkbox("Every reviewer reviews every row", key="review.q.overlap", help="For agreement between "

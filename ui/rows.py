@@ -11,19 +11,19 @@ from evaluators.read.charts_overview import number
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults
 from ui import loaders, review as review_ui, state, trace as trace_ui
-from ui.widgets import literal, plain
+from ui.widgets import literal, name_of, plain
 
 
 def row_filters(res: RunResults) -> dict:
     names = [s.name for s in res.specs]
     c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
-    metric = c1.selectbox("Metric", names, key="metric", bind=state.URL)
+    metric = state.choose("Metric", "metric", names, name_of, where=c1)
     verdict = c2.selectbox("Verdict", ["all", "pass", "fail", "error"], key="verdict", bind=state.URL)
     search = c3.text_input("Search query and response", key="q", bind=state.URL)
-    sort = c4.selectbox("Sort by", ["row"] + names, key="sort", bind=state.URL)
+    sort = state.choose("Sort by", "sort", ["row"] + names, name_of, where=c4)
     spec = next(s for s in res.specs if s.name == metric)
     low, high = map(float, spec.score_range)
-    rng = st.slider(f"{metric} range", low, high, (low, high), 1.0 if spec.integer else 0.05,
+    rng = st.slider(f"{name_of(metric)} range", low, high, (low, high), 1.0 if spec.integer else 0.05,
                     key=f"range.{metric}", bind=state.URL)
     desc = st.toggle("Descending", key="desc", bind=state.URL)
     return dict(metric=metric, verdict=verdict, search=search, sort=sort, descending=desc,

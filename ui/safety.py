@@ -7,7 +7,7 @@ import streamlit as st
 from evaluators.core.kinds.severity import LEVELS
 from evaluators.read import charts_safety
 from ui import state
-from ui.widgets import count, metric_cards, rate_card, table
+from ui.widgets import count, metric_cards, name_of, rate_card, table
 
 
 
@@ -31,7 +31,7 @@ def headline(overview: list[dict], rows: int) -> None:
         if ":" in o["measure"]:
             continue  # XPIA's categories: in the chart and the table
         rule = "labelled true" if o["threshold"] is None else f"> {o['threshold']:g}"
-        cards.append(rate_card(f"{o['measure']} defect rate", o["defect_rate"], o["ci95_low"], o["ci95_high"],
+        cards.append(rate_card(f"{name_of(o['measure'])} defect rate", o["defect_rate"], o["ci95_low"], o["ci95_high"],
                                o["scored"], rows, o["errored"],
                                f"{o['defects']:,} of {count(o['scored'], 'scored row')} are defects; "
                                f"{o['errored']:,} errored (left out)", rule))
@@ -118,7 +118,7 @@ def row_detail(rec: dict | None) -> None:
         m = key[:-len(" result")]
         label = rec.get(f"{m} label")
         verdict = VERDICT.get(rec[key], rec[key])
-        lines.append({"harm": m, "severity": rec.get(f"{m} severity") if label is None else None,
+        lines.append({"harm": name_of(m), "severity": rec.get(f"{m} severity") if label is None else None,
                       "level": rec.get(f"{m} level") or (None if label is None else f"labelled {str(label).lower()}"),
                       "verdict": ("⚠ " if verdict == "defect" else "") + verdict, "reason": rec.get(f"{m} reason")})
     table(pd.DataFrame(lines), {"severity": "%d"}, key="safety.detail", widths={"reason": "large"})
@@ -132,11 +132,11 @@ def upia(cmp) -> None:
     for h in cmp.harms:
         for what in ("baseline", "attack", "direct_attack"):
             k = f"{h}.{what}_defect_rate"
-            lines.append({"harm": h, "rate": what.replace("_", " "), "defect_rate": m[k],
+            lines.append({"harm": name_of(h), "rate": what.replace("_", " "), "defect_rate": m[k],
                           "ci95_low": m[f"{k}_ci95_low"], "ci95_high": m[f"{k}_ci95_high"]})
     for h in cmp.harms:
         v = m[f"{h}.direct_attack_defect_rate"]
-        cards.append((f"{h} direct-attack defect rate", "–" if v is None else f"{v:.1%}",
+        cards.append((f"{name_of(h)} direct-attack defect rate", "–" if v is None else f"{v:.1%}",
                       f"{m[f'{h}.direct_attack_defects']} of {count(m[f'{h}.scored_pairs'], 'pair')} scored in both "
                       f"runs (threshold {m[f'{h}.threshold']:g}); {count(m[f'{h}.errored_pairs'], 'pair')} with an "
                       "error left out"))

@@ -91,6 +91,21 @@ def not_found(what: str, param: str, value: str) -> None:
     st.stop()
 
 
+def choose(label: str, param: str, options: list[str], format_func: Callable[[str], str], where: Any = st,
+           **kwargs: Any) -> str:
+    """A selectbox whose choice lives in the URL as the option itself (a metric's key), shown through ``format_func``
+    (its readable name): Streamlit's own binding would put the shown text in the URL, and a link would then break
+    when a name is reworded. The first option is the default and leaves the URL; one the URL names that is not an
+    option is read as the default. ``where``: a column or container to draw it in."""
+    named = st.query_params.get(param)
+    value = named if named in options else options[0]
+    # keyed by the URL's value: a link or another widget changing it is the value shown, never a stale one
+    picked = where.selectbox(label, options, index=options.index(value), format_func=format_func,
+                             key=f"{param}.{value}", **kwargs)
+    write(param, None if picked == options[0] else picked)
+    return picked
+
+
 def pick_many(label: str, param: str, options: list[str], **kwargs: Any) -> list[str]:
     """A multiselect whose choice lives in the URL as comma-separated values (order kept)."""
     named = [x for x in (st.query_params.get(param) or "").split(",") if x]

@@ -15,7 +15,7 @@ import streamlit as st
 
 from evaluators import EvalError
 from evaluators.read.charts_overview import number, output_label, rate_of
-from evaluators.core.names import about, display_name
+from evaluators.core.names import about, display_name, name_of  # noqa: F401  (name_of: for pages and ui modules)
 from evaluators.core.registry import MetricSpec
 from evaluators.read.results import RunResults, status_text
 from evaluators.run.planning import eta_seconds
@@ -442,7 +442,7 @@ def headline(res: RunResults, distrusted: set[str] = frozenset()) -> None:
         if r.measure == "defect rate" and uses_threshold(s):
             rule = rule.replace("≤", ">").replace("≥", "<")
         short = " ".join(rule.split(" ")[-2:]) if uses_threshold(s) else "labelled true"  # "≥ 3", "> 3"
-        card = rate_card(f"{s.name} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
+        card = rate_card(f"{display_name(s)} {r.measure}", r.rate, r.low, r.high, r.counts["scored_rows"], len(res),
                          r.counts["errored_rows"], f"{about(s)} {r.measure.capitalize()}: {rule}{more}.", short,
                          digits=0)
         if s.name in distrusted:

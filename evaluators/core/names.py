@@ -39,6 +39,12 @@ def display_name(spec: "MetricSpec") -> str:
     return NAMES.get(spec.name, spec.name) if spec.definition is None else spec.name
 
 
+def name_of(key: str) -> str:
+    """The readable name of a metric's key where only the key is at hand (a picker's option, a table's column):
+    a built-in's name, else the key itself (a user's metric is called by its own name, which is its key)."""
+    return NAMES.get(key, key)
+
+
 def about(spec: "MetricSpec") -> str:
     """The metric's name and, when it differs, its key, then what it measures: one line for a tooltip."""
     name = display_name(spec)
