@@ -1,7 +1,8 @@
 """A rule's metric over time on the Monitoring page (issue 32): per window of event time (a trace's first span's
 start), how many of its judged traces passed, with the 95% Wilson interval of ``core.stats.wilson``. Counted in the
 database (one GROUP BY over the rule's judged decisions joined to their results); a window with no judged trace has
-no point (never 0), one below ``min_n`` is marked ``few``."""
+no point (never 0), one below ``min_n`` is marked ``few``. Over every version of a rule, a window where another
+version's judgements start carries ``changes``: what that version changed (its judge's model, sample rate, ...)."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +11,7 @@ from sqlalchemy import case, func, literal, select
 
 from evaluators.core.registry import get_metric
 from evaluators.core.stats import wilson
-from evaluators.store.monitor_rules import MonitorDecisionRow
+from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
 from evaluators.store.schema import ResultRow
 from evaluators.store.traces import MonitorTraceRow
 
@@ -19,15 +20,17 @@ MIN_N = 30
 MAX_WINDOWS = 2_000  # a range cut into more windows than this is refused (its chart would be unreadable)
 
 
-def rate_series(store, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int,
+def rate_series(store, project: str, rule: str, version: int | None, metric: str, since_ns: int, until_ns: int,
                 window_s: int, min_n: int = MIN_N) -> dict[str, Any]:
     """The metric's rate per window in [since_ns, until_ns) (nanoseconds since the epoch).
 
     The rate is the defect rate (the share not passing) for a risk and safety metric, else the pass rate, at the
-    metric's default threshold, over each window's judged traces (turn 0: a trace's row).
+    metric's default threshold, over each window's judged traces (turn 0: a trace's row); ``version`` None: every
+    version's judgements, each window's ``changes`` saying what a version first judging in it changed.
     Returns:
         ``measure`` ("pass rate" or "defect rate"), ``threshold``, and ``points``: per window, ``start_ns``, ``n``
-        judged, ``k`` passed, ``rate``, ``low``, ``high`` (None where n is 0) and ``few`` (n below ``min_n``).
+        judged, ``k`` passed, ``rate``, ``low``, ``high`` (None where n is 0), ``few`` (n below ``min_n``) and
+        ``changes`` (sentences, empty but where a version other than the last judged window's starts).
     """
     if window_s <= 0 or until_ns <= since_ns:
         raise ValueError("a series needs a window over 0 s and a range that ends after it starts")
@@ -39,24 +42,59 @@ def rate_series(store, project: str, rule: str, version: int, metric: str, since
     t, d, r = MonitorTraceRow, MonitorDecisionRow, ResultRow
     passed = r.value >= thr if spec.higher_is_better else r.value <= thr
     window = ((t.start_ns - literal(since_ns)) // literal(width)).label("w")  # whole windows (integer division)
-    q = (select(window, func.count(), func.sum(case((passed, 1), else_=0)))
+    q = (select(window, d.rule_version, func.count(), func.sum(case((passed, 1), else_=0)))
          .select_from(d)
          .join(t, (t.project == d.project) & (t.trace_id == d.trace_id))
          .join(r, (r.run_id == d.run_id) & (r.row_idx == d.row_idx))
-         .where(d.project == project, d.rule == rule, d.rule_version == version, d.decision == "judged",
+         .where(d.project == project, d.rule == rule, d.decision == "judged",
                 r.metric == metric, r.turn == 0, r.status == "ok", r.value.is_not(None),
-                t.start_ns >= since_ns, t.start_ns < until_ns)
-         .group_by(window))
+                t.start_ns >= since_ns, t.start_ns < until_ns,
+                *([] if version is None else [d.rule_version == version]))
+         .group_by(window, d.rule_version))
+    counts: dict[int, tuple[int, int]] = {}
+    versions: dict[int, set[int]] = {}
     with store.session() as s:
-        counts = {int(w): (int(n), int(k or 0)) for w, n, k in s.execute(q)}
+        for w, v, n, k in s.execute(q):
+            n0, k0 = counts.get(int(w), (0, 0))
+            counts[int(w)] = (n0 + int(n), k0 + int(k or 0))
+            versions.setdefault(int(w), set()).add(int(v))
+        settings = {}
+        if len(set().union(*versions.values())) > 1:  # versions' settings, to say what changed between them
+            settings = {row.version: row for row in s.scalars(select(MonitorRuleRow).where(
+                MonitorRuleRow.project == project, MonitorRuleRow.name == rule))}
+            s.expunge_all()
     defect = spec.family == "safety"
-    points = []
+    points, last = [], None
     for w in range(-(-(until_ns - since_ns) // width)):
         n, k = counts.get(w, (0, 0))
         p, low, high = wilson(n - k if defect else k, n)
+        changes = []
+        for v in sorted(versions.get(w, ())):
+            if last is not None and v != last:
+                changes.append(version_change(settings.get(last), settings.get(v), last, v))
+            last = v
         points.append({"start_ns": since_ns + w * width, "n": n, "k": k, "rate": p, "low": low, "high": high,
-                       "few": n < min_n})
+                       "few": n < min_n, "changes": changes})
     return {"measure": "defect rate" if defect else "pass rate", "threshold": thr, "points": points}
+
+
+def version_change(old, new, v_old: int, v_new: int) -> str:
+    """What rule version ``v_new`` changed from ``v_old`` (their MonitorRuleRow, None if gone), in one sentence: the
+    judge's model, the sample rate, the metrics, the filter; the ones a rate can move with."""
+    said = []
+    if old is not None and new is not None:
+        def model(row):
+            return (row.judge or {}).get("model") or "the default judge"
+
+        if model(old) != model(new):
+            said.append(f"judge {model(old)} → {model(new)}")
+        if old.sample_rate != new.sample_rate:
+            said.append(f"sample rate {old.sample_rate:g} → {new.sample_rate:g}")
+        if list(old.metrics) != list(new.metrics):
+            said.append(f"metrics {', '.join(old.metrics)} → {', '.join(new.metrics)}")
+        if (old.filter or "") != (new.filter or ""):
+            said.append(f"filter {old.filter or 'none'!r} → {new.filter or 'none'!r}")
+    return f"rule version {v_old} → {v_new}" + (f": {'; '.join(said)}" if said else "")
 
 
 def series_chart(series: dict[str, Any], title: str) -> dict:

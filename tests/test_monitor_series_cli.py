@@ -1,0 +1,91 @@
+"""``monitor series`` (issue 32): a rule's metric per window from the command line, every version of the rule, a
+window where a new version starts judging saying what it changed. Expected counts are what the test planted (as in
+test_monitor_series), intervals statsmodels'."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from evaluators.store.schema import Result
+
+pytestmark = pytest.mark.both_stores
+HOUR = 3600 * 10**9
+T0 = 1_764_000_000 * 10**9  # 2025-11-24 16:00 UTC, a whole hour
+
+
+def _plant(store, tmp_path) -> None:
+    """Hour 0: 40 judged by version 1 (judge model-a, all traces), 30 passing coherence; hour 1: none; hour 2: 4 by
+    version 2 (judge model-b, half the traces), 1 passing."""
+    from evaluators import load_dataset
+
+    store.ensure_monitor_project("shop")
+    values = [(0, 1, v) for v in [4.0] * 30 + [2.0] * 10] + [(2, 2, v) for v in [5.0, 1.0, 2.0, 2.0]]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(f'{{"query": "q{i}", "response": "r{i}"}}\n' for i in range(len(values))))
+    run_id = store.create_run(store.save_dataset(load_dataset(data)), {"metrics": ["coherence"]}, "h", "monitor")
+    store.write_results(run_id, [Result(row_idx=i, metric="coherence", turn=0, status="ok", value=v,
+                                        outputs={"coherence": v})
+                                 for i, (_, _, v) in enumerate(values)])
+    store.add_monitor_rule("shop", "quality", ["coherence"], 1.0, {"model": "model-a"})
+    store.add_monitor_rule("shop", "quality", ["coherence"], 0.5, {"model": "model-b"})
+    by_version: dict[int, list] = {1: [], 2: []}
+    for i, (w, version, _) in enumerate(values):
+        tid = hashlib.md5(f"t{i}".encode()).hexdigest()
+        start = T0 + w * HOUR + (i * 7919 % 3600) * 10**9
+        store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "", "name": "chat",
+                                          "start_ns": start, "end_ns": start + 10**9}])
+        by_version[version].append({"trace_id": tid, "decision": "judged", "run_id": run_id, "row_idx": i})
+    for version, decisions in by_version.items():
+        store.save_decisions("shop", "quality", version, decisions)
+
+
+def _series(store_url, *args, capsys):
+    from evaluators.cli.main import main
+
+    code = main(["monitor", "series", "--db", store_url, "--project", "shop", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_lists_each_window_with_its_interval_n_and_the_rule_s_changes(store, store_url, tmp_path, capsys):
+    _plant(store, tmp_path)
+    code, out, err = _series(store_url, "--metric", "coherence", "--window", "1h", "--since", "2025-11-24T16:00:00Z",
+                             "--until", "2025-11-24T19:00:00Z", "--json", capsys=capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    assert [(w["start"], w["n"], w["few"], w["corrected"]) for w in got] == [
+        ("2025-11-24T16:00:00Z", 40, False, None), ("2025-11-24T17:00:00Z", 0, True, None),
+        ("2025-11-24T18:00:00Z", 4, True, None)]
+    for w, k in ((got[0], 30), (got[2], 1)):
+        low, high = proportion_confint(k, w["n"], alpha=0.05, method="wilson")
+        assert (w["rate"], w["low"], w["high"]) == (pytest.approx(k / w["n"]), pytest.approx(low, abs=1e-6),
+                                                    pytest.approx(high, abs=1e-6))
+    assert got[1]["rate"] is None and got[1]["low"] is None  # no judged trace: no rate, never 0
+    assert [w["changes"] for w in got] == [
+        [], [], ["rule version 1 → 2: judge model-a → model-b; sample rate 1 → 0.5"]]
+
+
+def test_the_text_table_and_refusals(store, store_url, tmp_path, capsys):
+    _plant(store, tmp_path)
+    code, out, _ = _series(store_url, "--metric", "coherence", "--rule", "quality", "--window", "1h",
+                           "--since", "2025-11-24T16:00:00Z", "--until", "2025-11-24T19:00:00Z", capsys=capsys)
+    assert code == 0
+    # 30 of 40 and 1 of 4 pass (planted); the intervals statsmodels' Wilson, to the decimal shown
+    assert out.splitlines() == [
+        "coherence: pass rate per 1h (rule 'quality', threshold 3; 95% Wilson interval; * fewer than 30 judged)",
+        "  2025-11-24T16:00:00Z  n=    40   75.0%  [59.8%, 85.8%]",
+        "  2025-11-24T17:00:00Z  n=     0  —",
+        "  2025-11-24T18:00:00Z  n=     4   25.0%  [4.6%, 69.9%] *",
+        "      change: rule version 1 → 2: judge model-a → model-b; sample rate 1 → 0.5"]
+    assert proportion_confint(1, 4, method="wilson") == (pytest.approx(0.046, abs=5e-4), pytest.approx(0.699, abs=5e-4))
+    for args, said in ((["--metric", "fluency"], "no rule of project 'shop' judges 'fluency'"),
+                       (["--metric", "coherence", "--rule", "other"], "project 'shop' has no rule 'other'"),
+                       (["--metric", "coherence", "--window", "1w"], "--window '1w' is not a length"),
+                       (["--metric", "coherence", "--window", "5m", "--since", "2025-01-01"],
+                        "more than 2,000 windows")):
+        code, _, err = _series(store_url, *args, capsys=capsys)
+        assert code == 2 and said in err, (args, err)
+
