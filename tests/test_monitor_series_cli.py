@@ -89,3 +89,19 @@ def test_the_text_table_and_refusals(store, store_url, tmp_path, capsys):
         code, _, err = _series(store_url, *args, capsys=capsys)
         assert code == 2 and said in err, (args, err)
 
+
+
+def test_the_chart_breaks_its_line_where_the_rule_changed_and_says_what_changed():
+    from evaluators.read.monitor_series import series_chart
+
+    def point(h, n, changes=()):
+        return {"start_ns": T0 + h * HOUR, "n": n, "k": n // 2, "rate": 0.5, "low": 0.3, "high": 0.7, "few": False,
+                "changes": list(changes)}
+
+    chart = series_chart({"measure": "pass rate", "points": [point(0, 40), point(1, 40), point(2, 40, ["v1 → 2"]),
+                                                             point(3, 40)]}, "t")
+    values = chart["data"]["values"]
+    assert [v["segment"] for v in values] == [0, 0, 1, 1]  # adjacent windows, one line each side of the change
+    assert [v["change"] for v in values] == [None, None, "v1 → 2", None]
+    marks = [layer for layer in chart["layer"] if layer.get("transform") == [{"filter": "datum.change != null"}]]
+    assert [m["mark"]["type"] for m in marks] == ["rule", "text"]  # a dashed line and its words

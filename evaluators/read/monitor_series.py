@@ -99,20 +99,23 @@ def version_change(old, new, v_old: int, v_new: int) -> str:
 
 def series_chart(series: dict[str, Any], title: str) -> dict:
     """A Vega-Lite chart of :func:`rate_series`: the rate per window as a line over its 95% interval's band, the
-    number judged under every point, a window under min n drawn hollow; a window with none judged leaves a gap."""
+    number judged under every point, a window under min n drawn hollow; a window with none judged leaves a gap, and a
+    change of the rule breaks the line at a dashed mark saying what changed."""
     import datetime as dt
 
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     values, segment = [], 0
     for p in series["points"]:
-        segment += p["n"] == 0  # windows with none judged end a stretch of line: the next starts anew
+        # windows with none judged end a stretch of line, and so does a change of the rule: the next starts anew
+        segment += p["n"] == 0 or bool(p.get("changes"))
         values.append({"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
                        "rate": p["rate"], "low": p["low"], "high": p["high"], "n": p["n"], "few": p["few"],
-                       "segment": segment})
+                       "segment": segment, "change": "; ".join(p.get("changes") or ()) or None})
     x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
     y = {"field": "rate", "type": "quantitative", "title": series["measure"],
          "scale": {"domain": [0, 1]}, "axis": {"format": "%"}}
     judged = {"filter": "datum.n > 0"}
+    changed = {"filter": "datum.change != null"}  # a rule's change: a dashed line at its window, what it changed
     stretch = {"field": "segment", "type": "nominal"}  # one line (and band) per stretch of windows with judged
     tip = [{"field": "start", "type": "temporal", "title": "window", "format": "%Y-%m-%d %H:%M"},
            {"field": "rate", "type": "quantitative", "title": series["measure"], "format": ".1%"},
@@ -132,4 +135,9 @@ def series_chart(series: dict[str, Any], title: str) -> dict:
                               "fill": {"condition": {"test": "datum.few", "value": "white"}, "value": "#4c78a8"},
                               "stroke": {"value": "#4c78a8"}}},
                 {"transform": [judged], "mark": {"type": "text", "dy": 14, "fontSize": 10, "color": "#555"},
-                 "encoding": {"x": x, "y": y, "text": {"field": "n", "type": "quantitative"}}}]}
+                 "encoding": {"x": x, "y": y, "text": {"field": "n", "type": "quantitative"}}},
+                {"transform": [changed], "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#e45756"},
+                 "encoding": {"x": x, "tooltip": [{"field": "change", "type": "nominal", "title": "change"}]}},
+                {"transform": [changed], "mark": {"type": "text", "align": "left", "baseline": "top", "dx": 3, "y": 2,
+                                                  "fontSize": 10, "color": "#e45756"},
+                 "encoding": {"x": x, "text": {"field": "change", "type": "nominal"}}}]}
