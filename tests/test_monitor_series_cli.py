@@ -105,3 +105,24 @@ def test_the_chart_breaks_its_line_where_the_rule_changed_and_says_what_changed(
     assert [v["change"] for v in values] == [None, None, "v1 → 2", None]
     marks = [layer for layer in chart["layer"] if layer.get("transform") == [{"filter": "datum.change != null"}]]
     assert [m["mark"]["type"] for m in marks] == ["rule", "text"]  # a dashed line and its words
+
+
+def test_two_periods_compared_with_newcombe_s_interval_and_the_z_test_in_the_compare_page_s_sentence(store, tmp_path):
+    from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
+
+    from evaluators.read.monitor_series import compare_periods
+
+    _plant(store, tmp_path)  # hour 0: 30 of 40 pass; hour 2: 1 of 4
+    got = compare_periods(store, "shop", "quality", "coherence", (T0, T0 + HOUR), (T0 + 2 * HOUR, T0 + 3 * HOUR),
+                          ("the first hour", "the third hour"))
+    d = got["difference"]
+    low, high = confint_proportions_2indep(1, 4, 30, 40, method="newcomb", compare="diff")
+    _, p = proportions_ztest([1, 30], [4, 40])
+    assert (got["before"]["n"], got["after"]["n"], d.diff, d.rows) == (40, 4, pytest.approx(-0.5), 44)
+    assert (d.low, d.high, d.p_value) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6),
+                                          pytest.approx(p, rel=1e-9))
+    assert got["sentence"] == (f"the third hour's pass rate on coherence is 50.0 points lower than the first hour's "
+                               f"[{100 * low:+.1f}, {100 * high:+.1f}] on 44 judged traces; unlikely to be chance "
+                               f"(two-proportion z-test, p = {p:.3g})")
+    empty = compare_periods(store, "shop", "quality", "coherence", (T0 + HOUR, T0 + 2 * HOUR), (T0, T0 + HOUR))
+    assert (empty["difference"], empty["sentence"]) == (None, "coherence: nothing to compare")

@@ -44,6 +44,10 @@ def rates(project: str, rules: list[dict]) -> None:
                f"({series['threshold']:g}); the band is each window's 95% Wilson interval, the number under a point "
                f"how many it judged; a hollow point has fewer than {min_n}, a gap none; a dashed line marks where another "
                f"version of the rule starts judging, with what it changed.")
+    week = 7 * 86_400 * 10**9  # this week (the last 7 days, to the current window's end) against the 7 before
+    got = loaders.compare_periods(project, rule["name"], metric, (until * 10**9 - 2 * week, until * 10**9 - week),
+                                  (until * 10**9 - week, until * 10**9))
+    st.text(f"This week against last: {got['sentence']}")
 
 
 def alerts_panel(project: str, history: list[dict] | None = None) -> None:

@@ -78,6 +78,38 @@ def rate_series(store, project: str, rule: str, version: int | None, metric: str
     return {"measure": "defect rate" if defect else "pass rate", "threshold": thr, "points": points}
 
 
+def compare_periods(store, project: str, rule: str, metric: str, before: tuple[int, int], after: tuple[int, int],
+                    labels: tuple[str, str] = ("last week", "this week")) -> dict[str, Any]:
+    """The metric's rate (as :func:`rate_series`: every version of the rule) in two periods of event time, each
+    [since_ns, until_ns), and how ``after``'s differs from ``before``'s: the difference with its 95% interval
+    (Newcombe's, from the two Wilson intervals), the two-sided p-value of the two-proportion z-test, said in the
+    Compare page's sentence (:func:`evaluators.read.paired.sentence`). Counted in the database, one GROUP BY."""
+    import math
+
+    from evaluators.core.inference import PairedDifference
+    from evaluators.read.paired import sentence
+
+    got = []
+    for since_ns, until_ns in (before, after):
+        width_s = max(1, -(-(until_ns - since_ns) // 1_000_000_000))  # one window: the whole period
+        [p] = rate_series(store, project, rule, None, metric, since_ns, since_ns + width_s * 10**9, width_s,
+                          1)["points"]
+        got.append(p)
+    measure = "defect rate" if get_metric(metric).family == "safety" else "pass rate"
+    (a, b), d = got, None
+    if a["n"] and b["n"]:
+        diff = b["rate"] - a["rate"]
+        low = diff - math.sqrt((b["rate"] - b["low"]) ** 2 + (a["high"] - a["rate"]) ** 2)
+        high = diff + math.sqrt((b["high"] - b["rate"]) ** 2 + (a["rate"] - a["low"]) ** 2)
+        pooled = (a["rate"] * a["n"] + b["rate"] * b["n"]) / (a["n"] + b["n"])
+        se = math.sqrt(pooled * (1 - pooled) * (1 / a["n"] + 1 / b["n"]))
+        p_value = 1.0 if se == 0 else math.erfc(abs(diff) / se / math.sqrt(2))
+        d = PairedDifference(diff=diff, low=low, high=high, p_value=p_value, rows=a["n"] + b["n"], rows_needed=None,
+                             test="two-proportion z-test")
+    return {"measure": measure, "before": a, "after": b, "difference": d,
+            "sentence": sentence(metric, measure, d, labels[1], base=labels[0], unit="judged traces")}
+
+
 def version_change(old, new, v_old: int, v_new: int) -> str:
     """What rule version ``v_new`` changed from ``v_old`` (their MonitorRuleRow, None if gone), in one sentence: the
     judge's model, the sample rate, the metrics, the filter; the ones a rate can move with."""
