@@ -16,13 +16,15 @@ HOUR = 3600 * 10**9
 T0 = 1_764_000_000 * 10**9  # 2025-11-24 16:00 UTC, a whole hour
 
 
-def _plant(store, tmp_path) -> None:
-    """Hour 0: 40 judged by version 1 (judge model-a, all traces), 30 passing coherence; hour 1: none; hour 2: 4 by
-    version 2 (judge model-b, half the traces), 1 passing."""
+PLANTED = [(0, 1, v) for v in [4.0] * 30 + [2.0] * 10] + [(2, 2, v) for v in [5.0, 1.0, 2.0, 2.0]]
+
+
+def _plant(store, tmp_path, values=PLANTED, filter=None) -> None:
+    """(hour, version, coherence) judged; by default hour 0: 40 judged by version 1 (judge model-a, all traces), 30
+    passing; hour 1: none; hour 2: 4 by version 2 (judge model-b, half the traces), 1 passing."""
     from evaluators import load_dataset
 
     store.ensure_monitor_project("shop")
-    values = [(0, 1, v) for v in [4.0] * 30 + [2.0] * 10] + [(2, 2, v) for v in [5.0, 1.0, 2.0, 2.0]]
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(f'{{"query": "q{i}", "response": "r{i}"}}\n' for i in range(len(values))))
     run_id = store.create_run(store.save_dataset(load_dataset(data)), {"metrics": ["coherence"]}, "h", "monitor")
@@ -30,7 +32,7 @@ def _plant(store, tmp_path) -> None:
                                         outputs={"coherence": v})
                                  for i, (_, _, v) in enumerate(values)])
     store.add_monitor_rule("shop", "quality", ["coherence"], 1.0, {"model": "model-a"})
-    store.add_monitor_rule("shop", "quality", ["coherence"], 0.5, {"model": "model-b"})
+    store.add_monitor_rule("shop", "quality", ["coherence"], 0.5, {"model": "model-b"}, filter=filter)
     by_version: dict[int, list] = {1: [], 2: []}
     for i, (w, version, _) in enumerate(values):
         tid = hashlib.md5(f"t{i}".encode()).hexdigest()
@@ -126,3 +128,24 @@ def test_two_periods_compared_with_newcombe_s_interval_and_the_z_test_in_the_com
                                f"(two-proportion z-test, p = {p:.3g})")
     empty = compare_periods(store, "shop", "quality", "coherence", (T0 + HOUR, T0 + 2 * HOUR), (T0, T0 + HOUR))
     assert (empty["difference"], empty["sentence"]) == (None, "coherence: nothing to compare")
+
+
+def test_a_window_sampled_at_two_rates_is_weighted_by_each_trace_s_chance_and_says_so(store, store_url, tmp_path,
+                                                                                      capsys):
+    # hour 0: version 1 (sample rate 1) judged 20, 10 passing; version 2 (rate 0.5, filtered) judged 10, all passing.
+    # Weights 1 and 2: (10 + 2 * 10) / (20 + 2 * 10) = 0.75 (unweighted 20 / 30); effective n 40^2 / (20 + 4 * 10)
+    _plant(store, tmp_path, [(0, 1, 4.0)] * 10 + [(0, 1, 1.0)] * 10 + [(0, 2, 5.0)] * 10, filter="feedback < 0.5")
+    code, out, err = _series(store_url, "--metric", "coherence", "--window", "1h", "--since", "2025-11-24T16:00:00Z",
+                             "--until", "2025-11-24T17:00:00Z", "--json", capsys=capsys)
+    assert code == 0, err
+    [w] = json.loads(out)
+    n_eff = 40**2 / 60
+    low, high = proportion_confint(0.75 * n_eff, n_eff, alpha=0.05, method="wilson")
+    assert (w["n"], w["weighted"], w["rate"]) == (30, True, pytest.approx(0.75))
+    assert (w["low"], w["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
+    _, out, _ = _series(store_url, "--metric", "coherence", "--window", "1h", "--since", "2025-11-24T16:00:00Z",
+                        "--until", "2025-11-24T17:00:00Z", capsys=capsys)
+    assert out.splitlines()[1:3] == [
+        "  (rates of the traces matching the rule's filter (feedback < 0.5), not of all traffic; windows judged at "
+        "different sample rates are weighted by 1 / each trace's chance of being judged (interval at the effective n))",
+        "  2025-11-24T16:00:00Z  n=    30   75.0%  [56.2%, 87.5%] weighted"]  # (the interval as above)

@@ -6,7 +6,7 @@ import datetime as dt
 
 import streamlit as st
 
-from evaluators.read.monitor_series import MIN_N, WINDOWS, series_chart
+from evaluators.read.monitor_series import MIN_N, WINDOWS, scope_note, series_chart
 from ui import loaders, state
 
 RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
@@ -44,6 +44,8 @@ def rates(project: str, rules: list[dict]) -> None:
                f"({series['threshold']:g}); the band is each window's 95% Wilson interval, the number under a point "
                f"how many it judged; a hollow point has fewer than {min_n}, a gap none; a dashed line marks where another "
                f"version of the rule starts judging, with what it changed.")
+    if scope_note(series):
+        st.caption(f"Note: {scope_note(series)}.")
     week = 7 * 86_400 * 10**9  # this week (the last 7 days, to the current window's end) against the 7 before
     got = loaders.compare_periods(project, rule["name"], metric, (until * 10**9 - 2 * week, until * 10**9 - week),
                                   (until * 10**9 - week, until * 10**9))

@@ -42,7 +42,7 @@ def cmd_series(a, store) -> int:
     from evaluators.cli.common import EXIT_OK, EXIT_USAGE
     from evaluators.core.errors import UsageError
     from evaluators.monitor.serve import _ns
-    from evaluators.read.monitor_series import rate_series
+    from evaluators.read.monitor_series import rate_series, scope_note
 
     width = window_seconds(a.window)
     if a.min_n < 1:
@@ -73,15 +73,17 @@ def cmd_series(a, store) -> int:
         # corrected: the review-corrected rate, None until the production review (issue 32, prodreview) fills it here
         windows.append({"start": start.isoformat().replace("+00:00", "Z"), "n": p["n"], "rate": p["rate"],
                         "low": p["low"], "high": p["high"], "corrected": None, "few": p["few"],
-                        "changes": p["changes"]})
+                        "weighted": p["weighted"], "changes": p["changes"]})
     if a.json:
         say(json.dumps(windows))
         return EXIT_OK
     say(f"{a.metric}: {series['measure']} per {a.window} (rule {rule['name']!r}, threshold {series['threshold']:g}; "
         f"95% Wilson interval; * fewer than {a.min_n} judged)")
+    if scope_note(series):
+        say(f"  ({scope_note(series)})")
     for w in windows:
         rate = "—" if w["rate"] is None else f"{w['rate']:6.1%}  [{w['low']:.1%}, {w['high']:.1%}]"
-        say(f"  {w['start']}  n={w['n']:>6,}  {rate}{' *' if w['few'] and w['n'] else ''}")
+        say(f"  {w['start']}  n={w['n']:>6,}  {rate}{' *' if w['few'] and w['n'] else ''}{' weighted' if w['weighted'] else ''}")
         for c in w["changes"]:
             say(f"      change: {c}")
     return EXIT_OK

@@ -52,30 +52,62 @@ def rate_series(store, project: str, rule: str, version: int | None, metric: str
                 *([] if version is None else [d.rule_version == version]))
          .group_by(window, d.rule_version))
     counts: dict[int, tuple[int, int]] = {}
-    versions: dict[int, set[int]] = {}
+    versions: dict[int, dict[int, tuple[int, int]]] = {}  # window -> version -> (n, k)
     with store.session() as s:
         for w, v, n, k in s.execute(q):
             n0, k0 = counts.get(int(w), (0, 0))
             counts[int(w)] = (n0 + int(n), k0 + int(k or 0))
-            versions.setdefault(int(w), set()).add(int(v))
-        settings = {}
-        if len(set().union(*versions.values())) > 1:  # versions' settings, to say what changed between them
-            settings = {row.version: row for row in s.scalars(select(MonitorRuleRow).where(
-                MonitorRuleRow.project == project, MonitorRuleRow.name == rule))}
-            s.expunge_all()
+            versions.setdefault(int(w), {})[int(v)] = (int(n), int(k or 0))
+        settings = {row.version: row for row in s.scalars(select(MonitorRuleRow).where(  # each version's settings:
+            MonitorRuleRow.project == project, MonitorRuleRow.name == rule))}  # its sample rate, what it changed
+        s.expunge_all()
     defect = spec.family == "safety"
     points, last = [], None
     for w in range(-(-(until_ns - since_ns) // width)):
         n, k = counts.get(w, (0, 0))
         p, low, high = wilson(n - k if defect else k, n)
+        weighted = _weighted(versions.get(w, {}), settings, defect)
+        if weighted is not None:  # sampled at different rates: the traffic's rate weighs each by 1 / its chance
+            p, low, high = weighted
         changes = []
         for v in sorted(versions.get(w, ())):
             if last is not None and v != last:
                 changes.append(version_change(settings.get(last), settings.get(v), last, v))
             last = v
         points.append({"start_ns": since_ns + w * width, "n": n, "k": k, "rate": p, "low": low, "high": high,
-                       "few": n < min_n, "changes": changes})
-    return {"measure": "defect rate" if defect else "pass rate", "threshold": thr, "points": points}
+                       "few": n < min_n, "changes": changes, "weighted": weighted is not None})
+    filters = sorted({settings[v].filter for vs in versions.values() for v in vs
+                      if v in settings and settings[v].filter})
+    return {"measure": "defect rate" if defect else "pass rate", "threshold": thr, "points": points,
+            "filters": filters}
+
+
+def scope_note(series: dict[str, Any]) -> str:
+    """What a series' rates are rates of, said where it is not simply the traffic's: a rule's filter (the rate is
+    the matching traces'), windows weighted for unequal sampling."""
+    said = []
+    if series.get("filters"):
+        said.append("rates of the traces matching the rule's filter (" + "; ".join(series["filters"]) + "), not of all "
+                    "traffic")
+    if any(p.get("weighted") for p in series["points"]):
+        said.append("windows judged at different sample rates are weighted by 1 / each trace's chance of being judged "
+                    "(interval at the effective n)")
+    return "; ".join(said)
+
+
+def _weighted(by_version: dict[int, tuple[int, int]], settings: dict, defect: bool):
+    """A window's rate over the whole traffic where its judged traces were sampled at different rates (versions of
+    the rule with different sample rates): each judged trace weighs 1 / its version's sample rate (the chance it was
+    judged), the interval Wilson's at Kish's effective n, (sum w)^2 / sum w^2. None where sampling was uniform."""
+    rates = {v: settings[v].sample_rate for v in by_version if v in settings and settings[v].sample_rate > 0}
+    if len(set(rates.values())) < 2 or len(rates) < len(by_version):
+        return None
+    w_n = sum(n / rates[v] for v, (n, _) in by_version.items())
+    w_k = sum(((n - k) if defect else k) / rates[v] for v, (n, k) in by_version.items())
+    w_sq = sum(n / rates[v] ** 2 for v, (n, _) in by_version.items())
+    n_eff = w_n * w_n / w_sq
+    _, low, high = wilson(w_k / w_n * n_eff, n_eff)
+    return w_k / w_n, low, high
 
 
 def compare_periods(store, project: str, rule: str, metric: str, before: tuple[int, int], after: tuple[int, int],
