@@ -145,7 +145,7 @@ def timed(fn, reps: int) -> tuple[float, float, object]:
 
 def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, float]]:
     from evaluators.read.monitor import TraceFilter, trace_detail, trace_page, traffic
-    from evaluators.read.monitor_series import rate_series
+    from evaluators.read.monitor_series import compare_periods, rate_series
     from evaluators.store.store import Store
 
     store = Store(url)
@@ -176,6 +176,9 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
             store, PROJECT, "quality", None, "coherence", week[0], week[1], 3600)["points"], None),
         ("rates over time: coherence, the last day by 5 min", "filter", lambda: rate_series(
             store, PROJECT, "quality", None, "coherence", week[1] - 86_400 * 10**9, week[1], 300)["points"], None),
+        ("rates over time: coherence, 3 days against the 3 before", "filter", lambda: list(map(compare_periods(
+            store, PROJECT, "quality", "coherence", (week[1] - 6 * 86_400 * 10**9, week[1] - 3 * 86_400 * 10**9),
+            (week[1] - 3 * 86_400 * 10**9, week[1])).get, ("before", "after"))), None),
         ("rates over time: violence (safety), the week by 6 hours", "filter", lambda: rate_series(
             store, PROJECT, "safety", None, "violence", week[0], week[1], 21_600)["points"], None),
     ]

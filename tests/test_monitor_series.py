@@ -101,6 +101,8 @@ def test_the_page_draws_each_window_with_its_interval_n_and_hollow_under_min_n(h
     assert [v["change"] for v in values if v["change"]] == ["rule version 1 → 2: metrics coherence → coherence, fluency"]
     assert shown[52]["segment"] != shown[5]["segment"]  # the line breaks there (and at the empty hour)
     assert "57 judged traces in the range" in " ".join(c.value for c in at.caption)
+    assert not [t for t in at.text if "This week against last" in t.value]  # on demand only
+    at.toggle(key="weeks").set_value(True).run()
     # all 57 judged this week, none the week before
     assert "This week against last: coherence: nothing to compare" in [t.value for t in at.text]
     assert "Alerts of project 'shop' on these rates show here once alert rules are set." in [c.value for c in at.caption]

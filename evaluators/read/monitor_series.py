@@ -123,12 +123,16 @@ def compare_periods(store, project: str, rule: str, metric: str, before: tuple[i
     from evaluators.core.inference import PairedDifference
     from evaluators.read.paired import sentence
 
-    got = []
-    for since_ns, until_ns in (before, after):
-        width_s = max(1, -(-(until_ns - since_ns) // 1_000_000_000))  # one window: the whole period
-        [p] = rate_series(store, project, rule, None, metric, since_ns, since_ns + width_s * 10**9, width_s,
-                          1)["points"]
-        got.append(p)
+    length = before[1] - before[0]
+    if before[1] == after[0] and after[1] - after[0] == length and length % 1_000_000_000 == 0:
+        # adjacent periods of one length (this week and the last): one read, two windows
+        got = rate_series(store, project, rule, None, metric, before[0], after[1], length // 10**9, 1)["points"]
+    else:
+        got = []
+        for since_ns, until_ns in (before, after):
+            width_s = max(1, -(-(until_ns - since_ns) // 1_000_000_000))  # one window: the whole period
+            got += rate_series(store, project, rule, None, metric, since_ns, since_ns + width_s * 10**9, width_s,
+                               1)["points"]
     measure = "defect rate" if get_metric(metric).family == "safety" else "pass rate"
     (a, b), d = got, None
     if a["n"] and b["n"]:
