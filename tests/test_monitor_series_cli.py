@@ -126,6 +126,9 @@ def test_two_periods_compared_with_newcombe_s_interval_and_the_z_test_in_the_com
     assert got["sentence"] == (f"the third hour's pass rate on coherence is 50.0 points lower than the first hour's "
                                f"[{100 * low:+.1f}, {100 * high:+.1f}] on 44 judged traces; unlikely to be chance "
                                f"(two-proportion z-test, p = {p:.3g})")
+    adjacent = compare_periods(store, "shop", "quality", "coherence", (T0 - HOUR, T0 + HOUR),  # read at once
+                               (T0 + HOUR, T0 + 3 * HOUR), ("the first hour", "the third hour"))
+    assert (adjacent["before"]["n"], adjacent["after"]["n"], adjacent["sentence"]) == (40, 4, got["sentence"])
     empty = compare_periods(store, "shop", "quality", "coherence", (T0 + HOUR, T0 + 2 * HOUR), (T0, T0 + HOUR))
     assert (empty["difference"], empty["sentence"]) == (None, "coherence: nothing to compare")
 
