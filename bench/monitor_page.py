@@ -10,11 +10,14 @@ SQLAlchemy Core, not through the receiver, holding one project ``shop`` with:
   ``bench/dashboard_scale.py`` uses: 3,071 answers of three models, so the vocabulary varies as real traffic's
   does), 3% with no content captured, 20 holding the rare word ``zebrafish-7731``; one span each (0.1% with a
   late span more);
-- two rules with a decision per trace: ``quality`` (10%: judged 9.4%, failed 0.3%, pending 0.3%) and ``safety`` (2%).
+- two rules with a decision per trace: ``quality`` (10%: judged 9.4%, failed 0.3%, pending 0.3%) and ``safety`` (2%);
+- each judged trace's scores, as the rules' run stores them: coherence, relevance and fluency (1-5) for ``quality``,
+  violence (0-7) for ``safety``: about 300,000 results.
 
 Then times, in this process, the read functions the page calls (``evaluators.read.monitor``): the traffic counts,
 the trace list's first page, its next page, and a first page under each filter (time range, state, a rule's
-decision, text), and one trace opened. Each figure is the median of ``--reps`` (the first of each is also shown: a
+decision, text), one trace opened, and the rates over time (``evaluators.read.monitor_series.rate_series``: a week
+by the hour, the last day by 5 minutes). Each figure is the median of ``--reps`` (the first of each is also shown: a
 cold cache), against the Results page's targets (bench/RESULTS.md): a page open 2 s, a filter change 0.5 s.
 """
 from __future__ import annotations
@@ -38,6 +41,7 @@ import bench.dashboard_scale as wildbench  # noqa: E402
 PROJECT = "shop"
 START = dt.datetime(2026, 11, 20, 0, 0)
 RARE = "zebrafish-7731"
+QUALITY = ["coherence", "relevance", "fluency"]
 TARGETS = {"open": 2.0, "filter": 0.5}
 
 
@@ -53,7 +57,9 @@ def _texts(rng: random.Random, pool: list[str]) -> tuple[str, str]:
 
 def build(url: str, n: int) -> None:
     """The store of the module docstring."""
+    from evaluators import load_dataset
     from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
+    from evaluators.store.schema import ResultRow
     from evaluators.store.store import Store
     from evaluators.store.traces import MonitorProjectRow, MonitorSpanRow, MonitorTraceRow
 
@@ -61,15 +67,18 @@ def build(url: str, n: int) -> None:
     pool = [a["text"] for a in wildbench.answers()]
     rng = random.Random(31)
     rare = set(rng.sample(range(n - 1000), 20))
+    one = Path(tempfile.mkdtemp(prefix="evaldash-monitor-row-")) / "row.jsonl"
+    one.write_text('{"query": "q", "response": "r"}\n')
+    run_id = store.create_run(store.save_dataset(load_dataset(one)), {"metrics": ["coherence"]}, "bench", "monitor")
     with store.engine.begin() as c:
         c.execute(MonitorProjectRow.__table__.insert(), [{"name": PROJECT, "quiet_seconds": 30.0, "created_at": START}])
         c.execute(MonitorRuleRow.__table__.insert(), [
             {"project": PROJECT, "name": name, "version": 1, "metrics": metrics, "sample_rate": rate,
              "judge": {"model": "gpt-4o-mini"}, "key_env": None, "created_at": START}
-            for name, metrics, rate in (("quality", ["coherence", "relevance"], 0.1), ("safety", ["violence"], 0.02))])
+            for name, metrics, rate in (("quality", QUALITY, 0.1), ("safety", ["violence"], 0.02))])
     chunk, t0 = 5000, time.perf_counter()
     for lo in range(0, n, chunk):
-        traces, spans, decisions = [], [], []
+        traces, spans, decisions, results = [], [], [], []
         for i in range(lo, min(n, lo + chunk)):
             tid, seen = _tid(i), START + dt.timedelta(seconds=0.6 * i)
             is_open, content = i >= n - 100, rng.random() >= 0.03
@@ -100,12 +109,20 @@ def build(url: str, n: int) -> None:
                             else "failed" if x < rate * 0.03 else "pending" if x < rate * 0.06 else "judged")
                 decisions.append({"project": PROJECT, "trace_id": tid, "rule": rule, "rule_version": 1,
                                   "decision": decision, "error": "judge timed out" if decision == "failed" else None,
-                                  "run_id": "monitorrun01" if decision == "judged" else None,
+                                  "run_id": run_id if decision == "judged" else None,
                                   "row_idx": i if decision == "judged" else None, "decided_at": seen})
+                if decision == "judged":
+                    for metric in QUALITY if rule == "quality" else ["violence"]:
+                        value = float(rng.choice((1, 2, 3, 4, 4, 5, 5)) if rule == "quality" else
+                                      rng.choice((0, 0, 0, 0, 1, 2, 5)))
+                        results.append({"run_id": run_id, "row_idx": i, "metric": metric, "turn": 0, "status": "ok",
+                                        "value": value, "outputs": {metric: value}, "cached": False,
+                                        "created_at": seen})
         with store.engine.begin() as c:
             c.execute(MonitorTraceRow.__table__.insert(), traces)
             c.execute(MonitorSpanRow.__table__.insert(), spans)
             c.execute(MonitorDecisionRow.__table__.insert(), decisions)
+            c.execute(ResultRow.__table__.insert(), results)
         if lo % 100_000 == 0:
             print(f"  {lo + len(traces):,} traces ({time.perf_counter() - t0:.0f} s)", flush=True)
     if store.engine.dialect.name == "postgresql":  # as autovacuum leaves a table after a bulk load: its visibility
@@ -128,11 +145,13 @@ def timed(fn, reps: int) -> tuple[float, float, object]:
 
 def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, float]]:
     from evaluators.read.monitor import TraceFilter, trace_detail, trace_page, traffic
+    from evaluators.read.monitor_series import compare_periods, rate_series
     from evaluators.store.store import Store
 
     store = Store(url)
     first = trace_page(store, PROJECT)
     day = START + dt.timedelta(days=3)
+    week = [int((START + dt.timedelta(days=d)).replace(tzinfo=dt.timezone.utc).timestamp()) * 10**9 for d in (0, 7)]
     cases = [
         ("traffic counts (traces by state, decisions per rule)", "open", lambda: traffic(store, PROJECT), None),
         ("trace list, first page (50 newest)", "open", lambda: trace_page(store, PROJECT), None),
@@ -153,12 +172,22 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
             since=day, until=day + dt.timedelta(days=1), rule="quality", rule_version=1, decision="failed",
             text="python")), None),
         ("one trace opened", "filter", lambda: trace_detail(store, PROJECT, first["rows"][10]["trace_id"]), None),
+        ("rates over time: coherence, the week by the hour", "open", lambda: rate_series(
+            store, PROJECT, "quality", None, "coherence", week[0], week[1], 3600)["points"], None),
+        ("rates over time: coherence, the last day by 5 min", "filter", lambda: rate_series(
+            store, PROJECT, "quality", None, "coherence", week[1] - 86_400 * 10**9, week[1], 300)["points"], None),
+        ("rates over time: coherence, 3 days against the 3 before", "filter", lambda: list(map(compare_periods(
+            store, PROJECT, "quality", "coherence", (week[1] - 6 * 86_400 * 10**9, week[1] - 3 * 86_400 * 10**9),
+            (week[1] - 3 * 86_400 * 10**9, week[1])).get, ("before", "after"))), None),
+        ("rates over time: violence (safety), the week by 6 hours", "filter", lambda: rate_series(
+            store, PROJECT, "safety", None, "violence", week[0], week[1], 21_600)["points"], None),
     ]
     out = []
     for name, target, fn, _ in cases:
         cold, med, res = timed(fn, reps)
         shown = (f"{len(res['rows'])} rows" + (" (looked through 10,000)" if res.get("looked_to") else "")
-                 if isinstance(res, dict) and "rows" in res else "")
+                 if isinstance(res, dict) and "rows" in res else
+                 f"{len(res)} windows, {sum(p['n'] for p in res):,} judged" if isinstance(res, list) else "")
         out.append((name, cold, med, shown, TARGETS[target]))
         print(f"{name:55s} first {cold:6.3f} s  median {med:6.3f} s  {shown:28s} target {TARGETS[target]} s "
               f"{'PASS' if med <= TARGETS[target] else 'FAIL'}", flush=True)

@@ -23,6 +23,8 @@ with w.guard():
         monitor_rules.rule_form(project)
     st.subheader("Rates over time")
     monitor_series.rates(project, got["rules"])
+    st.subheader("Alerts")
+    monitor_series.alerts_panel(project)  # issue 32's alerts: the lead passes the project's alert history here
     st.subheader("Traces")
     opened = monitor_traces.trace_list(project, got["rules"])
     if opened:

@@ -89,12 +89,20 @@ def test_the_page_draws_each_window_with_its_interval_n_and_hollow_under_min_n(h
     [chart] = at.get("vega_lite_chart")  # its data as Streamlit sends it to the browser (Arrow)
     frame = convert_arrow_bytes_to_pandas_df(chart.proto.data.data)
     values = [{k: (None if v != v else v) for k, v in row.items()} for row in frame.to_dict("records")]
-    assert "rule version 2" in json.loads(chart.proto.spec)["title"]
+    assert "now version 2" in json.loads(chart.proto.spec)["title"]
     shown = {v["n"]: v for v in values if v["n"]}
-    assert set(shown) == {40, 5} and len(values) == 24  # an hour a window, 24 of them
-    low, high = proportion_confint(30, 40, alpha=0.05, method="wilson")
-    assert (shown[40]["rate"], shown[40]["few"]) == (0.75, False)
-    assert (shown[40]["low"], shown[40]["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
+    # every version: the first hour's 40 of version 2 and 12 of version 1 (none passing), where version 2 starts
+    assert set(shown) == {52, 5} and len(values) == 24  # an hour a window, 24 of them
+    low, high = proportion_confint(30, 52, alpha=0.05, method="wilson")
+    assert (shown[52]["rate"], shown[52]["few"]) == (pytest.approx(30 / 52), False)
+    assert (shown[52]["low"], shown[52]["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
     assert (shown[5]["rate"], shown[5]["few"]) == (0.4, True)  # drawn hollow
     assert all(v["rate"] is None for v in values if not v["n"])  # no point, never 0
-    assert "45 judged traces in the range" in " ".join(c.value for c in at.caption)
+    assert [v["change"] for v in values if v["change"]] == ["rule version 1 → 2: metrics coherence → coherence, fluency"]
+    assert shown[52]["segment"] != shown[5]["segment"]  # the line breaks there (and at the empty hour)
+    assert "57 judged traces in the range" in " ".join(c.value for c in at.caption)
+    assert not [t for t in at.text if "This week against last" in t.value]  # on demand only
+    at.toggle(key="weeks").set_value(True).run()
+    # all 57 judged this week, none the week before
+    assert "This week against last: coherence: nothing to compare" in [t.value for t in at.text]
+    assert "Alerts of project 'shop' on these rates show here once alert rules are set." in [c.value for c in at.caption]

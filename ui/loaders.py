@@ -553,6 +553,18 @@ def rate_series(project: str, rule: str, version: int, metric: str, since_ns: in
     return _rate_series(store().url, project, rule, version, metric, since_ns, until_ns, window_s, min_n)
 
 
+@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
+def _compare_periods(url: str, project: str, rule: str, metric: str, before: tuple, after: tuple) -> dict:
+    from evaluators.read.monitor_series import compare_periods as compare
+
+    return compare(store(), project, rule, metric, before, after)
+
+
+def compare_periods(project: str, rule: str, metric: str, before: tuple, after: tuple) -> dict:
+    """A rule's metric in two periods compared (``evaluators.read.monitor_series.compare_periods``), every 30 s."""
+    return _compare_periods(store().url, project, rule, metric, before, after)
+
+
 def save_monitor_rule(project: str, name: str, metrics: list[str], sample_rate: float, judge: dict,
                       key_env: str | None, **limits) -> int:
     """The Monitoring page's form: ``evaluators.monitor.rules.add_rule`` (checked as ``monitor rule add`` checks it),

@@ -6,7 +6,7 @@ import datetime as dt
 
 import streamlit as st
 
-from evaluators.read.monitor_series import MIN_N, WINDOWS, series_chart
+from evaluators.read.monitor_series import MIN_N, WINDOWS, scope_note, series_chart
 from ui import loaders, state
 
 RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
@@ -30,14 +30,41 @@ def rates(project: str, rules: list[dict]) -> None:
     now = int(dt.datetime.now(dt.timezone.utc).timestamp())
     until = (now // width + 1) * width  # the current window's end: a minute's reruns share one cached read
     try:
-        series = loaders.rate_series(project, rule["name"], rule["version"], metric, (until - RANGES[span]) * 10**9,
+        # None: every version of the rule, each change marked where the next version starts judging
+        series = loaders.rate_series(project, rule["name"], None, metric, (until - RANGES[span]) * 10**9,
                                      until * 10**9, width, min_n)
     except ValueError as e:
         st.warning(str(e))
         return
     judged = sum(p["n"] for p in series["points"])
     st.vega_lite_chart(series_chart(series, f"{metric}: {series['measure']} per {window} "
-                                            f"(rule version {rule['version']})"), width="stretch")
+                                            f"(rule {rule['name']!r}, now version {rule['version']})"),
+                       width="stretch")
     st.caption(f"{judged:,} judged traces in the range, at the metric's default threshold "
                f"({series['threshold']:g}); the band is each window's 95% Wilson interval, the number under a point "
-               f"how many it judged; a hollow point has fewer than {min_n}, a gap none.")
+               f"how many it judged; a hollow point has fewer than {min_n}, a gap none; a dashed line marks where another "
+               f"version of the rule starts judging, with what it changed.")
+    if scope_note(series):
+        st.caption(f"Note: {scope_note(series)}.")
+    # on demand (a second read of two weeks: the page's first open stays within its target on a million traces)
+    if st.toggle("Compare this week with last", key="weeks", bind=state.URL):
+        week = 7 * 86_400 * 10**9  # this week (the last 7 days, to the current window's end) against the 7 before
+        got = loaders.compare_periods(project, rule["name"], metric, (until * 10**9 - 2 * week, until * 10**9 - week),
+                                      (until * 10**9 - week, until * 10**9))
+        st.text(f"This week against last: {got['sentence']}")
+
+
+def alerts_panel(project: str, history: list[dict] | None = None) -> None:
+    """The Monitoring page's alerts: the slot the lead wires to the alerts engineer's history (issue 32:
+    ``history = loaders.alert_history(project)``, i.e. ``alert_history(store, project)``, newest first). Each entry
+    is shown as text in a table (whatever its keys), never as Markdown; None: no alert rules yet."""
+    if history is None:  # ALERTS SLOT: replace this None with the project's alert history once it exists
+        st.caption(f"Alerts of project {project!r} on these rates show here once alert rules are set.")
+        return
+    if not history:
+        st.caption("No alert has fired.")
+        return
+    import pandas as pd
+
+    st.dataframe(pd.DataFrame([{k: "" if v is None else str(v) for k, v in h.items()} for h in history]),
+                 hide_index=True, width="stretch")

@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from evaluators.cli import monitor_series
 from evaluators.cli.text import say
 
 
@@ -57,6 +58,7 @@ def add_commands(sub) -> None:
     e.add_argument("--since", help="traces that started at or after this time (ISO, UTC unless it says)")
     e.add_argument("--until", help="traces that started before this time")
     e.add_argument("--out", required=True, type=Path)
+    monitor_series.add_command(ms)  # issue 32: monitor series
     ru = ms.add_parser("rule", help="rules that judge a project's traces: metrics, a judge, a sample rate")
     rus = ru.add_subparsers(dest="rule_command", required=True)
     ra = rus.add_parser("add", help="add a rule, or change one (a new version: each decision keeps its version)")
@@ -147,6 +149,8 @@ def cmd_monitor(a) -> int:
     if store.monitor_project(a.project) is None:
         say(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
         return EXIT_USAGE
+    if a.monitor_command == "series":
+        return monitor_series.cmd_series(a, store)
     if a.monitor_command == "status":
         counts, rules = store.trace_counts(a.project), store.decision_counts(a.project)
         if a.json:

@@ -86,27 +86,30 @@ def paired_differences(base: RunResults, other: RunResults, label: str = "the ca
     return out
 
 
-def sentence(metric: str, measure: str, d, label: str, rules: tuple[str, str] = ("", "")) -> str:
+def sentence(metric: str, measure: str, d, label: str, rules: tuple[str, str] = ("", ""), base: str = "the baseline",
+             unit: str = "paired rows") -> str:
     """"the candidate's pass rate (≥ 3) on coherence is 3.2 points lower than the baseline's [-5.3, -1.1] on
     200 rows; unlikely to be chance (p = 0.004)" or "...; could be chance (p = 0.31): a change this size needs
     about 1,240 rows to be seen 4 times in 5". ``rules``: the baseline's and the run's threshold
-    (:func:`~evaluators.read.compare.passes_at`); when they differ, the sentence says the change is theirs too."""
+    (:func:`~evaluators.read.compare.passes_at`); when they differ, the sentence says the change is theirs too.
+    ``base`` and ``unit``: what the baseline and the rows are called (the Monitoring page's periods: "last week",
+    "judged traces")."""
     if d is None:
         return f"{metric}: nothing to compare"
     pts = 100 * d.diff
     where = "higher" if pts > 0 else "lower"
     base_rule, rule = rules
     mine, theirs = (f" ({rule})" if rule else ""), (f" ({base_rule})" if base_rule != rule else "")
-    text = (f"{label}'s {measure}{mine} on {metric} is {abs(pts):.1f} points {where} than the baseline's{theirs} "
-            if pts else f"{label}'s {measure}{mine} on {metric} is the same as the baseline's{theirs} ")
+    text = (f"{label}'s {measure}{mine} on {metric} is {abs(pts):.1f} points {where} than {base}'s{theirs} "
+            if pts else f"{label}'s {measure}{mine} on {metric} is the same as {base}'s{theirs} ")
     if d.low is not None:
         text += f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
-    text += f"on {d.rows:,} paired rows; "
+    text += f"on {d.rows:,} {unit}; "
     if base_rule != rule:  # not a change in the answers: the same answers can pass one threshold and fail another
         return text + "the thresholds differ, so this compares the thresholds as much as the runs"
     if d.p_value is not None and d.p_value < 0.05:
         return text + f"unlikely to be chance ({d.test}, {p_text(d.p_value)})"
-    need = f": a change this size needs about {d.rows_needed:,} paired rows to be seen 4 times in 5" if d.rows_needed else ""
+    need = f": a change this size needs about {d.rows_needed:,} {unit} to be seen 4 times in 5" if d.rows_needed else ""
     return text + f"could be chance ({d.test}, {p_text(d.p_value)}){need}"
 
 
