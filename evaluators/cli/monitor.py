@@ -146,7 +146,7 @@ def cmd_monitor(a) -> int:
         return EXIT_OK
     if a.monitor_command == "rule":
         return _cmd_rule(a, store)
-    if a.monitor_command == "export-otel":
+    if a.monitor_command in ("export-otel", "review-sample"):
         from evaluators.cli import monitor_review
 
         return monitor_review.cmd(a, store)

@@ -31,7 +31,7 @@ from evaluators.store.traces import MonitorTraceRow
 SAMPLED = ("random", "stratified")  # review.queues.SAMPLED (read sits below review: the names, not the import)
 
 
-def _judged(store, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int, width: int):
+def judged_in_windows(store, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int, width: int):
     """(window, run_id, row_idx, judge value) of the range's judged traces, and their reviews (run_id, row_idx,
     reviewer, value, sampled)."""
     t, d, r, rv, q = MonitorTraceRow, MonitorDecisionRow, ResultRow, ReviewRow, QueueRow
@@ -66,7 +66,7 @@ def reviewed_series(store, project: str, rule: str, metric: str, since_ns: int, 
     spec = get_metric(metric)
     thr = spec.default_threshold
     width = window_s * 1_000_000_000
-    judged, reviews = _judged(store, project, rule, version, metric, since_ns, until_ns, width)
+    judged, reviews = judged_in_windows(store, project, rule, version, metric, since_ns, until_ns, width)
     by_row: dict[tuple, list[tuple[str, float, bool]]] = defaultdict(list)
     for run_id, row_idx, reviewer, value, strategy in reviews:
         by_row[(run_id, row_idx)].append((reviewer, float(value), strategy in SAMPLED))
