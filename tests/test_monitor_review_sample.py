@@ -82,3 +82,37 @@ def test_k_traces_a_window_in_a_queue_a_run_whose_reviews_correct_each_window(st
     for line in out.splitlines()[1:]:
         qid = line.split()[1].rstrip(":")
         assert store.get_queue(qid)["params"]["per_window"] == 2 and f"&queue={qid})" in line
+
+
+def _page(project, rule, metric, since_ns, until_ns, window_s):
+    from ui.monitor_review import review_sample
+
+    review_sample(project, rule, metric, since_ns, until_ns, window_s)
+
+
+def test_the_monitoring_control_makes_the_queues_and_links_each(home_store, tmp_path, fresh_caches):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest import shown_text
+
+    where = _plant(home_store, tmp_path)
+    at = AppTest.from_function(_page, args=("shop", "quality", "coherence", T0, T0 + 3 * HOUR, 3600),
+                               default_timeout=60)
+    at.run()
+    at.number_input(key="monitor.review_sample.k").set_value(4)
+    at.button(key="monitor.review_sample.go").click()
+    at.run()
+    assert not at.exception and not at.error
+    assert "11 traces to review in 2 queue(s)." in shown_text(at)  # 4 + 3 + 4
+    made = [q for rid in sorted({r for r, _ in where}) for q in home_store.queues(rid)]
+    picked = [where[(q["run_id"], i)] for q in made for i in q["rows"]]
+    assert len(made) == 2 and {w: picked.count(w) for w in range(3)} == {0: 4, 1: 3, 2: 4}
+    links = [e.value for e in at.markdown if "queue" in e.value]
+    assert sorted(links) == sorted(f"[Review {len(q['rows'])} traces (queue {q['id']})](review?run={q['run_id']}"
+                                   f"&queue={q['id']})" for q in made)
+    at2 = AppTest.from_function(_page, args=("shop", "quality", "coherence", T0 + 5 * HOUR, T0 + 6 * HOUR, 3600),
+                                default_timeout=60)
+    at2.run()
+    at2.button(key="monitor.review_sample.go").click()
+    at2.run()
+    assert not at2.exception and "No sample was made: rule 'quality' judged no trace" in shown_text(at2)
