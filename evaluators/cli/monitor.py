@@ -84,7 +84,9 @@ def add_commands(sub) -> None:
     rr.add_argument("--since", help="also decide and judge the stored traces that started at or after this time (ISO, "
                     "UTC unless it says), older than the rule (a rule decides the traces mapped after it was made)")
     rr.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)  # serve's child: ends with it
-    for q in (c, r, ls, p, s, st, e, ra, rf, rr):
+    from evaluators.cli.monitor_review import add_commands as add_review_commands
+
+    for q in (c, r, ls, p, s, st, e, ra, rf, rr, *add_review_commands(ms)):
         q.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
 
 
@@ -146,6 +148,10 @@ def cmd_monitor(a) -> int:
         return EXIT_OK
     if a.monitor_command == "rule":
         return _cmd_rule(a, store)
+    if a.monitor_command in ("export-otel", "review-sample"):
+        from evaluators.cli import monitor_review
+
+        return monitor_review.cmd(a, store)
     if store.monitor_project(a.project) is None:
         say(f"error: no project {a.project!r} (monitor token create --project NAME makes one)", file=sys.stderr)
         return EXIT_USAGE

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from evaluators.core.kinds.severity import level_name
 from evaluators.core.registry import MetricSpec
 from evaluators.core.wb_rules import LABEL_REWARD
@@ -59,6 +61,11 @@ def choice_name(spec: MetricSpec, value: float | None) -> str:
         if c.value == value:
             return c.name
     return f"{value:g}"
+
+
+def consensus(spec: MetricSpec, values: list[float]) -> float:
+    """Several reviewers' answers on one row as one: their median, snapped to the scale."""
+    return snap(spec, float(np.median(values)))
 
 
 def human_pass(spec: MetricSpec, value: float, threshold: float) -> bool:

@@ -16,7 +16,7 @@ from evaluators.core.agreement import agreement_numbers, krippendorff_alpha
 from evaluators.core.inference import Corrected, more_reviews_for, ppi_mean
 from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import wilson
-from evaluators.core.scales import human_pass, ordinal, scale, snap
+from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
 
 HALF_WIDTH = 0.05  # the precision a corrected rate is said to need more reviews for: +/- 5 points
 
@@ -121,8 +121,7 @@ def _pct(v: float, sign: bool = True) -> str:
     return f"{100 * v:.1f}%" if sign else f"{100 * v:.1f}"
 
 
-def _consensus(spec: MetricSpec, values: list[float]) -> float:
-    return snap(spec, float(np.median(values)))
+_consensus = consensus  # (review.io's name for it)
 
 
 def metric_agreement(spec: MetricSpec, threshold: float, judge_values: np.ndarray, judge_verdicts: np.ndarray,
