@@ -69,6 +69,15 @@ def test_k_traces_a_window_in_a_queue_a_run_whose_reviews_correct_each_window(st
     series = reviewed_series(store, "shop", "quality", "coherence", T0, T0 + 3 * HOUR, 3600)
     assert {w: p["reviews"] for w, p in series.items()} == {T0: 5, T0 + HOUR: 3, T0 + 2 * HOUR: 5}
     assert all(p["corrected"] is not None for p in series.values())
+    # monitor series --json carries each window's corrected rate (the same reading: tested against ppi-python in
+    # test_monitor_review_series), and its judge's rate beside it
+    import json
+    capsys.readouterr()
+    assert main(["monitor", "series", "--project", "shop", "--rule", "quality", "--metric", "coherence", "--json",
+                 "--window", "1h", "--since", "2025-11-24T16:00:00Z", "--until", "2025-11-24T19:00:00Z",
+                 "--db", store.url]) == 0
+    windows = json.loads(capsys.readouterr().out)
+    assert [w["corrected"] for w in windows] == [series[T0 + k * HOUR]["corrected"] for k in range(3)]
     with pytest.raises(UsageError, match="does not judge 'fluency'"):
         sample_production(store, "shop", "quality", "fluency", T0, T0 + HOUR, 3600, 5)
     with pytest.raises(UsageError, match="judged no trace"):

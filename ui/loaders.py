@@ -565,6 +565,17 @@ def compare_periods(project: str, rule: str, metric: str, before: tuple, after: 
     return _compare_periods(store().url, project, rule, metric, before, after)
 
 
+@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
+def _reviewed_series(url: str, project: str, rule: str, metric: str, since_ns: int, until_ns: int, window_s: int) -> dict:
+    from evaluators.read.monitor_reviewed import reviewed_series as reviewed
+    return reviewed(store(), project, rule, metric, since_ns, until_ns, window_s)
+
+
+def reviewed_series(project: str, rule: str, metric: str, since_ns: int, until_ns: int, window_s: int) -> dict:
+    """Per reviewed window, agreement and the review-corrected rate (``evaluators.read.monitor_reviewed``), every 30 s."""
+    return _reviewed_series(store().url, project, rule, metric, since_ns, until_ns, window_s)
+
+
 def save_monitor_rule(project: str, name: str, metrics: list[str], sample_rate: float, judge: dict,
                       key_env: str | None, **limits) -> int:
     """The Monitoring page's form: ``evaluators.monitor.rules.add_rule`` (checked as ``monitor rule add`` checks it),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pandas as pd
 import streamlit as st
 
 from evaluators.read.monitor_series import MIN_N, WINDOWS, scope_note, series_chart
-from ui import loaders, state
+from ui import loaders, monitor_review, state
+from ui.widgets import table
 
 RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
           "last 90 days": 90 * 86_400}
@@ -46,12 +48,44 @@ def rates(project: str, rules: list[dict]) -> None:
                f"version of the rule starts judging, with what it changed.")
     if scope_note(series):
         st.caption(f"Note: {scope_note(series)}.")
+    since_ns, until_ns = (until - RANGES[span]) * 10**9, until * 10**9
+    reviewed_windows(series, loaders.reviewed_series(project, rule["name"], metric, since_ns, until_ns, width))
+    with st.expander("Review a sample of production", icon=":material/rate_review:"):
+        monitor_review.review_sample(project, rule["name"], metric, since_ns, until_ns, width)
     # on demand (a second read of two weeks: the page's first open stays within its target on a million traces)
     if st.toggle("Compare this week with last", key="weeks", bind=state.URL):
         week = 7 * 86_400 * 10**9  # this week (the last 7 days, to the current window's end) against the 7 before
         got = loaders.compare_periods(project, rule["name"], metric, (until * 10**9 - 2 * week, until * 10**9 - week),
                                       (until * 10**9 - week, until * 10**9))
         st.text(f"This week against last: {got['sentence']}")
+
+
+def reviewed_windows(series: dict, reviewed: dict) -> None:
+    """Each window people reviewed: the judge's rate beside the rate corrected by their reviews (prediction-powered
+    inference, with its 95% interval) and how far the judge agrees with them (Cohen's κ with its interval)."""
+    if not reviewed:
+        st.caption("No window has reviewed traces yet: review a sample below to see each window's rate corrected by "
+                   "people's verdicts and how far the judge agrees with them.")
+        return
+    judged = {p["start_ns"]: p for p in series["points"]}
+
+    def pct(v, lo=None, hi=None):
+        return "–" if v is None else f"{v:.1%}" + ("" if lo is None else f" [{lo:.1%}, {hi:.1%}]")
+
+    lines = []
+    for start, r in sorted(reviewed.items()):
+        p = judged.get(start, {})
+        k = "–" if r["kappa"] is None else f"{r['kappa']:.2f}" + (
+            "" if r["kappa_low"] is None else f" [{r['kappa_low']:.2f}, {r['kappa_high']:.2f}]")
+        lines.append({"window": dt.datetime.fromtimestamp(start // 10**9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+                      "judged": p.get("n", 0), f"judge's {series['measure']}": pct(p.get("rate"), p.get("low"), p.get("high")),
+                      "reviewed": r["reviews"], f"{series['measure']} corrected by reviews": pct(r["corrected"], r["low"], r["high"]),
+                      "agreement κ": k})
+    st.markdown("**Windows people reviewed**")
+    table(pd.DataFrame(lines))
+    st.caption("The corrected rate is the judge's rate over every judged trace of the window, moved by how far the "
+               "judge and the reviewers differ on the traces drawn at random for review (prediction-powered "
+               "inference); its interval says how sure that is. κ: 1 is full agreement, 0 no better than chance.")
 
 
 def alerts_panel(project: str, history: list[dict] | None = None) -> None:

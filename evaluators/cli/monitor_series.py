@@ -43,6 +43,7 @@ def cmd_series(a, store) -> int:
     from evaluators.core.errors import UsageError
     from evaluators.monitor.serve import _ns
     from evaluators.read.monitor_series import rate_series, scope_note
+    from evaluators.read.monitor_reviewed import reviewed_series
 
     width = window_seconds(a.window)
     if a.min_n < 1:
@@ -67,12 +68,13 @@ def cmd_series(a, store) -> int:
         series = rate_series(store, a.project, rule["name"], None, a.metric, since, until, width, a.min_n)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    # each window's rate corrected by its reviewed traces (prediction-powered; None where it has no sampled review)
+    reviewed = reviewed_series(store, a.project, rule["name"], a.metric, since, until, width)
     windows = []
     for p in series["points"]:
         start = dt.datetime.fromtimestamp(p["start_ns"] // 10**9, dt.timezone.utc)
-        # corrected: the review-corrected rate, None until the production review (issue 32, prodreview) fills it here
         windows.append({"start": start.isoformat().replace("+00:00", "Z"), "n": p["n"], "rate": p["rate"],
-                        "low": p["low"], "high": p["high"], "corrected": None, "few": p["few"],
+                        "low": p["low"], "high": p["high"], "corrected": reviewed.get(p["start_ns"], {}).get("corrected"), "few": p["few"],
                         "weighted": p["weighted"], "changes": p["changes"]})
     if a.json:
         say(json.dumps(windows))
@@ -83,7 +85,9 @@ def cmd_series(a, store) -> int:
         say(f"  ({scope_note(series)})")
     for w in windows:
         rate = "—" if w["rate"] is None else f"{w['rate']:6.1%}  [{w['low']:.1%}, {w['high']:.1%}]"
-        say(f"  {w['start']}  n={w['n']:>6,}  {rate}{' *' if w['few'] and w['n'] else ''}{' weighted' if w['weighted'] else ''}")
+        fixed = "" if w["corrected"] is None else f"  corrected by reviews {w['corrected']:.1%}"
+        say(f"  {w['start']}  n={w['n']:>6,}  {rate}{' *' if w['few'] and w['n'] else ''}"
+            f"{' weighted' if w['weighted'] else ''}{fixed}")
         for c in w["changes"]:
             say(f"      change: {c}")
     return EXIT_OK
