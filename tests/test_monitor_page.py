@@ -255,3 +255,33 @@ def test_a_rule_is_added_and_changed_in_the_page_as_the_cli_checks_it(home_store
     assert home_store.monitor_rule("shop", "quality")["version"] == 2  # nothing refused was stored
     save(price="2.5,1.25,10")
     assert home_store.monitor_rule("shop", "quality")["budget_per_day"] == 5.0
+
+
+def test_an_opened_trace_shows_its_turns_and_tool_calls_with_what_the_project_redacts_masked(home_store, tmp_path):
+    """The trace view the Results page's Trace tab draws (ui.trace), from the trace's raw spans: the user's message,
+    the model's tool call with its arguments, the tool's result and error, each span's latency and tokens; an
+    address the project redacts shows as its label, never as sent (the spans are stored as the app sent them)."""
+    import json
+
+    from evaluators.monitor.redact import set_project
+
+    ids = plant(home_store, tmp_path)
+    tid = hashlib.md5(b"agent").hexdigest()
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Refund order 7 to ann@example.com please"}]}]
+    call = [{"type": "tool_call", "id": "c1", "name": "lookup_order", "arguments": {"order": 7}}]
+    chat = {**_span(tid, "d" * 16, "chat gpt-4o", ms=400), "events": [], "attributes": {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(user),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": call}]),
+        "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 9}}
+    tool = {**_span(tid, "e" * 16, "execute_tool lookup_order", parent="d" * 16, start=1_500_000_000, ms=250,
+                    code=2, message="order service unavailable"), "events": [],
+            "attributes": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                           "gen_ai.tool.call.id": "c1", "gen_ai.tool.call.arguments": '{"order": 7}'}}
+    home_store.receive_telemetry("shop", [chat, tool])
+    set_project(home_store, "shop", kinds=["email"])
+    page = shown_text(app(PAGE, project="shop", trace=tid, allow_errors=True))  # the tool's error, marked
+    assert "Agent trace" in page and "2 turns · 1 tool call · 1 with an error" in page
+    assert "Refund order 7 to [EMAIL] please" in page and "ann@example.com" not in page
+    assert "lookup_order · id c1 · error result · 250 ms" in page and '"order": 7' in page
+    assert "order service unavailable" in page and "chat gpt-4o · 400 ms · 129 tokens (120 in, 9 out)" in page
+    assert "Agent trace" not in shown_text(app(PAGE, project="shop", trace=ids["failed"]))  # no GenAI span there

@@ -534,6 +534,18 @@ def _trace_detail(url: str, project: str, trace_id: str) -> dict | None:
     return detail(store(), project, trace_id)
 
 
+@st.cache_data(ttl=5, show_spinner=False, max_entries=16)
+def _trace_telemetry(url: str, project: str, trace_id: str) -> tuple:
+    from evaluators.read.monitor import trace_telemetry as telemetry
+
+    return telemetry(store(), project, trace_id)
+
+
+def trace_telemetry(project: str, trace_id: str) -> tuple[list[dict], list[dict], bool]:
+    """A trace's raw spans and log records (``evaluators.read.monitor.trace_telemetry``), read again every 5 s."""
+    return _trace_telemetry(store().url, project, trace_id)
+
+
 def trace_detail(project: str, trace_id: str) -> dict | None:
     """One trace opened (``evaluators.read.monitor.trace_detail``), read again every 5 s; None if unknown."""
     return _trace_detail(store().url, project, trace_id)

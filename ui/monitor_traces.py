@@ -9,11 +9,12 @@ import json
 
 import streamlit as st
 
+from evaluators.monitor.redact import mask
 from evaluators.monitor.rules import sample_point
 from evaluators.read.monitor import PAGE, SCAN, STATES, TraceFilter
 from evaluators.store.monitor_rules import DECISIONS
 from evaluators.store.schema import utcnow
-from ui import loaders, state, widgets as w
+from ui import loaders, state, trace as trace_ui, widgets as w
 
 RANGES = {"any time": None, "last hour": dt.timedelta(hours=1), "last 24 hours": dt.timedelta(days=1),
           "last 7 days": dt.timedelta(days=7), "last 30 days": dt.timedelta(days=30)}
@@ -136,7 +137,21 @@ def trace_view(project: str, trace_id: str) -> None:
             if sc["error"]:
                 st.code(sc["error"], language=None, wrap_lines=True)
     _row(t)
+    _conversation(project, trace_id)
     _spans(t)
+
+
+def _conversation(project: str, trace_id: str) -> None:
+    """The trace's turns and tool calls (ui.trace, the view the Results page's Trace tab draws), from its raw spans
+    with what the project redacts replaced by its label: the spans are stored as the app sent them."""
+    spans, logs, cut = loaders.trace_telemetry(project, trace_id)
+    turns = mask(loaders.store(), project, trace_ui.spans_turns(spans, logs))  # (settings read now: never stale)
+    if not turns:
+        return
+    st.markdown("**Agent trace**")
+    if cut:
+        st.caption("A very long trace: its first 2,000 spans and log records are shown.")
+    trace_ui.trace_view(turns, fold=True)
 
 
 def why(t: dict, rule: dict) -> str:

@@ -242,6 +242,30 @@ def redact_row(store, project: str, trace_id: str, row: dict) -> dict:
             **({"facts": r.apply(row["facts"], tokens)} if row.get("facts") is not None else {})}  # (filters read it)
 
 
+def mask(store, project: str, value: Any) -> Any:
+    """``value`` (any JSON) with every value the project redacts replaced by its label in brackets ("[EMAIL]"),
+    for showing what was never mapped (a trace's raw spans): read-only, no token is made. Unchanged when the
+    project redacts nothing; a pattern that no longer compiles raises (nothing is shown: fails closed)."""
+    got = store.redaction_settings(project)
+    settings = Settings(tuple(got["kinds"]), got["patterns"], got["keep_original"], got["secret"])
+    if not settings.on:
+        return value
+
+    def one(v: Any) -> Any:
+        if isinstance(v, str):
+            parts, at = [], 0
+            for s, e, label in find(v, settings):
+                parts += [v[at:s], f"[{label}]"]
+                at = e
+            return "".join(parts) + v[at:] if parts else v
+        if isinstance(v, list):
+            return [one(x) for x in v]
+        if isinstance(v, dict):
+            return {k: one(x) for k, x in v.items()}
+        return v
+    return one(value)
+
+
 def set_project(store, project: str, kinds: list[str] | None = None, patterns: dict[str, str] | None = None,
                 keep_original: bool | None = None, conversation_quiet_seconds: float | None = None) -> None:
     """Check then store a project's redaction settings (``monitor project``): what is not given is kept."""

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import and_, exists, func, literal, or_, select, tuple_
 
 from evaluators.store.monitor_rules import DECISIONS, MonitorDecisionRow
-from evaluators.store.traces import MonitorSpanRow, MonitorTraceRow
+from evaluators.store.traces import MonitorLogRow, MonitorSpanRow, MonitorTraceRow
 
 PAGE = 50
 SCAN = 10_000  # traces a filtered page looks through at most (bench/monitor_page.py: text, 0.1-0.3 s on SQLite)
@@ -156,6 +156,23 @@ def _decisions_of(store, project: str, rows: list[dict]) -> None:
     for tid, rule, version, decision in got:
         if latest.get(rule) == version:
             by_id[tid]["decisions"][rule] = decision
+
+
+MAX_TRACE_RECORDS = 2_000  # spans, and log records, read for one trace's conversation view
+
+
+def trace_telemetry(store, project: str, trace_id: str) -> tuple[list[dict], list[dict], bool]:
+    """One trace's spans and log records as the receiver normalized them (``evaluators.monitor.otlp``), by start
+    and time, for the trace view of its turns and tool calls; at most :data:`MAX_TRACE_RECORDS` of each (the
+    third value: whether any were left out). Raw: what the app sent, before any redaction."""
+    sp, lg = MonitorSpanRow, MonitorLogRow
+    with store.session() as s:
+        spans = s.execute(select(sp.data).where(sp.project == project, sp.trace_id == trace_id)
+                          .order_by(sp.start_ns, sp.span_id).limit(MAX_TRACE_RECORDS + 1)).scalars().all()
+        logs = s.execute(select(lg.data).where(lg.project == project, lg.trace_id == trace_id)
+                         .order_by(lg.time_ns, lg.digest).limit(MAX_TRACE_RECORDS + 1)).scalars().all()
+    cut = len(spans) > MAX_TRACE_RECORDS or len(logs) > MAX_TRACE_RECORDS
+    return list(spans[:MAX_TRACE_RECORDS]), list(logs[:MAX_TRACE_RECORDS]), cut
 
 
 def trace_detail(store, project: str, trace_id: str) -> dict[str, Any] | None:
