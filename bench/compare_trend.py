@@ -88,7 +88,7 @@ def measure(url: str, run_id: str, reps: int) -> dict:
             tm.new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet").close()
             out["floor"].append(time.perf_counter() - t)
             t = time.perf_counter()
-            tm.new_tab(ctx, f"/results?run={run_id}", "coherence pass rate", charts=2).close()
+            tm.new_tab(ctx, f"/results?run={run_id}", "Coherence pass rate", charts=2).close()
             out["results"].append(time.perf_counter() - t)
         browser.close()
     return out

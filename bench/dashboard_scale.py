@@ -229,14 +229,14 @@ class _Timer:
 def _results_loads(tm: _Timer, ctx, page, run_id: str, expect: dict, reps: int) -> None:
     """The Results page of a 5-row run (this machine's floor), the big run's cold first render, then warm."""
     for _ in range(reps):
-        tm.new_tab(ctx, "/results?run=small0000000", "f1_score pass rate", expect["ref_charts"],
+        tm.new_tab(ctx, "/results?run=small0000000", "F1 word overlap pass rate", expect["ref_charts"],
                    "reference_render").close()
     t = time.perf_counter()
     tm.goto(page, f"/results?run={run_id}")
-    tm.settle(page, "coherence pass rate", charts=expect["charts"])
+    tm.settle(page, "Coherence pass rate", charts=expect["charts"])
     tm.out["first_render_cold"] = time.perf_counter() - t
     for _ in range(reps):
-        tm.new_tab(ctx, f"/results?run={run_id}", "coherence pass rate", expect["charts"], "first_render").close()
+        tm.new_tab(ctx, f"/results?run={run_id}", "Coherence pass rate", expect["charts"], "first_render").close()
 
 
 def _pick(tm: _Timer, page, verdict, name: str, matching: int) -> None:
@@ -291,7 +291,7 @@ def _in_app(tm: _Timer, last, run_id: str, expect: dict, reps: int) -> None:
         t = time.perf_counter()
         link.click()
         last.wait_for_url(f"**/results?run={run_id}**", timeout=60_000)
-        tm.settle(last, "coherence pass rate", charts=expect["charts"])
+        tm.settle(last, "Coherence pass rate", charts=expect["charts"])
         tm.out["results_in_app"].append(time.perf_counter() - t)
         t = time.perf_counter()
         last.locator('[data-testid="stSidebarNav"] a').filter(has_text="Runs").first.click()
@@ -347,7 +347,7 @@ def _first_request(tm: _Timer, ctx, run_id: str, expect: dict) -> float:
     t = time.perf_counter()
     tm.goto(first, f"/results?run={run_id}")
     # polled every 20 ms: the browser's first tab gave no animation frame to poll on here
-    first.wait_for_function(SETTLED, arg=["coherence pass rate", False, expect["charts"]], polling=20,
+    first.wait_for_function(SETTLED, arg=["Coherence pass rate", False, expect["charts"]], polling=20,
                             timeout=120_000)
     took = time.perf_counter() - t
     first.close()

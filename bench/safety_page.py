@@ -108,7 +108,7 @@ def main() -> None:
             ctx = browser.new_context(viewport={"width": 1600, "height": 1400})
             tm.new_tab(ctx, f"/safety?run={run_id}", "Defect rates", charts=0).close()  # the server's first open
             for _ in range(a.reps):
-                tm.new_tab(ctx, f"/safety?run={run_id}", "violence defect rate", charts=a.charts, key="safety").close()
+                tm.new_tab(ctx, f"/safety?run={run_id}", "Violence defect rate", charts=a.charts, key="safety").close()
                 tm.new_tab(ctx, "/pairwise", "No run with wildbench_pairwise yet", key="floor").close()
             browser.close()
         rss = rss_mb(proc.pid)
