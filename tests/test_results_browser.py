@@ -109,8 +109,8 @@ def test_metrics_tab_overview_grid_what_if_and_the_row_detail(dash, browser):
     charts = page.locator(chart)
     # overview first: its rows name each rate with its value, top to bottom (hand counts over 10 rows)
     ticks = charts.first.locator(".role-axis-label text").all_text_contents()  # SVG text: no innerText
-    assert [t for t in ticks if " · " in t] == ["coherence · pass rate 60%", "f1_score · pass rate 30%",
-                                               "violence · defect rate 20%", "protected_material · defect rate 10%"]
+    assert [t for t in ticks if " · " in t] == ["Coherence · pass rate 60%", "F1 word overlap · pass rate 30%",
+                                               "Violence · defect rate 20%", "Protected material · defect rate 10%"]
     # then one grid of 4 distributions, three to a row (each titled with its metric, its summary under it)
     assert charts.count() == 2
     titles = charts.nth(1).locator(".role-title-text text")

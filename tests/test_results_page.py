@@ -147,8 +147,8 @@ def test_overview_draws_each_rate_with_its_wilson_interval_coloured_by_the_targe
     at = app("pages/results.py", run=rid)
     rows = overview_rows(at)
     # hand counts over 10 rows; the first metric at the top
-    expected = {"coherence · pass rate 60%": 6, "f1_score · pass rate 30%": 3,
-                "violence · defect rate 20%": 2, "protected_material · defect rate 10%": 1}
+    expected = {"Coherence · pass rate 60%": 6, "F1 word overlap · pass rate 30%": 3,
+                "Violence · defect rate 20%": 2, "Protected material · defect rate 10%": 1}
     assert [r["metric"] for r in rows] == list(expected)
     for r in rows:
         k = expected[r["metric"]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from evaluators.core.names import display_name
 from evaluators.core.registry import MetricSpec
 
 PASS, FAIL, UNSURE = "#2e7d32", "#c62828", "#ef8f00"
@@ -74,7 +75,7 @@ def rate_of(spec: MetricSpec, sm: dict, target: float = DEFAULT_TARGET) -> Rate:
         plo, phi = (1 - high, 1 - low) if defect else (low, high)  # the pass rate's interval
         verdict = "meets" if plo >= target else "misses" if phi < target else "unsure"
     counts = {k: int(sm.get(k) or 0) for k, _, _ in COUNTS}
-    return Rate(f"{spec.name} · {measure}", measure, rate, low, high, goal, verdict, counts)
+    return Rate(f"{display_name(spec)} · {measure}", measure, rate, low, high, goal, verdict, counts)
 
 
 COLOUR = {"meets": PASS, "misses": FAIL, "unsure": UNSURE, "no data": "#9e9e9e"}
