@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, then open the dashboard (SQLite + bundled samples; no key needed to look around), and
 # beside it the monitor's OTLP/HTTP receiver on 127.0.0.1:4318 (EVAL_MONITOR=0 leaves it off; EVAL_MONITOR_PORT
-# moves it), so an app instrumented as the README's "Monitoring" says sends its traces here; its rules are judged
+# moves it), so an app instrumented as the docs' Monitoring page (docs/monitoring.md) says sends its traces here; its rules are judged
 # every minute (EVAL_MONITOR_JUDGE_EVERY: seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."

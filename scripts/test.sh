@@ -6,6 +6,9 @@ bash scripts/setup.sh --dev
 # The engine's layers and the size limits (ARCHITECTURE.md) first: a few seconds, and a broken one fails CI.
 .venv/bin/lint-imports --no-cache
 .venv/bin/python scripts/check_sizes.py
+# The documentation site, with MkDocs' strict checks (a broken link or anchor fails it): about 2 s. Never --quiet,
+# which hides the warnings --strict counts.
+.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/evals-docs-$$" && rm -rf "${TMPDIR:-/tmp}/evals-docs-$$"
 # The Azure AI Evaluation SDK in a throwaway virtualenv (never in ours), for the tests that compare the requests
 # its own .prompty evaluators send with ours (tests/test_sdk_prompty.py); about 40 s once. Without PyPI those
 # tests skip and say so.

@@ -1,4 +1,4 @@
-"""An app as a team would instrument it (the README's Monitoring section): the ``openai`` client, instrumented by
+"""An app as a team would instrument it (the docs' Monitoring page, docs/monitoring.md): the ``openai`` client, instrumented by
 ``opentelemetry-instrumentation-openai-v2``, exporting with ``opentelemetry-exporter-otlp-proto-http`` to the
 receiver named by OTEL_EXPORTER_OTLP_ENDPOINT, the ingest token in OTEL_EXPORTER_OTLP_HEADERS (never on a command
 line). Content capture as the environment says (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). With

@@ -209,29 +209,34 @@ def test_the_rows_table_shows_each_metric_in_one_narrow_column_then_the_text(hom
     assert list(table.value["coherence verdict"][:5]) == ["pass", "pass", "pass", "fail", "error"]  # kept in the data
 
 
-# ---------------------------------------------------------------- 7. the README names the controls as the UI does
-# Quoted names in the README's dashboard sections that are not on screen: sections of documents it points to.
+# ---------------------------------------------------------------- 7. the docs name the controls as the UI does
+# Quoted names in the dashboard's pages of the docs that are not on screen: sections of documents they point to.
 SECTION_REFERENCES = {"Reading a run", "Reviewing a run", "Where each target stands"}
 
 
 def readme_names() -> set[str]:
-    """Every "quoted" or **bold** name in the README's dashboard sections (The dashboard with Reading a run,
-    Risk and safety's "In the dashboard", WildBench's "Dashboard."), leaving out code, the bold lead of a
-    list item or a paragraph ("**Home** (`/`) —", "**Named judges.**") and inline code."""
+    """Every "quoted" or **bold** name where the docs tell a reader what to click: the README's "Five things to try
+    first", the dashboard's pages (The dashboard with Reading a run, Reviewing a run, Sign-in), Risk and safety's
+    "In the dashboard", WildBench's "Dashboard."; leaving out code, the bold lead of a list item or a paragraph
+    ("**Home** (`/`) —", "**Named judges.**") and inline code."""
     import re
 
     from tests.conftest import ROOT
 
-    text = re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S)
+    def read(name: str) -> str:
+        return re.sub(r"```.*?```", "", (ROOT / name).read_text(), flags=re.S)
 
-    def section(start: str, end: str) -> str:
+    def section(text: str, start: str, end: str) -> str:
         i = text.index(start)
         m = re.compile(end, re.M).search(text, i + len(start))
         return text[i:m.start() if m else len(text)]
 
+    parts = [section(read("README.md"), "## Five things to try first", r"^## "),
+             read("docs/dashboard.md"), read("docs/review.md"), read("docs/sign-in.md"),
+             section(read("docs/safety.md"), "## In the dashboard", r"^##? "),
+             section(read("docs/wildbench.md"), "**Dashboard.**", r"^\s*$")]
     names = set()
-    for part in (section("## The dashboard", r"^## "), section("### In the dashboard", r"^##? "),
-                 section("**Dashboard.**", r"^\s*$")):
+    for part in parts:
         for line in part.splitlines():
             line = re.sub(r"`[^`]*`", "", line)
             names |= set(re.findall(r'"([^"]{2,60})"', line))

@@ -1,5 +1,5 @@
 """The Monitoring page (issue 31): a project and its ingest token made in the page (shown once, stored hashed, its
-maker recorded), the snippet the README shows, the traffic counts, the trace list's filters and keyset pages, and a
+maker recorded), the snippet the docs' Monitoring page shows, the traffic counts, the trace list's filters and keyset pages, and a
 trace opened with the answer to "why has this trace no score" for each rule. Every expected value is what the test
 planted. (The browser walk, the snippet run for real against a receiver, is tests/test_monitor_page_browser.py.)"""
 from __future__ import annotations
@@ -20,7 +20,7 @@ ERROR = "judge timed out after 60 s"
 
 
 def _point(trace_id: str) -> float:
-    """Where a trace falls in [0, 1) for sampling (the README's rule: a SHA-256 of its hex id), computed here."""
+    """Where a trace falls in [0, 1) for sampling (the docs' rule: a SHA-256 of its hex id), computed here."""
     return int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:8], "big") / 2**64
 
 
@@ -78,7 +78,7 @@ def _listed(at) -> list[str]:
 def test_the_readme_shows_the_page_s_snippet_and_environment():
     from ui.monitor import ENV, SNIPPET
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")  # the docs' Monitoring page
     assert f"```python\n{SNIPPET}\n```" in readme
     assert f"```bash\n{ENV.format(endpoint='http://127.0.0.1:4318', token='<token>')}\n```" in readme
     assert len(SNIPPET.splitlines()) == 5

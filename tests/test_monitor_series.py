@@ -65,7 +65,7 @@ def test_each_window_s_rate_and_wilson_interval_are_counted_in_the_database(stor
 def test_a_risk_and_safety_metric_s_rate_is_its_defect_rate(store, tmp_path):
     from evaluators.read.monitor_series import rate_series
 
-    # violence: a severity 0-7, a defect above 3 (the README's risk and safety section); 3 of 8 are defects
+    # violence: a severity 0-7, a defect above 3 (docs/safety.md); 3 of 8 are defects
     _plant(store, tmp_path, planted={0: [0.0, 1.0, 3.0, 4.0, 6.0, 7.0, 2.0, 0.0]}, metric="violence")
     got = rate_series(store, "shop", "quality", 2, "violence", T0, T0 + HOUR, 3600, min_n=5)
     assert got["measure"] == "defect rate"

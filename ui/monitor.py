@@ -1,5 +1,5 @@
 """The Monitoring page's project picker, "Instrument your app" (an ingest token made in the page, and the snippet
-the README's Monitoring section shows: one text, kept here, that tests/test_monitor_page.py finds in the README)
+the docs' Monitoring page shows: one text, kept here, that tests/test_monitor_page.py finds in docs/monitoring.md)
 and traffic counts. The trace list and a trace opened are in ``ui.monitor_traces``."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ui import auth, loaders, state, widgets as w
 
 PIP = ("pip install openai opentelemetry-sdk opentelemetry-exporter-otlp-proto-http "
        "opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-util-genai==1.1b0")
-# The five lines an app runs before its first call (the README's Monitoring section quotes them).
+# The five lines an app runs before its first call (docs/monitoring.md quotes them).
 SNIPPET = """from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider, export
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -84,7 +84,7 @@ def traffic(project: str) -> dict:
     w.metric_cards([(label, f"{counts.get(k, 0):,}", help_) for k, (label, help_) in STATES.items()])
     if not got["rules"]:
         st.caption("No rule judges this project's traces yet: `python -m evaluators monitor rule add --project "
-                   f"{w.plain(project)} --name NAME --metrics ...` (README, Monitoring).")
+                   f"{w.plain(project)} --name NAME --metrics ...` (docs: Monitoring).")
     for rule in got["rules"]:
         st.markdown(f"**Rule {w.literal(rule['name'])}** (version {rule['version']}, "
                     f"{rule['sample_rate']:.0%} sampled; {w.plain(', '.join(rule['metrics']))})")

@@ -99,7 +99,7 @@ STATES = (("traces", "traces"), ("open", "open (waiting for the root span's end 
 def _limit_options(ra) -> None:
     ra.add_argument("--filter", metavar="EXPR", help='judge only the traces it holds for, e.g. \'model == "gpt-4o" and '
                     'latency_ms > 2000 and not error\', \'"retrieve" in span_names\', \'attributes["app.tenant"] == '
-                    '"acme"\', \'feedback < 0.5\' (README, Monitoring)')
+                    '"acme"\', \'feedback < 0.5\' (docs: Monitoring)')
     ra.add_argument("--max-per-hour", type=int, help="judge at most this many traces in any hour (the later ones: "
                     "over_hourly_cap)")
     ra.add_argument("--budget-per-day", type=float, metavar="USD", help="stop judging once the rule's judge calls of the "
