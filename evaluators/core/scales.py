@@ -24,6 +24,13 @@ class Choice:
     key: str  # the keyboard key that gives it
 
 
+def reports_defects(spec: MetricSpec) -> bool:
+    """Whether a metric's headline rate is a defect rate (its kind reports one: severities and labels, the risk and
+    safety metrics and a user's yes/no metrics alike), else a pass rate. One rule for every page, the CLI and the
+    monitor's series."""
+    return spec.kind in ("severity", "label")
+
+
 def reviewable(spec: MetricSpec) -> bool:
     return spec.is_judge
 

@@ -23,7 +23,7 @@ from sqlalchemy import literal, select
 from evaluators.core.agreement import agreement_numbers
 from evaluators.core.inference import ppi_mean
 from evaluators.core.registry import get_metric
-from evaluators.core.scales import consensus, human_pass
+from evaluators.core.scales import consensus, human_pass, reports_defects
 from evaluators.store.monitor_rules import MonitorDecisionRow
 from evaluators.store.schema import QueueRow, ResultRow, ReviewRow
 from evaluators.store.traces import MonitorTraceRow
@@ -73,7 +73,7 @@ def reviewed_series(store, project: str, rule: str, metric: str, since_ns: int, 
     windows: dict[int, list[tuple]] = defaultdict(list)
     for w, run_id, row_idx, value in judged:
         windows[int(w)].append(((run_id, row_idx), float(value)))
-    sign = (lambda x: 1 - x) if spec.family == "safety" else (lambda x: x)
+    sign = (lambda x: 1 - x) if reports_defects(spec) else (lambda x: x)
     out: dict[int, dict[str, Any]] = {}
     for w in sorted(windows):
         rows = windows[w]

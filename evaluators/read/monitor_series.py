@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import case, func, literal, select
 
 from evaluators.core.registry import get_metric
+from evaluators.core.scales import reports_defects
 from evaluators.core.stats import wilson
 from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
 from evaluators.store.schema import ResultRow
@@ -63,7 +64,7 @@ def rate_series(store, project: str, rule: str, version: int | None, metric: str
             counts[int(w)] = (n0 + int(n), k0 + int(k or 0))
             versions.setdefault(int(w), {})[int(v)] = (int(n), int(k or 0))
         s.expunge_all()
-    defect = spec.family == "safety"
+    defect = reports_defects(spec)
     points, last = [], None
     for w in range(-(-(until_ns - since_ns) // width)):
         n, k = counts.get(w, (0, 0))
@@ -133,7 +134,7 @@ def compare_periods(store, project: str, rule: str, metric: str, before: tuple[i
             width_s = max(1, -(-(until_ns - since_ns) // 1_000_000_000))  # one window: the whole period
             got += rate_series(store, project, rule, None, metric, since_ns, since_ns + width_s * 10**9, width_s,
                                1)["points"]
-    measure = "defect rate" if get_metric(metric).family == "safety" else "pass rate"
+    measure = "defect rate" if reports_defects(get_metric(metric)) else "pass rate"
     (a, b), d = got, None
     if a["n"] and b["n"]:
         diff = b["rate"] - a["rate"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from evaluators.core.agreement import agreement_numbers, rounds_for
 from evaluators.core.registry import spec_fingerprint
-from evaluators.core.scales import ordinal, reviewable, scale, snap
+from evaluators.core.scales import ordinal, reports_defects, reviewable, scale, snap
 from evaluators.core.inference import mcnemar_exact, paired_difference
 from evaluators.read.compare import passes_at
 from evaluators.read.results import RunResults
@@ -32,7 +32,7 @@ def _spec(res: RunResults, name: str):
 
 
 def _defect(spec) -> bool:
-    return spec.kind in ("severity", "label")
+    return reports_defects(spec)
 
 
 def _passing(base: RunResults, other: RunResults, spec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from evaluators.core.agreement import agreement_numbers, krippendorff_alpha
 from evaluators.core.inference import Corrected, more_reviews_for, ppi_mean
 from evaluators.core.registry import MetricSpec
 from evaluators.core.stats import wilson
-from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
+from evaluators.core.scales import consensus, human_pass, ordinal, reports_defects, scale, snap
 
 HALF_WIDTH = 0.05  # the precision a corrected rate is said to need more reviews for: +/- 5 points
 
@@ -138,7 +138,7 @@ def metric_agreement(spec: MetricSpec, threshold: float, judge_values: np.ndarra
         sample: says where ``sample_rows`` come from, for the page.
         stale: rows reviewed against an earlier judgment.
     """
-    defect = spec.kind in ("severity", "label")
+    defect = reports_defects(spec)
     by_row: dict[int, list[tuple[str, float]]] = defaultdict(list)
     for r in reviews:
         if r["value"] is not None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
+from evaluators.core.scales import reports_defects
 from evaluators.core.stats import wilson
 
 HARMS = ("hate_unfairness", "sexual", "violence", "self_harm")
@@ -486,7 +487,7 @@ __all__ = ["attack_compare", "compare_attack_rows", "attack_records", "fill_resp
 # --------------------------------------------------------------------------- a run's safety view
 def safety_specs(res) -> list:
     """The run's metrics whose kind has a defect rate (severities and labels), in run order."""
-    return [s for s in res.specs if s.kind in ("severity", "label")]
+    return [s for s in res.specs if reports_defects(s)]
 
 
 def defect_overview(res) -> list[dict[str, Any]]:
