@@ -28,30 +28,13 @@ def add_commands(ms) -> list:
     rs.add_argument("--rule", required=True)
     rs.add_argument("--metric", required=True)
     rs.add_argument("--per-window", type=int, default=10, help="traces drawn in each window (default 10)")
-    rs.add_argument("--window", default="1h", help="the windows' width: 15m, 1h, 1d or seconds (default 1h)")
+    rs.add_argument("--window", default="1h", help="the windows' width: 15m, 1h, 1d... (default 1h)")
     rs.add_argument("--since", help="traces that started at or after this time (ISO, UTC unless it says; "
                     "default: a day ago)")
     rs.add_argument("--until", help="traces that started before this time (default: now)")
     rs.add_argument("--seed", type=int, default=0, help="the draw's seed (the same seed draws the same traces)")
     rs.add_argument("--reviewer", help="who makes the queue (kept with it)")
     return [o, rs]
-
-
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-
-
-def window_seconds(text: str) -> int:
-    """``15m``, ``1h``, ``1d`` or a number of seconds."""
-    t = text.strip().lower()
-    try:
-        n = int(t[:-1]) * UNITS[t[-1]] if t and t[-1] in UNITS else int(t)
-    except ValueError:
-        n = 0
-    if n <= 0:
-        from evaluators.core.errors import UsageError
-
-        raise UsageError(f"--window {text!r} is not a width: give 15m, 1h, 1d or seconds")
-    return n
 
 
 def cmd(a, store) -> int:
@@ -78,6 +61,7 @@ def _review_sample(a, store) -> int:
 
     from evaluators.cli.common import EXIT_OK
     from evaluators.monitor.serve import _ns
+    from evaluators.cli.monitor_series import window_seconds  # (one reading of a window for every command)
     from evaluators.review.production import sample_production
 
     until = _ns(a.until, "--until") or time.time_ns()
