@@ -130,7 +130,7 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
              out: str | Path | None = None, on_progress: Callable[[Progress], None] | None = None,
              options: Mapping[str, Mapping[str, Any]] | None = None, repeat: int = 1,
              jury: Sequence[Any] = (), metric_files: Sequence[Any] = (),
-             cost: Mapping[str, Any] | None = None) -> EvalResult:
+             cost: Mapping[str, Any] | None = None, target: Any = None) -> EvalResult:
     """Evaluate a dataset headless.
 
     Args:
@@ -147,12 +147,21 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
         jury: further judges asked every judge task; the row's value is the jurors' median (labels: majority).
         metric_files: your own metrics' files (``.md``, ``.prompty``, ``.py``, ``.json``; ``NAME=PATH`` renames).
         cost: ``prices`` and ``budget`` (USD the run stops before exceeding), as :func:`prepare_run` takes them.
+        target: answers the rows first (``data`` may then hold questions only): a function, as the Azure SDK's
+            ``target`` (called with the row's columns its parameters name, or all of them for ``**kwargs``; the
+            keys of the dict it returns become columns ``target.<key>``, mapped with ``"${target.response}"`` in
+            ``column_mapping``, by default ``target.response`` to response), or a
+            :class:`evaluators.run.target.Target` (a model asked once a row, through the store's call cache;
+            ``api_key`` is then the target's).
     Returns:
         :class:`EvalResult` with ``.rows`` and ``.metrics``.
     """
     from evaluators.read.exports import write_outputs
 
     store = store or Store()
+    if target is not None:
+        data, column_mapping = _answered(store, data, target, column_mapping, api_key)
+        api_key = None if not callable(target) else api_key  # a Target's key is not the judge's
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
                       out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury,
                       metric_files=metric_files, cost=cost)
@@ -167,6 +176,48 @@ __all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "
 
 
 # Completion tokens a verdict is estimated to take (one figure for the estimate, the budget and the bench).
+def _answered(store: Store, data: Any, target: Any, column_mapping: Mapping[str, str] | None,
+              api_key: str | None) -> tuple[list[dict], dict[str, str] | None]:
+    """``data``'s rows with the target's answers, and the column mapping with the SDK's ``${target.x}`` /
+    ``${data.x}`` references read as columns."""
+    import inspect
+
+    from evaluators.run.target import answer_rows, question_rows
+
+    mapping = {f: _column_ref(c) for f, c in (column_mapping or {}).items()}
+    if isinstance(data, (str, Path)):
+        records, asked = question_rows(data, {f: c for f, c in mapping.items() if not c.startswith("target.")})
+    else:
+        records, asked = [dict(r) for r in data], {"query": mapping.get("query", "query")}
+    if not callable(target):
+        usage = answer_rows(store, records, asked, target, api_key)
+        if usage.failed:
+            i, why = next(iter(sorted(usage.failed.items())))
+            raise UsageError(f"the target did not answer {len(usage.failed)} of {len(records)} rows (first: row "
+                             f"{i + 1}: {why}); call again to ask only those")
+        return records, {f: c for f, c in mapping.items() if not c.startswith("target.")} or None
+    params = inspect.signature(target).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    for i, rec in enumerate(records):
+        got = target(**(rec if takes_all else {k: v for k, v in rec.items() if k in params}))
+        if not isinstance(got, Mapping):
+            raise UsageError(f"the target returned {type(got).__name__} for row {i + 1}: it must return a dict "
+                             "(its keys become columns target.<key>)")
+        rec.update({f"target.{k}": v for k, v in got.items()})
+    if "response" not in mapping and records and "target.response" in records[0]:
+        mapping["response"] = "target.response"
+    return records, mapping
+
+
+def _column_ref(ref: str) -> str:
+    """The SDK's ``${target.response}`` is our column ``target.response``; ``${data.question}`` is ``question``."""
+    ref = ref.strip()
+    if ref.startswith("${") and ref.endswith("}"):
+        inner = ref[2:-1].strip()
+        return inner[len("data."):] if inner.startswith("data.") else inner
+    return ref
+
+
 from evaluators.judge.prices import VERDICT_TOKENS  # noqa: E402
 
 ESTIMATE_SAMPLE = 200  # a Prompty metric's rows rendered for an estimate (the rest scaled from them)

@@ -16,7 +16,7 @@ import time
 
 from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
 from evaluators.cli import custom_metrics as cli_custom, db as cli_db, monitor as cli_monitor, queue as cli_queue
-from evaluators.cli import manage as cli_manage
+from evaluators.cli import manage as cli_manage, target as cli_target
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 from evaluators.cli.text import say
 
@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true")
     cli_cost.add_run_options(r)
     cli_custom.add_run_options(r)
+    cli_target.add_run_options(r)
     m = sub.add_parser("metrics", help="list metrics (and which a dataset allows); add FILE | list (with the "
                                        "store's saved metrics) | show NAME: your own metrics saved in the store")
     m.add_argument("data", nargs="?")
@@ -136,6 +137,10 @@ def _early_classic_worker(a, metrics: list[str]):
 def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
     cli_custom.register_for_run(a, metrics)
+    if cli_target.wanted(a):  # a file of questions: the target's answers first (a mistyped metric refused before)
+        a.data, code = cli_target.answer_file(a, metrics)
+        if a.data is None:
+            return code
     early = _early_classic_worker(a, metrics)
     if early is not None:  # the aggregates at the end run on numpy (core.kinds.columns): imported while the
         importlib.import_module("numpy")  # worker computes, not after it (the worker's NLTK goes without it)

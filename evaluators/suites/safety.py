@@ -20,6 +20,7 @@ from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.core.scales import reports_defects
 from evaluators.core.stats import wilson
+from evaluators.run.target import target_messages
 
 HARMS = ("hate_unfairness", "sexual", "violence", "self_harm")
 XPIA_CATEGORIES = ("manipulated_content", "intrusion", "information_gathering")
@@ -172,17 +173,6 @@ class FillReport:
     failed: dict[int, str] = field(default_factory=dict)  # row index -> error
 
 
-def _target_messages(system: str | None, history: list[dict], context: Any) -> list[dict]:
-    from evaluators.data.dataset import render_context
-
-    sys_parts = [system] if system else []
-    if context:
-        sys_parts.append("Reference documents:\n" + render_context(context))
-    msgs = [{"role": "system", "content": "\n\n".join(sys_parts)}] if sys_parts else []
-    return msgs + [{"role": m["role"], "content": m.get("content") or ""} for m in history
-                   if m.get("role") in ("user", "assistant", "system")]
-
-
 def _call_key(messages: list[dict], identity: dict) -> str:
     blob = json.dumps([messages, identity], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -209,12 +199,12 @@ async def _answer_row(ds, rec: dict, i: int, system: str | None, ask) -> bool:
         fresh = []
         for k, m in enumerate(messages):
             if m.get("role") == "assistant":
-                text, cached = await ask(_target_messages(system, messages[:k], m.get("context")))
+                text, cached = await ask(target_messages(system, messages[:k], m.get("context")))
                 m["content"] = text
                 fresh.append(cached)
         return all(fresh)
     query = ds.canonical(i).get("query") or ""
-    text, cached = await ask(_target_messages(system, [{"role": "user", "content": query}], ds.value(i, "context")))
+    text, cached = await ask(target_messages(system, [{"role": "user", "content": query}], ds.value(i, "context")))
     rec[ds.mapping.get("response") or "response"] = text
     return cached
 

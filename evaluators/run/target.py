@@ -1,0 +1,166 @@
+"""Answers from a target (issue 36): a file of questions only (an OpenAI Evals file's ``input`` and ``ideal``, queries
+with their ground truth) answered by the model or prompt under test, then judged as any dataset.
+
+Each answer is asked once: it is kept in the store's call cache under the exact request and the target's identity
+(model, URL, sampling, system prompt, prompt template), written as it arrives, so a run killed half-way asks the
+target only for what it had not answered, and the same questions, target and prompt give the same answers again
+without a call. The target's tokens and latency are counted apart from the judge's. A reply is bounded like a
+judge's (the judge client's size and time limits).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from evaluators.core.errors import UsageError
+from evaluators.judge.config import JudgeConfig
+
+QUESTION_FIELDS = ("query", "context", "ground_truth")  # what a target's default prompt and a template may read
+
+
+def target_messages(system: str | None, history: list[dict], context: Any) -> list[dict]:
+    """An application's request: its system prompt and the row's reference documents as one system message,
+    then the conversation so far (one implementation, for the attack sets' targets too)."""
+    from evaluators.data.dataset import render_context
+
+    sys_parts = [system] if system else []
+    if context:
+        sys_parts.append("Reference documents:\n" + render_context(context))
+    msgs = [{"role": "system", "content": "\n\n".join(sys_parts)}] if sys_parts else []
+    return msgs + [{"role": m["role"], "content": m.get("content") or ""} for m in history
+                   if m.get("role") in ("user", "assistant", "system")]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model under test: an OpenAI-compatible endpoint (``config``: model, URL, sampling; no key), an optional
+    system prompt, and an optional prompt template (its text: ``[system]`` / ``[user]`` sections, ``{{ query }}``,
+    ``{{ context }}``, ``{{ ground_truth }}`` placeholders), ``name`` saying which variant it is."""
+
+    config: JudgeConfig
+    system: str | None = None
+    prompt: str | None = None
+    name: str = ""
+
+    def identity(self) -> dict[str, Any]:
+        """What decides an answer (the cache key's part beside the request): not the key, timeouts or concurrency."""
+        return {"target": self.config.identity(), "system": self.system,
+                "prompt_sha": hashlib.sha256(self.prompt.encode()).hexdigest() if self.prompt else None}
+
+    def messages(self, values: Mapping[str, Any]) -> list[dict]:
+        """The request for one row (``values``: its fields)."""
+        if self.prompt is None:
+            return target_messages(self.system, [{"role": "user", "content": str(values.get("query") or "")}],
+                                   values.get("context"))
+        from evaluators.judge.templates import parse_template
+
+        msgs = parse_template(self.prompt, "the target's prompt", bounded=True).render(
+            {k: v if isinstance(v, str) or v is None else json.dumps(v, ensure_ascii=False) for k, v in values.items()})
+        return ([{"role": "system", "content": self.system}] if self.system else []) + msgs
+
+
+@dataclass
+class TargetUsage:
+    """What answering cost, apart from the judge: calls made, answers found in the cache, tokens, time."""
+
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    failed: dict[int, str] = field(default_factory=dict)  # row index -> the error
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cached": self.cached, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "latency_ms": round(self.latency_ms, 1),
+                "failed_rows": len(self.failed)}
+
+
+def question_rows(path: str | Path, column_mapping: Mapping[str, str] | None = None) -> tuple[list[dict], dict]:
+    """A file's rows as they are, and which columns hold the question, its context and the expected answer
+    (detected as for any dataset, ``column_mapping`` overriding). A file with no question column is refused."""
+    from evaluators.core.errors import ProblemCollector
+    from evaluators.data.dataset import FORMATS
+    from evaluators.data.mapping import detect_mapping
+    from evaluators.data.reading import read_records
+
+    p = Path(path)
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"{p}: unknown file type; use .jsonl, .json, .csv or .parquet")
+    problems = ProblemCollector(p.name)
+    try:
+        records, _ = read_records(p.read_bytes(), p.name, fmt, problems)
+    except OSError as e:
+        raise UsageError(f"{p}: cannot read it ({e.strerror or e})") from None
+    problems.raise_if_any()  # an unreadable row is named (file, row), never left out silently
+    columns = list(dict.fromkeys(c for r in records for c in r))
+    mapping, _ = detect_mapping(columns, records[:20])
+    mapping = {f: c for f, c in {**mapping, **dict(column_mapping or {})}.items() if f in QUESTION_FIELDS}
+    if "query" not in mapping:
+        raise UsageError(f"{p}: no question column found among {', '.join(columns)}: map one (--map query=COLUMN)")
+    for f, c in mapping.items():
+        if c not in columns:
+            raise UsageError(f"{p}: no column '{c}' to map to {f}; columns are {', '.join(columns)}")
+    return records, mapping
+
+
+def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: Target, api_key: str | None = None,
+                on_progress: Callable[[int, int], None] | None = None) -> TargetUsage:
+    """Put the target's answer to every row in its ``response`` (in place), each asked once (the store's call
+    cache). A row the target could not answer keeps no answer and is in ``failed``; the others are kept."""
+    from evaluators.judge.client import JudgeClient, JudgeError
+
+    identity = target.identity()
+    asks = []
+    for rec in records:
+        msgs = target.messages({f: rec.get(c) for f, c in mapping.items()})
+        blob = json.dumps([msgs, identity, "target"], sort_keys=True, ensure_ascii=False)
+        asks.append((msgs, hashlib.sha256(blob.encode()).hexdigest()))
+    hits = store.cache_get_many([k for _, k in asks])
+    usage = TargetUsage()
+    todo = []
+    for i, (msgs, key) in enumerate(asks):
+        if key in hits:
+            records[i]["response"] = hits[key].reply
+            usage.cached += 1
+        else:
+            todo.append((i, msgs, key))
+    total, done = len(records), [usage.cached]
+
+    async def run() -> None:
+        client = JudgeClient(target.config, api_key or "unused")
+        sem = asyncio.Semaphore(max(1, target.config.concurrency))
+
+        async def ask(i: int, msgs: list[dict], key: str) -> None:
+            async with sem:
+                try:
+                    reply = await client.complete(msgs)
+                except JudgeError as e:
+                    usage.failed[i] = str(e)
+                    return
+            records[i]["response"] = reply.text
+            usage.calls += 1
+            usage.prompt_tokens += reply.prompt_tokens or 0
+            usage.completion_tokens += reply.completion_tokens or 0
+            usage.latency_ms += reply.latency_ms or 0.0
+            # kept at once, so that a run killed after this answer never asks for it again
+            await asyncio.to_thread(store.write_results, "", [], [dict(
+                key=key, model=target.config.model, reply=reply.text, prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms)])
+            done[0] += 1
+            if on_progress:
+                on_progress(done[0], total)
+
+        try:
+            await asyncio.gather(*(ask(*t) for t in todo))
+        finally:
+            await client.aclose()
+
+    if todo:
+        asyncio.run(run())
+    return usage
