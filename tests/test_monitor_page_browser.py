@@ -10,11 +10,13 @@ import sys
 
 import pytest
 
-from tests.browser import Recorder, settle, start_dashboard, stop
+from tests.browser import Recorder, screenshot, settle, start_dashboard, stop
 from tests.conftest import ROOT, default_store, env_for_subprocess, home_url
 from tests.judge_server import JudgeServer
 from tests.monitor_procs import ReceiverProcess
 from tests.procs import wait_until
+
+SHOTS = ROOT / "artifacts" / "screenshots"
 
 
 def test_a_token_made_in_the_page_runs_its_snippet_and_the_trace_opens_as_text(browser, tmp_path, monkeypatch):
@@ -71,6 +73,11 @@ def test_a_token_made_in_the_page_runs_its_snippet_and_the_trace_opens_as_text(b
             assert page.locator('[data-testid="stMain"] img').count() == 0
             assert page.locator('[data-testid="stMain"] b').count() == 0
             assert "Something went wrong" not in main
+            # its turns in the trace view the Results page's Trace tab draws (issue 35): the question and the
+            # model's answer as text, the call's latency and tokens
+            assert "Agent trace" in main and "1 turn" not in main and "2 turns" in main
+            page.get_by_text("Agent trace").first.scroll_into_view_if_needed()
+            screenshot(page, SHOTS, "monitoring-trace-view")
         finally:
             stop(proc)
             outside.close()
