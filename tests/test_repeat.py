@@ -158,7 +158,7 @@ def test_new_evaluation_asks_each_row_k_times(home_store, fresh_caches):
         at = app("pages/new.py")
         did = next(d["id"] for d in home_store.list_datasets() if d["name"].startswith("rag_single_turn"))
         at = app("pages/new.py", at=at, dataset=did)
-        next(c for c in at.checkbox if c.label == "coherence").check()
+        next(c for c in at.checkbox if c.label == "Coherence").check()
         at.run()
         next(t for t in at.text_input if t.label == "Base URL").input(server.url)
         next(t for t in at.text_input if t.label == "Model (Azure: deployment)").input("fickle")

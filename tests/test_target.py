@@ -40,11 +40,17 @@ def _file(tmp_path) -> str:
     return str(path)
 
 
-def _cli(tmp_path, out, target, *extra, env=None):
+def _env(tmp_path) -> dict:
+    """The CLI's store: a SQLite file under the test's home in both passes (the kill test reads it directly)."""
+    env = env_for_subprocess(EVAL_HOME=str(tmp_path / "home"))
+    env.pop("EVAL_DATABASE_URL", None)
+    return env
+
+
+def _cli(tmp_path, out, target, *extra):
     return subprocess.Popen([sys.executable, "-m", "evaluators", "run", _file(tmp_path), "--metrics", "f1_score",
                              "--out", str(out), "--target-base-url", target.url, "--target-model", "app", *extra],
-                            cwd=ROOT, env=env or env_for_subprocess(EVAL_HOME=str(tmp_path / "home")),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_a_questions_file_is_answered_by_the_target_then_judged_and_answers_are_asked_once(tmp_path, target):
@@ -134,6 +140,6 @@ def test_a_questions_file_with_a_broken_row_is_refused_naming_it_before_any_call
     bad.write_text('{"input": "What is 2+2?", "ideal": "4"}\nnot json\n')
     p = subprocess.run([sys.executable, "-m", "evaluators", "run", str(bad), "--metrics", "f1_score", "--out",
                         str(tmp_path / "out"), "--target-base-url", target.url, "--target-model", "app"], cwd=ROOT,
-                       env=env_for_subprocess(EVAL_HOME=str(tmp_path / "home")), capture_output=True, text=True,
+                       env=_env(tmp_path), capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2 and "questions.jsonl, row 2: broken JSON line" in p.stderr and not target.calls
