@@ -66,14 +66,20 @@ def _jury_from_args(a, judge: "JudgeConfig") -> list["JudgeConfig"]:
             for name in (a.judge or [])[1:]]
 
 
+def key_from_env(flag: str, var: str | None) -> str | None:
+    """The key the variable ``var`` (given with ``flag``) holds in this process's environment; None without one.
+    A variable named but not set is refused, naming it (never a run without the key its user meant to give)."""
+    if not var:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise UsageError(f"{flag}: the environment variable {var} is not set")
+    return key
+
+
 def _api_key_from_args(a) -> str | None:
     """The key named by --judge-api-key-env, read from this process's environment."""
-    if not a.judge_api_key_env:
-        return None
-    key = os.environ.get(a.judge_api_key_env)
-    if not key:
-        raise UsageError(f"--judge-api-key-env: {a.judge_api_key_env} is not set in the environment")
-    return key
+    return key_from_env("--judge-api-key-env", a.judge_api_key_env)
 
 
 def _gate_key(name: str, metrics: dict) -> str:

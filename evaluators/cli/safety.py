@@ -4,7 +4,6 @@ Registered by :mod:`evaluators.cli.main` (``add_commands`` and ``COMMANDS``); ex
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -40,7 +39,7 @@ def add_commands(sub) -> None:
 
 
 def cmd_attack_set(a) -> int:
-    from evaluators.cli.common import EXIT_ERROR, EXIT_OK, _pairs
+    from evaluators.cli.common import EXIT_ERROR, EXIT_OK, _pairs, key_from_env
     from evaluators.read.exports import write_atomic
     from evaluators.judge.config import JudgeConfig
     from evaluators.suites.safety import attack_records, fill_responses, records_text
@@ -51,11 +50,7 @@ def cmd_attack_set(a) -> int:
     if a.target_base_url or a.target_model:
         if not (a.target_base_url and a.target_model):
             raise UsageError("--target-base-url and --target-model go together")
-        key = None
-        if a.target_key_env:
-            key = os.environ.get(a.target_key_env)
-            if not key:
-                raise UsageError(f"--target-key-env: the environment variable {a.target_key_env} is not set")
+        key = key_from_env("--target-key-env", a.target_key_env)
         target = JudgeConfig(model=a.target_model, provider="compatible", base_url=a.target_base_url,
                              concurrency=a.concurrency, timeout=a.timeout, max_retries=a.retries,
                              max_tokens=a.max_tokens)

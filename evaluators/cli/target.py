@@ -4,7 +4,6 @@ file as any dataset; what answering cost is printed and kept in ``DIR/target.jso
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -61,15 +60,6 @@ def _target(a):
     return Target(config, a.target_system, prompt, name=Path(a.target_prompt).stem if a.target_prompt else "")
 
 
-def _key(a) -> str | None:
-    if not a.target_key_env:
-        return None
-    key = os.environ.get(a.target_key_env)
-    if not key:
-        raise UsageError(f"--target-key-env: the environment variable {a.target_key_env} is not set")
-    return key
-
-
 def answer_file(a, metrics: list[str]) -> tuple[str | None, int]:
     """Answer ``a.data``'s questions (each asked once: the store's call cache) into ``DIR/answers.jsonl``, once the
     metrics' names and the target's settings are known good.
@@ -77,7 +67,7 @@ def answer_file(a, metrics: list[str]) -> tuple[str | None, int]:
     Returns:
         (the answers file's path, 0), or (None, an exit code) when the target left rows unanswered.
     """
-    from evaluators.cli.common import EXIT_ERROR, _pairs
+    from evaluators.cli.common import EXIT_ERROR, _pairs, key_from_env
     from evaluators.read.exports import write_atomic
     from evaluators.run.target import answer_rows, question_rows
 
@@ -86,7 +76,7 @@ def answer_file(a, metrics: list[str]) -> tuple[str | None, int]:
 
     for m in metrics:
         get_metric(m)  # a mistyped metric is said now, not after the target has answered every row
-    target, key = _target(a), _key(a)
+    target, key = _target(a), key_from_env("--target-key-env", a.target_key_env)
     store = Store(a.db)
     records, mapping = question_rows(a.data, _pairs(a.map, "--map"))
 
