@@ -89,7 +89,8 @@ def prepare_run(store: Store, data: Any, metrics: list[str], judge: Any = None,
                    jury=[_juror(j, concurrency).for_storage() for j in jury] if cfg else [],
                    prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"),
                    batch=bool((cost or {}).get("batch")), estimate=(cost or {}).get("estimate"),
-                   batch_retry="direct" if (cost or {}).get("batch_direct_retry") else "batch")
+                   batch_retry="direct" if (cost or {}).get("batch_direct_retry") else "batch",
+                   target=(cost or {}).get("target"))
     for name in spec.templates:
         get_metric(name)  # an unknown metric is named before its template file is looked for
     spec.read_templates()  # the text, kept with the run: a resume uses it whoever resumes
@@ -160,8 +161,9 @@ def evaluate(data: Any, metrics: list[str], judge: Any = None, thresholds: Mappi
 
     store = store or Store()
     if target is not None:
-        data, column_mapping = _answered(store, data, target, column_mapping, api_key)
+        data, column_mapping, facts = _answered(store, data, target, column_mapping, api_key, cost)
         api_key = None if not callable(target) else api_key  # a Target's key is not the judge's
+        cost = {**(cost or {}), "target": facts} if facts else cost
     rid = prepare_run(store, data, metrics, judge, thresholds, column_mapping, templates, concurrency,
                       out_dir=str(out) if out else None, options=options, repeat=repeat, jury=jury,
                       metric_files=metric_files, cost=cost)
@@ -176,13 +178,12 @@ __all__ = ["evaluate", "prepare_run", "open_results", "EvalResult", "Dataset", "
 
 
 # Completion tokens a verdict is estimated to take (one figure for the estimate, the budget and the bench).
-def _answered(store: Store, data: Any, target: Any, column_mapping: Mapping[str, str] | None,
-              api_key: str | None) -> tuple[list[dict], dict[str, str] | None]:
-    """``data``'s rows with the target's answers, and the column mapping with the SDK's ``${target.x}`` /
-    ``${data.x}`` references read as columns."""
-    import inspect
-
-    from evaluators.run.target import answer_rows, question_rows
+def _answered(store: Store, data: Any, target: Any, column_mapping: Mapping[str, str] | None, api_key: str | None,
+              cost: Mapping[str, Any] | None) -> tuple[list[dict], dict[str, str] | None, dict | None]:
+    """``data``'s rows with the target's answers, the column mapping with the SDK's ``${target.x}`` /
+    ``${data.x}`` references read as columns, and what a model target cost (None for a function)."""
+    from evaluators.judge.prices import price_for
+    from evaluators.run.target import answer_rows, call_rows, question_rows, target_facts
 
     mapping = {f: _column_ref(c) for f, c in (column_mapping or {}).items()}
     if isinstance(data, (str, Path)):
@@ -190,23 +191,18 @@ def _answered(store: Store, data: Any, target: Any, column_mapping: Mapping[str,
     else:
         records, asked = [dict(r) for r in data], {"query": mapping.get("query", "query")}
     if not callable(target):
-        usage = answer_rows(store, records, asked, target, api_key)
+        price = price_for(target.config.model, (cost or {}).get("prices"))
+        usage = answer_rows(store, records, asked, target, api_key, price=price, budget=(cost or {}).get("budget"))
         if usage.failed:
             i, why = next(iter(sorted(usage.failed.items())))
             raise UsageError(f"the target did not answer {len(usage.failed)} of {len(records)} rows (first: row "
                              f"{i + 1}: {why}); call again to ask only those")
-        return records, {f: c for f, c in mapping.items() if not c.startswith("target.")} or None
-    params = inspect.signature(target).parameters
-    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    for i, rec in enumerate(records):
-        got = target(**(rec if takes_all else {k: v for k, v in rec.items() if k in params}))
-        if not isinstance(got, Mapping):
-            raise UsageError(f"the target returned {type(got).__name__} for row {i + 1}: it must return a dict "
-                             "(its keys become columns target.<key>)")
-        rec.update({f"target.{k}": v for k, v in got.items()})
+        return (records, {f: c for f, c in mapping.items() if not c.startswith("target.")} or None,
+                target_facts(target, usage))
+    call_rows(records, target)
     if "response" not in mapping and records and "target.response" in records[0]:
         mapping["response"] = "target.response"
-    return records, mapping
+    return records, mapping, None
 
 
 def _column_ref(ref: str) -> str:

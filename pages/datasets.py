@@ -105,6 +105,10 @@ with w.guard():
         else:
             ds = checked.dataset
             st.success(f"{w.count(len(ds), 'row')}, {ds.shape} shape, all checks passed.")
+            if ds.questions_only():
+                st.info("Questions only: this file has no answers to judge yet. Save it, then on New evaluation "
+                        "choose \"Generate answers with a model\": a model (or two prompts to compare) answers "
+                        "each question, then the answers are judged.", icon=":material/quiz:")
             for column, field in checked.near_misses.items():  # names are data: text
                 st.info(f"Column {w.literal(column)} is read by no field: is it {field}? Choose it in the {field} box "
                         "above.", icon=":material/help:")

@@ -5,7 +5,7 @@ from evaluators.api import prepare_run
 from evaluators.core.registry import FAMILIES, all_metrics
 from evaluators.run.spec import RunSpec
 from evaluators.run.workers import spawn_worker
-from ui import auth, judge_form, loaders, state, widgets as w, wildbench as wb
+from ui import auth, judge_form, loaders, state, target_form, widgets as w, wildbench as wb
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -30,6 +30,9 @@ with w.guard():
     ds = loaders.dataset(did)
     loaders.saved_metrics()  # the team's own metrics (New metric page) join the picker
     missing = loaders.availability(did)
+    target = target_form.answers_section(ds)  # questions only, or new answers asked for: a model answers first
+    if target is not None:
+        missing = target_form.without_response(missing)
     chosen = []
     for family, title in FAMILIES.items():
         specs = [s for s in all_metrics() if s.family == family]
@@ -77,8 +80,16 @@ with w.guard():
     blocked = judge_form.failed_test(judge, api_key)  # Start waits for settings the judge answers
     if blocked:
         st.caption("The judge did not answer the connection test with these settings: change them, or test again.")
+    if target is not None and (target.config is None or judge_form.failed_test(target.config, target.api_key, "target")):
+        blocked = True
+        st.caption("Give the target's model and address (and a setting its connection test passes) to start.")
     if st.button("Start evaluation", type="primary", key="new.start", disabled=blocked):
         store = loaders.store()
+        if target is not None:  # the answers first, each asked once; stored as a dataset of their own
+            answered = target_form.generate(did, target, cost)
+            if answered is None:
+                st.stop()
+            did, cost = answered[0], {**cost, "target": answered[1]}
         run_id = prepare_run(store, f"ds:{did}", spec.metrics, judge, thresholds, name=name or None,
                              options=options, repeat=repeat, jury=jury, cost=cost)
         store.update_run(run_id, created_by=auth.current_user())

@@ -77,10 +77,9 @@ def test_the_column_mapping_drives_the_preview_the_checks_and_what_is_saved(home
     assert list(preview().columns) == ["query ← question", "response ← answer", "context ← passage", "rewrite (not used)"]
     assert list(preview()["response ← answer"]) == ["a0", "a1", "a2"]
 
-    field("response").set_value("(none)").run()  # no response at all: nothing to evaluate, said so
-    assert not at.success and not [b for b in at.button if b.key == "datasets.save"]
-    problems = next(d.value for d in at.dataframe if "problem" in d.value.columns)
-    assert any("no response column" in p for p in problems["problem"])
+    field("response").set_value("(none)").run()  # no response: questions only, a model can answer them (issue 36)
+    assert any("Questions only" in i.value and "Generate answers with a model" in i.value for i in at.info)
+    assert [b for b in at.button if b.key == "datasets.save"]
     assert not [c for c in preview().columns if c.startswith("response")]
     assert "answer (not used)" in preview().columns
 
@@ -103,8 +102,10 @@ def test_a_field_mapped_to_no_column_is_not_read_even_when_detected():
     assert inspect_file(data, "m.jsonl").mapping == {"query": "question", "response": "answer", "context": "passage"}
     left_out = inspect_file(data, "m.jsonl", {"context": None})
     assert left_out.dataset.mapping == {"query": "question", "response": "answer"} and left_out.detected == "custom"
-    none = inspect_file(data, "m.jsonl", {"response": None})
-    assert none.dataset is None and "no response column found" in none.problems[0].message
+    none = inspect_file(data, "m.jsonl", {"response": None})  # questions only: read (a model may answer them)
+    assert none.dataset.mapping == {"query": "question", "context": "passage"} and none.dataset.questions_only()
+    no_query = inspect_file(data, "m.jsonl", {"response": None, "query": None})
+    assert no_query.dataset is None and "no response column found" in no_query.problems[0].message
 
 
 # ---------------------------------------------------------------- 3. a selected row the filters leave out

@@ -93,7 +93,7 @@ def test_test_connection_says_the_likely_cause_and_start_waits_for_every_failed_
 def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(dash, browser, tmp_path):
     """One bad row blocked the whole upload: now 'Leave out these 2 rows and save' stores the others, the dataset
     saying which file rows it is without. A near-miss column (reponse) is suggested; an OpenAI Evals file with input
-    and ideal but no answers is said to have no answers to judge (it quoted a CLI flag); long problems wrap."""
+    and ideal but no answers is read as questions only, saying a model can answer them; long problems wrap."""
     import json
 
     url, store = dash
@@ -129,9 +129,11 @@ def test_bad_rows_can_be_left_out_and_near_misses_and_missing_answers_are_said(d
     assert [r["query"] for r in ds.records[:3]] == ["question 1", "question 2", "question 4"]
     page.goto(f"{url}/datasets?dataset={saved['id']}")
     settle(page, "29 rows")
-    for name, rows, says in [("evals.jsonl", [{"input": "2+2?", "ideal": "4"}],
-                              "has questions ('input') and expected answers ('ideal') but no answers to judge"),
-                             ("typo.jsonl", [{"query": "q", "reponse": "a"}], "is 'reponse' the response")]:
+    evals = tmp_path / "evals.jsonl"  # questions and ideal answers only: read, saying a model can answer them
+    evals.write_text(json.dumps({"input": "2+2?", "ideal": "4"}) + "\n")
+    dropzone.set_input_files(str(evals))
+    page.get_by_text("Questions only: this file has no answers to judge yet").wait_for()
+    for name, rows, says in [("typo.jsonl", [{"query": "q", "reponse": "a"}], "is 'reponse' the response")]:
         path = tmp_path / name
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         dropzone.set_input_files(str(path))

@@ -49,8 +49,11 @@ def cost_panel(run: dict) -> None:
     cost = loaders.run_cost(run)
     if not cost:
         return
-    with st.expander(f"Cost: {_usd(cost['cost.usd'])}" + (" · Batch API" if cost.get("cost.batch") else ""),
-                     expanded=False):
+    title = (f"Cost: {_usd(cost['cost.usd'])}" + (" · Batch API" if cost.get("cost.batch") else "")) \
+        if "cost.usd" in cost else "Cost of the answers"
+    if "target.model" in cost:
+        title += f" · answers by {cost['target.model']} apart"
+    with st.expander(title, expanded=False):
         for line in cost_lines(cost, run["spec"]["metrics"]):
             st.caption(literal(line.strip()))
     if run["spec"].get("batch"):

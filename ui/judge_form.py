@@ -49,7 +49,8 @@ def _provider_choice(options: list[str], current: JudgeConfig | None, kept: str 
     return 0
 
 
-def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) -> tuple[JudgeConfig | None, str | None]:
+def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None,
+                   who: str = "judge") -> tuple[JudgeConfig | None, str | None]:
     """Judge provider, model and sampling, with a "Test connection" button.
 
     The operator's named judges come first, picked by name: their URL and key stay on the server
@@ -60,12 +61,13 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
     Args:
         prefix: widget keys' prefix ("judge" on New evaluation; another for a retry's settings).
         current: settings to start from (a run's judge, for a retry).
+        who: what the model is called on the form ("judge"; "target" for the model that answers the questions).
     Returns:
         (the config, or None while the model or address is missing; the key typed here, if any).
     """
     named = named_judges()
     options = [NAMED + n for n in named] + list(PROVIDERS)
-    choice = st.selectbox("Judge", options, index=_provider_choice(options, current, _kept(prefix, "provider", None)),
+    choice = st.selectbox(who.capitalize(), options, index=_provider_choice(options, current, _kept(prefix, "provider", None)),
                           key=f"{prefix}.provider")
     c3, c4, c5 = st.columns(3)
     temperature = c3.number_input("Temperature", 0.0, 2.0, _kept(prefix, "temperature", current.temperature if current
@@ -82,7 +84,7 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
         st.caption(f"Configured on the server: model {literal(nj.model)}; its address and key are not shown.")
         cfg = JudgeConfig(model=nj.model, provider=nj.provider, base_url=nj.base_url, azure_endpoint=nj.azure_endpoint,
                           api_version=nj.api_version, judge_name=nj.name, **sampling)
-        test_connection(prefix, cfg, None)
+        test_connection(prefix, cfg, None, who)
         return cfg, None
     provider = PROVIDERS[choice]
     same = current is not None and not current.judge_name and current.provider == provider
@@ -116,12 +118,12 @@ def judge_settings(prefix: str = "judge", current: JudgeConfig | None = None) ->
     missing = [what for what, value in (("the model", model), ("the base URL", base_url if provider == "compatible" else 1),
                                         ("the Azure endpoint", endpoint if provider == "azure" else 1)) if not value]
     if missing:
-        st.info(f"Give {' and '.join(missing)} of the judge.")
+        st.info(f"Give {' and '.join(missing)} of the {who}.")
         st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:", disabled=True,
                   help=f"Give {' and '.join(missing)} first")  # where it will be, so no one looks for it
         return None, typed
     cfg = JudgeConfig(model=model, provider=provider, base_url=base_url or None, azure_endpoint=endpoint or None, **sampling)
-    test_connection(prefix, cfg, typed)
+    test_connection(prefix, cfg, typed, who)
     return cfg, typed
 
 
@@ -140,29 +142,29 @@ def several(judge: JudgeConfig) -> tuple[int, list[JudgeConfig]]:
     return repeat, [judge.with_(judge_name=n, base_url=None, azure_endpoint=None).for_storage() for n in jury]
 
 
-def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None) -> None:
-    """One call to the judge on request: its answer, or the exact error (a key is never shown)."""
+def test_connection(prefix: str, cfg: JudgeConfig, api_key: str | None, who: str = "judge") -> None:
+    """One call to the judge (or target) on request: its answer, or the exact error (a key is never shown)."""
     from evaluators.judge.client import check_judge
 
     if not st.button("Test connection", key=f"{prefix}.test", icon=":material/network_check:"):
         return
     quick = dataclasses.replace(cfg, max_retries=1, timeout=min(cfg.timeout, 15.0))
-    where = "the server's judge" if cfg.judge_name else judge_url(cfg)
+    where = f"the server's {who}" if cfg.judge_name else judge_url(cfg)
     try:
-        with st.spinner("Asking the judge…"):
+        with st.spinner(f"Asking the {who}…"):
             calls = check_judge(quick, api_key)
     except EvalError as e:
         msg = str(e)
         if api_key:
             msg = msg.replace(api_key, "***")
         if cfg.judge_name:  # a named judge's address stays on the server
-            msg = msg.replace(judge_url(cfg.resolved()), "(the server's judge)")
-        st.error("The judge did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
+            msg = msg.replace(judge_url(cfg.resolved()), f"(the server's {who})")
+        st.error(f"The {who} did not answer: " + literal(_SECRET.sub(r"\1***", msg)))
         # every setting that failed stays refused (going back to an earlier failed URL is no way round)
         st.session_state[f"{prefix}.failed"] = st.session_state.get(f"{prefix}.failed", set()) | {_tested(cfg, api_key)}
         return
     st.session_state.get(f"{prefix}.failed", set()).discard(_tested(cfg, api_key))
-    st.success(f"The judge answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
+    st.success(f"The {who} answered: {literal(where)} · model {literal(cfg.model)} · {count(calls, 'call')}.")
 
 
 def _tested(cfg: JudgeConfig, api_key: str | None) -> str:

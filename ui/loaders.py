@@ -409,18 +409,19 @@ def queues(run_id: str) -> list[dict]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=600)
-def _comparison(base_id: str, base_state: tuple, other_id: str, other_state: tuple, label: str, thresholds: tuple,
+def _comparison(base_id: str, base_state: tuple, other_id: str, other_state: tuple, label: tuple, thresholds: tuple,
                 judged: tuple, _base, _other):
     from evaluators.read.paired import judges_agreement, paired_differences
 
-    return paired_differences(_base, _other, label), judges_agreement(_base, _other, only=list(judged))
+    return paired_differences(_base, _other, *label), judges_agreement(_base, _other, only=list(judged))
 
 
-def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResults, label: str,
+def comparison(base_run: dict, other_run: dict, base: RunResults, other: RunResults, label: tuple[str, str],
                judged: list[str]):
     """(paired differences, judge-judge agreement on the metrics ``judged``) of two runs
-    (``evaluators.read.paired``): their bootstraps computed once per state of the two runs and their
-    thresholds, not on every rerun of the Compare page."""
+    (``evaluators.read.paired``), ``label`` naming (the other run, the baseline) in the sentences: their
+    bootstraps computed once per state of the two runs and their thresholds, not on every rerun of the
+    Compare page."""
     thresholds = (tuple(sorted(base.thresholds.items())), tuple(sorted(other.thresholds.items())))
     return _comparison(base_run["id"], _version(base_run), other_run["id"], _version(other_run), label, thresholds,
                        tuple(judged), base, other)

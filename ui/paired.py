@@ -83,13 +83,22 @@ def compare(base_run: dict, other_run: dict, base: RunResults, other: RunResults
     changed = {s.name: judge_changes(base_run["spec"], other_run["spec"], s.name) for s in base.specs
                if s.is_judge and s.name in other.thresholds}
     differ = sorted(n for n, what in changed.items() if what)
-    diffs, agree = loaders.comparison(base_run, other_run, base, other, f"Run {k}", differ)
+    diffs, agree = loaders.comparison(base_run, other_run, base, other, names(base_run, other_run, k), differ)
     differences(diffs)
     judges(agree, base, k, {n: changed[n] for n in differ})
     same = [n for n, what in changed.items() if not what]
     if same:
         st.caption(_escape(f"The same judge (model, template and settings) judged {', '.join(same)} in both runs: "
                            "there are not two judges to compare there."))
+
+
+def names(base_run: dict, other_run: dict, k: int) -> tuple[str, str]:
+    """What the sentences call the two runs: two variants of one experiment by their names ("prompt B", "prompt
+    A"), else "Run k" and "the baseline"."""
+    bt, ot = base_run["spec"].get("target") or {}, other_run["spec"].get("target") or {}
+    if bt.get("variant") and ot.get("variant") and bt.get("experiment") == ot.get("experiment"):
+        return ot["variant"], bt["variant"]
+    return f"Run {k}", "the baseline"
 
 
 def _escape(text: str) -> str:

@@ -41,7 +41,9 @@ def settings(a, judge, jury: list, judged: bool = True) -> dict[str, Any]:
     if a.budget is not None and judged and judge.model not in prices:
         raise UsageError(f"--budget needs the price of the judge model '{judge.model}': give --price "
                          "INPUT,CACHED,OUTPUT or list it in prices.toml")
-    return {"prices": prices, "budget": a.budget, "batch": a.batch, "batch_direct_retry": a.batch_direct_retry}
+    return {"prices": prices, "budget": a.budget, "batch": a.batch, "batch_direct_retry": a.batch_direct_retry,
+            # the answers' model and cost when a target wrote them (cli.target), kept with the run: its budget covers them
+            "target": getattr(a, "target_facts", None)}
 
 
 def estimate_before(store, rid: str, quiet: bool) -> None:

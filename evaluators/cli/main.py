@@ -137,10 +137,14 @@ def _early_classic_worker(a, metrics: list[str]):
 def cmd_run(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()]
     cli_custom.register_for_run(a, metrics)
-    if cli_target.wanted(a):  # a file of questions: the target's answers first (a mistyped metric refused before)
-        a.data, code = cli_target.answer_file(a, metrics)
-        if a.data is None:
-            return code
+    if cli_target.wanted(a):  # a file of questions: each variant's answers first (a mistyped metric refused before)
+        from evaluators.cli import experiment
+
+        return experiment.run(a, metrics, _run_data)
+    return _run_data(a, metrics)
+
+
+def _run_data(a, metrics: list[str]) -> int:
     early = _early_classic_worker(a, metrics)
     if early is not None:  # the aggregates at the end run on numpy (core.kinds.columns): imported while the
         importlib.import_module("numpy")  # worker computes, not after it (the worker's NLTK goes without it)
@@ -152,12 +156,10 @@ def cmd_run(a) -> int:
 
 
 def _cmd_run(a, metrics: list[str], early) -> int:
-    thresholds = _floats(a.threshold, "--threshold")
-    gates = _floats(a.fail_under, "--fail-under")
+    thresholds, gates = _floats(a.threshold, "--threshold"), _floats(a.fail_under, "--fail-under")
     gate_keys = check_gates(gates, metrics)  # a typo in a gate is said now, not after an hour of judging
     max_errors = parse_max_errors(a.max_errors)
-    api_key = _api_key_from_args(a)
-    judge = _judge_from_args(a)
+    api_key, judge = _api_key_from_args(a), _judge_from_args(a)
     ds, judged = _checked_dataset(a, metrics, judge, thresholds, api_key)
     cost = cli_cost.settings(a, judge, _jury_from_args(a, judge), judged)  # (a budget with no price: refused now)
     probe = None
@@ -174,7 +176,8 @@ def _cmd_run(a, metrics: list[str], early) -> int:
     store = Store(a.db)
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, _pairs(a.template, "--template"), out_dir=a.out,
                       resume=not a.fresh, options=cli_wildbench.run_options(a), repeat=a.repeat,
-                      jury=_jury_from_args(a, judge), cost=cost)
+                      jury=_jury_from_args(a, judge), cost=cost, name=getattr(a, "run_name", None))
+    a.run_id = rid
     cli_cost.estimate_before(store, rid, a.quiet)
     last = [0.0]
 

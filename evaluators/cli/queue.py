@@ -41,10 +41,28 @@ def add_commands(sub, run_parser) -> None:
 
 
 def cmd_submit(a) -> int:
-    from evaluators.cli import common as m, cost as cli_cost, custom_metrics as cli_custom, wildbench as cli_wildbench
+    from evaluators.cli import custom_metrics as cli_custom
 
     metrics = [x.strip() for x in a.metrics.split(",") if x.strip()]
     cli_custom.register_for_run(a, metrics)  # --metric-file: the run records each definition for the workers
+    if _target_wanted(a):  # questions only: this machine asks the target (its key stays here), then queues each
+        import tempfile  # variant's answered file; the answers stay in the store's cache, the folder goes
+
+        from evaluators.cli import experiment
+
+        with tempfile.TemporaryDirectory(prefix="evals-answers-") as a.out:
+            return experiment.run(a, metrics, _submit_data, compare=False)
+    return _submit_data(a, metrics)
+
+
+def _target_wanted(a) -> bool:
+    from evaluators.cli import target as cli_target
+
+    return cli_target.wanted(a)
+
+
+def _submit_data(a, metrics: list[str]) -> int:
+    from evaluators.cli import common as m, cost as cli_cost, wildbench as cli_wildbench
     if a.batch and a.chunk_rows is not None:
         raise UsageError("--batch queues the run as one job (the provider's Batch API does the parallel work, and "
                          "the job's batches are polled by whichever worker holds it): drop --chunk-rows")
@@ -74,7 +92,9 @@ def cmd_submit(a) -> int:
         if probe.error is not None:
             raise probe.error if isinstance(probe.error, EvalError) else EvalError(str(probe.error))
     rid = prepare_run(store, ds, metrics, judge, thresholds, None, m._pairs(a.template, "--template"), resume=False,
-                      options=cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost)
+                      options=cli_wildbench.run_options(a), repeat=a.repeat, jury=jury, cost=cost,
+                      name=getattr(a, "run_name", None))
+    a.run_id = rid
     # --batch: one job (each chunk would make and poll batches of its own); a worker killed while it waits is
     # replaced by another, which polls the batches the first one stored instead of submitting them again
     n = enqueue_run(store, rid, max(1, len(ds)) if a.batch else a.chunk_rows)

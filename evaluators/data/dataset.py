@@ -165,6 +165,11 @@ class Dataset:
         return [{**m, "context": shared} if isinstance(m, dict) and m.get("role") == "assistant"
                 and not _has_value(m.get("context")) else m for m in messages]
 
+    def questions_only(self) -> bool:
+        """Single-turn rows with questions and no answers (no response column): a model answers them first."""
+        return self.shape == "single" and "response" not in self.mapping and "query" in self.mapping \
+            and "retrieval_ground_truth" not in self.mapping
+
     def availability(self) -> dict[str, list[str]]:
         """Every registered metric -> the fields it lacks here ([] = available)."""
         from evaluators.core.registry import all_metrics
@@ -185,7 +190,11 @@ class Dataset:
             lacking = missing_fields(s, self.shape, have)
             if lacking:
                 what = "conversations" if self.shape == "conversation" else "single-turn rows"
-                raise UsageError(f"metric '{s.name}' needs {', '.join(lacking)}, which {self.source} ({what}) does not have")
+                hint = ("; this file has questions only: have a model answer them first (run --target-base-url URL "
+                        "--target-model M, or New evaluation's \"Generate answers with a model\")"
+                        if self.questions_only() else "")
+                raise UsageError(f"metric '{s.name}' needs {', '.join(lacking)}, which {self.source} ({what}) does "
+                                 f"not have{hint}")
         if self.shape == "single":
             # one walk of the records (a streamed file is parsed once, not once per metric and field);
             # problems are reported in the order metric, field, row, as before

@@ -205,10 +205,8 @@ def _map_columns(columns: list[str], source: str, column_mapping: Mapping[str, s
             raise UsageError(f"{source}: no response column found among {', '.join(columns)}: is '{guess}' the "
                              f"response (its name is one letter or two from it)? Map it to response "
                              f"(CLI: --map response={guess})")
-        if "query" in mapping and "ground_truth" in mapping:  # e.g. an OpenAI Evals file: input and ideal
-            raise UsageError(f"{source}: this file has questions ('{mapping['query']}') and expected answers "
-                             f"('{mapping['ground_truth']}') but no answers to judge: add the answers your "
-                             "application gave, as a column of their own, and map that column to response")
+        if "query" in mapping:  # questions only (an OpenAI Evals file's input and ideal): a model answers them
+            return mapping, schema, shape  # first (run --target-*, New evaluation's "Generate answers with a model")
         raise UsageError(
             f"{source}: no response column found among {', '.join(columns)}; "
             "map one (CLI: --map response=COLUMN)")

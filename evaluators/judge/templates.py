@@ -98,7 +98,9 @@ def parse_template(text: str, source: str, bounded: bool = False) -> Template:
     """
     system, user = None, text
     stripped = text.lstrip()
-    if stripped.startswith("[system]"):
+    if stripped.startswith("[user]"):  # a [user] line with no [system] before it: the header is not the text
+        user = stripped[len("[user]"):]
+    elif stripped.startswith("[system]"):
         body = stripped[len("[system]"):]
         if "\n[user]" not in body:
             raise UsageError(f"{source}: a template with a [system] section needs a [user] line")

@@ -32,8 +32,9 @@ def run_cost(store: Store, run_id: str) -> dict[str, Any]:
     """
     run = store.get_run(run_id)
     spec = RunSpec.from_dict(run["spec"])
+    target = target_keys(spec.target)
     if spec.judge is None:
-        return {}
+        return target
     price_of = spec_prices(spec)
     total, per = tally_billing(store.billing(run_id), price_of, spec.judge.model)
     est = spec.estimate or {}
@@ -50,7 +51,18 @@ def run_cost(store: Store, run_id: str) -> dict[str, Any]:
             continue
         out.update(_tally_keys(f"cost.{name}", per.get(name, Tally())))
         out[f"cost.{name}.estimate_usd"] = _round((by_metric_est.get(name) or {}).get("usd"))
-    return out
+    return {**out, **target}
+
+
+TARGET_KEYS = ("model", "variant", "calls", "cached", "prompt_tokens", "completion_tokens", "latency_ms", "usd")
+
+
+def target_keys(target: dict[str, Any] | None) -> dict[str, Any]:
+    """``target.*``: what the model under test cost to write the answers (its calls, answers found in the cache,
+    tokens, seconds of calls, USD when it has a price), apart from the judge's ``cost.*``."""
+    if not target:
+        return {}
+    return {f"target.{k}": _round(target.get(k)) if k == "usd" else target.get(k) for k in TARGET_KEYS}
 
 
 def kept_run_cost(store: Store, run_id: str) -> dict[str, Any]:
@@ -63,13 +75,25 @@ def kept_run_cost(store: Store, run_id: str) -> dict[str, Any]:
     return kept_json(store, run_id, "cost", lambda: run_cost(store, run_id))
 
 
-def cost_lines(cost: dict[str, Any], metrics: list[str]) -> list[str]:
-    """The CLI summary's cost lines (and the dashboard's captions): per run, then per metric."""
-    if not cost:
-        return []
+def _usd(v: Any) -> str:
+    return "no price given" if v is None else f"${v:,.4f}"
 
-    def usd(v: Any) -> str:
-        return "no price given" if v is None else f"${v:,.4f}"
+
+def target_line(cost: dict[str, Any]) -> list[str]:
+    """The target's own line: its answers' calls, tokens, time and USD, apart from the judge's."""
+    if "target.model" not in cost:
+        return []
+    return [f"answers by {cost['target.model']}" + (f" ({cost['target.variant']})" if cost.get("target.variant") else "")
+            + f": {_usd(cost['target.usd'])} for {cost['target.calls'] or 0:,} calls ({cost['target.cached'] or 0:,} "
+            f"answers from the cache; {cost['target.prompt_tokens'] or 0:,} prompt and {cost['target.completion_tokens'] or 0:,} "
+            f"completion tokens, {(cost['target.latency_ms'] or 0) / 1000:.1f} s of calls), apart from the judge's"]
+
+
+def cost_lines(cost: dict[str, Any], metrics: list[str]) -> list[str]:
+    """The CLI summary's cost lines (and the dashboard's captions): per run, then per metric, then the target's."""
+    if "cost.usd" not in cost:
+        return target_line(cost)
+    usd = _usd
 
     share = cost.get("cost.cached_share")
     lines = [f"cost: {usd(cost['cost.usd'])} for {cost['cost.billed_calls']:,} billed judge calls "
@@ -85,4 +109,4 @@ def cost_lines(cost: dict[str, Any], metrics: list[str]) -> list[str]:
             lines.append(f"  {m}: {usd(cost[f'cost.{m}.usd'])} ({cost[f'cost.{m}.billed_calls']:,} calls"
                          + (f", estimated {usd(cost[f'cost.{m}.estimate_usd'])}" if cost.get(f"cost.{m}.estimate_usd")
                             is not None else "") + ")")
-    return lines
+    return lines + target_line(cost)

@@ -61,9 +61,11 @@ def _pairs(base: RunResults, other: RunResults, name: str) -> np.ndarray:
     return np.flatnonzero((vb >= 0) & (vo >= 0))
 
 
-def paired_differences(base: RunResults, other: RunResults, label: str = "the candidate") -> list[dict[str, Any]]:
+def paired_differences(base: RunResults, other: RunResults, label: str = "the candidate",
+                       base_label: str = "the baseline") -> list[dict[str, Any]]:
     """Per metric both runs have: the change in its pass (or defect) rate and in its mean score, each with a
-    95% interval, a p-value, the rows needed to see a change that size (80% power) and a sentence."""
+    95% interval, a p-value, the rows needed to see a change that size (80% power) and a sentence (naming the
+    two runs ``label`` and ``base_label``)."""
     names = {s.name for s in other.specs}
     out = []
     for spec in base.specs:
@@ -81,7 +83,7 @@ def paired_differences(base: RunResults, other: RunResults, label: str = "the ca
         if spec.kind in ("score", "wb_score") or (spec.kind != "label" and not defect):
             rec["mean"] = paired_difference(base.values(spec.name)[rows], other.values(spec.name)[rows], binary=False,
                                             rounds=rounds_for(len(rows), 2e7, 2000))
-        rec["sentence"] = sentence(spec.name, rec["measure"], rate, label, rules)
+        rec["sentence"] = sentence(spec.name, rec["measure"], rate, label, rules, base=base_label)
         out.append(rec)
     return out
 

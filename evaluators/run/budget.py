@@ -117,7 +117,8 @@ def make_budget(spec: Any, spent_before: float) -> Budget | None:
     price = price_for(spec.judge.model, spec.prices)
     if price is None:  # (refused when the run was prepared; a price table edited since leaves none)
         return None
-    return Budget(float(spec.budget), price, spec.judge.model, batch=spec.batch, spent=spent_before)
+    target_usd = float((spec.target or {}).get("usd") or 0.0)  # the budget covers the target's answers too
+    return Budget(float(spec.budget), price, spec.judge.model, batch=spec.batch, spent=spent_before + target_usd)
 
 
 class BudgetSection:

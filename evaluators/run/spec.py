@@ -42,6 +42,9 @@ class RunSpec:
             change the numbers: they are not in the fingerprint, and a resume may change them.
         definitions: metric -> the definition of a metric defined in a file or saved in the store, recorded
             when the run is prepared (:meth:`read_templates`): the run is read and resumed with that version.
+        target: where the answers came from when a model under test wrote them (its model, URL, prompt's digest,
+            variant name, experiment, and what answering cost: calls, tokens, latency, USD), reported apart from
+            the judge's; its USD counts against ``budget``. Not in the fingerprint: the answers are the data.
     """
 
     metrics: list[str]
@@ -58,6 +61,7 @@ class RunSpec:
     batch_retry: str = "batch"  # requests a batch left unanswered go in a new batch, or ("direct") as direct calls
     estimate: dict[str, Any] | None = None
     definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    target: dict[str, Any] | None = None
 
     def jurors(self) -> list[JudgeConfig]:
         """Every judge asked each task: the run's judge, then the jury's (just the judge without a jury)."""
@@ -85,7 +89,8 @@ class RunSpec:
                 **({"budget": self.budget} if self.budget is not None else {}),
                 **({"batch": True} if self.batch else {}), **({"estimate": self.estimate} if self.estimate else {}),
                 **({"batch_retry": self.batch_retry} if self.batch and self.batch_retry != "batch" else {}),
-                **({"definitions": dict(self.definitions)} if self.definitions else {})}
+                **({"definitions": dict(self.definitions)} if self.definitions else {}),
+                **({"target": dict(self.target)} if self.target else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSpec":
@@ -96,7 +101,7 @@ class RunSpec:
                    jury=[JudgeConfig.from_dict(j) for j in d.get("jury") or []],
                    prices=dict(d.get("prices") or {}), budget=d.get("budget"), batch=bool(d.get("batch")),
                    estimate=d.get("estimate"), batch_retry=d.get("batch_retry") or "batch",
-                   definitions=dict(d.get("definitions") or {}))
+                   definitions=dict(d.get("definitions") or {}), target=d.get("target"))
 
     def read_templates(self) -> None:
         """Read each user template's text now (a missing file is an error, never a built-in's fallback)."""

@@ -72,12 +72,13 @@ class TargetUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    usd: float | None = None  # with a price: what the calls cost
     failed: dict[int, str] = field(default_factory=dict)  # row index -> the error
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "cached": self.cached, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "latency_ms": round(self.latency_ms, 1),
-                "failed_rows": len(self.failed)}
+                "usd": None if self.usd is None else round(self.usd, 6), "failed_rows": len(self.failed)}
 
 
 def question_rows(path: str | Path, column_mapping: Mapping[str, str] | None = None) -> tuple[list[dict], dict]:
@@ -110,9 +111,14 @@ def question_rows(path: str | Path, column_mapping: Mapping[str, str] | None = N
 
 
 def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: Target, api_key: str | None = None,
-                on_progress: Callable[[int, int], None] | None = None) -> TargetUsage:
+                on_progress: Callable[[int, int], None] | None = None, price: Any = None,
+                budget: float | None = None) -> TargetUsage:
     """Put the target's answer to every row in its ``response`` (in place), each asked once (the store's call
-    cache). A row the target could not answer keeps no answer and is in ``failed``; the others are kept."""
+    cache). A row the target could not answer keeps no answer and is in ``failed``; the others are kept.
+
+    With ``price`` (a :class:`evaluators.judge.prices.Price`) the calls' cost is summed; with ``budget`` too (USD)
+    a call that could take it past the budget is not sent (calls in flight counted at their estimate: the
+    prompt's characters / 4 and the whole ``max_tokens``), and its row is in ``failed`` saying so."""
     from evaluators.judge.client import JudgeClient, JudgeError
 
     identity = target.identity()
@@ -122,7 +128,8 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
         blob = json.dumps([msgs, identity, "target"], sort_keys=True, ensure_ascii=False)
         asks.append((msgs, hashlib.sha256(blob.encode()).hexdigest()))
     hits = store.cache_get_many([k for _, k in asks])
-    usage = TargetUsage()
+    usage = TargetUsage(usd=0.0 if price is not None else None)
+    in_flight = [0.0]
     todo = []
     for i, (msgs, key) in enumerate(asks):
         if key in hits:
@@ -138,12 +145,24 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
 
         async def ask(i: int, msgs: list[dict], key: str) -> None:
             async with sem:
+                est = 0.0
+                if price is not None and budget is not None:
+                    est = price.cost(len(json.dumps(msgs, ensure_ascii=False)) // 4, target.config.max_tokens)
+                    if usage.usd + in_flight[0] + est > budget:
+                        usage.failed[i] = (f"budget: this answer could take the target's calls past the budget of "
+                                           f"${budget:.4f} (spent ${usage.usd:.4f})")
+                        return
+                in_flight[0] += est
                 try:
                     reply = await client.complete(msgs)
                 except JudgeError as e:
                     usage.failed[i] = str(e)
                     return
+                finally:
+                    in_flight[0] -= est
             records[i]["response"] = reply.text
+            if price is not None:
+                usage.usd += price.cost(reply.prompt_tokens or 0, reply.completion_tokens or 0)
             usage.calls += 1
             usage.prompt_tokens += reply.prompt_tokens or 0
             usage.completion_tokens += reply.completion_tokens or 0
@@ -164,3 +183,48 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
     if todo:
         asyncio.run(run())
     return usage
+
+
+def call_rows(records: list[dict], fn: Callable[..., Any], where: str = "the target") -> None:
+    """Answer each row with a Python function, as the Azure SDK's ``target``: called with the row's columns its
+    parameters name (all of them for ``**kwargs``); the keys of the dict it returns become columns
+    ``target.<key>`` (in place). Not cached: a function's answers are whatever it returns today."""
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    for i, rec in enumerate(records):
+        try:
+            got = fn(**(rec if takes_all else {k: v for k, v in rec.items() if k in params}))
+        except Exception as e:  # noqa: BLE001 — the user's code: its failure named by row, not a traceback
+            raise UsageError(f"{where} failed on row {i + 1}: {type(e).__name__}: {e}") from None
+        if not isinstance(got, Mapping):
+            raise UsageError(f"{where} returned {type(got).__name__} for row {i + 1}: it must return a dict "
+                             "(its keys become columns target.<key>)")
+        rec.update({f"target.{k}": v for k, v in got.items()})
+
+
+def load_callback(ref: str) -> Callable[..., Any]:
+    """``module:function`` (the module importable from the working directory or the path) -> the function."""
+    import importlib
+    import sys
+
+    module, sep, name = ref.partition(":")
+    if not sep or not module or not name:
+        raise UsageError(f"--target-callback {ref!r}: give MODULE:FUNCTION, e.g. my_app:answer")
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # the working directory, as `python -m` would have it
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except Exception as e:  # noqa: BLE001 — an import error of the user's module, said in one line
+        raise UsageError(f"--target-callback {ref}: cannot load it ({type(e).__name__}: {e})") from None
+    if not callable(fn):
+        raise UsageError(f"--target-callback {ref}: {name} is not a function")
+    return fn
+
+
+def target_facts(target: Target, usage: TargetUsage, experiment: str | None = None) -> dict[str, Any]:
+    """What a run keeps of the target that wrote its answers (:attr:`evaluators.run.spec.RunSpec.target`): never
+    its key."""
+    return {"model": target.config.model, "base_url": target.config.base_url, "variant": target.name or None,
+            "experiment": experiment, "system": target.system, "identity": target.identity(), **usage.as_dict()}
