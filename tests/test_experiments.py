@@ -182,3 +182,25 @@ def test_the_dashboard_answers_a_questions_only_dataset_and_compare_names_the_tw
     # the same questions, prompt and model again: every answer from the store's cache, no call
     _answer_in_dashboard(did, target.url, "A")
     assert len(target.calls) == 10
+
+
+def test_submit_answers_each_variant_here_then_queues_it_with_its_answers(tmp_path, target, postgres):
+    """submit --target-*: the submitting machine asks the target (a queue worker never holds its key), stores each
+    variant's answered rows and queues its run, named and carrying the target's facts; nothing is left on disk."""
+    from evaluators.store.store import Store
+    from tests.test_queue import cli
+
+    url = postgres.new_database()
+    data = _files(tmp_path)
+    p = cli("submit", data, "--metrics", "f1_score", "--target-base-url", target.url, "--target-model", "app",
+            "--target-prompt", tmp_path / "A.md", "--target-prompt", tmp_path / "B.md", "--experiment", "colours",
+            url=url, TMPDIR=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("queued run ") == 2 and len(target.calls) == 10
+    store = Store(url)
+    for run in store.list_runs():
+        variant = run["spec"]["target"]["variant"]
+        assert run["name"] == f"colours · {variant}" and run["status"] == "queued"
+        answers = [r["response"] for r in store.get_dataset(run["dataset_id"]).records]
+        assert answers == [q["ideal"] if k in RIGHT[variant] else "no idea" for k, q in enumerate(QUESTIONS)]
+    assert not list(tmp_path.glob("evals-answers-*"))  # the answers' folder went with the submit

@@ -50,6 +50,7 @@ def cmd_submit(a) -> int:
 
         from evaluators.cli import experiment
 
+        a.quiet = False  # (submit says what it does)
         with tempfile.TemporaryDirectory(prefix="evals-answers-") as a.out:
             return experiment.run(a, metrics, _submit_data, compare=False)
     return _submit_data(a, metrics)
