@@ -49,10 +49,12 @@ def cost_panel(run: dict) -> None:
     cost = loaders.run_cost(run)
     if not cost:
         return
-    title = (f"Cost: {_usd(cost['cost.usd'])}" + (" · Batch API" if cost.get("cost.batch") else "")) \
-        if "cost.usd" in cost else "Cost of the answers"
-    if "target.model" in cost:
-        title += f" · answers by {cost['target.model']} apart"
+    title = (f"Cost: {_usd(cost['cost.usd'])}" + (" · Batch API" if cost.get("cost.batch") else "")
+             if "cost.usd" in cost else "Cost")
+    if "target.model" in cost:  # the model under test's answers, apart from the judge's calls
+        spent = (_usd(cost["target.usd"]) if cost.get("target.usd") is not None else
+                 f"{(cost['target.prompt_tokens'] or 0) + (cost['target.completion_tokens'] or 0):,} tokens")
+        title += f" · answers by {literal(cost['target.model'])}: {spent}"
     with st.expander(title, expanded=False):
         for line in cost_lines(cost, run["spec"]["metrics"]):
             st.caption(literal(line.strip()))
