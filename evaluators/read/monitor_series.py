@@ -12,6 +12,7 @@ from sqlalchemy import case, func, literal, select
 from evaluators.core.registry import get_metric
 from evaluators.core.scales import reports_defects
 from evaluators.core.stats import wilson
+from evaluators.read.monitor_traffic import Slice
 from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
 from evaluators.store.schema import ResultRow
 from evaluators.store.traces import MonitorTraceRow
@@ -22,12 +23,13 @@ MAX_WINDOWS = 2_000  # a range cut into more windows than this is refused (its c
 
 
 def rate_series(store, project: str, rule: str, version: int | None, metric: str, since_ns: int, until_ns: int,
-                window_s: int, min_n: int = MIN_N) -> dict[str, Any]:
+                window_s: int, min_n: int = MIN_N, where: Slice = Slice()) -> dict[str, Any]:
     """The metric's rate per window in [since_ns, until_ns) (nanoseconds since the epoch).
 
     The rate is the defect rate (the share not passing) for a risk and safety metric, else the pass rate, at the
     metric's default threshold, over each window's judged traces (turn 0: a trace's row); ``version`` None: every
-    version's judgements, each window's ``changes`` saying what a version first judging in it changed.
+    version's judgements, each window's ``changes`` saying what a version first judging in it changed; ``where``:
+    the slice of traffic (a model, a service, a version: :class:`evaluators.read.monitor_traffic.Slice`).
     Returns:
         ``measure`` ("pass rate" or "defect rate"), ``threshold``, and ``points``: per window, ``start_ns``, ``n``
         judged, ``k`` passed, ``rate``, ``low``, ``high`` (None where n is 0), ``few`` (n below ``min_n``) and
@@ -49,7 +51,7 @@ def rate_series(store, project: str, rule: str, version: int | None, metric: str
          .join(r, (r.run_id == d.run_id) & (r.row_idx == d.row_idx))
          .where(d.project == project, d.rule == rule, d.decision == "judged",
                 r.metric == metric, r.turn == 0, r.status == "ok", r.value.is_not(None),
-                t.start_ns >= since_ns, t.start_ns < until_ns)
+                t.start_ns >= since_ns, t.start_ns < until_ns, *where.conditions(t))
          .group_by(window, d.rule_version))
     counts: dict[int, tuple[int, int]] = {}
     versions: dict[int, dict[int, tuple[int, int]]] = {}  # window -> version -> (n, k)
@@ -114,7 +116,7 @@ def _weighted(by_version: dict[int, tuple[int, int]], settings: dict, defect: bo
 
 
 def compare_periods(store, project: str, rule: str, metric: str, before: tuple[int, int], after: tuple[int, int],
-                    labels: tuple[str, str] = ("last week", "this week")) -> dict[str, Any]:
+                    labels: tuple[str, str] = ("last week", "this week"), where: Slice = Slice()) -> dict[str, Any]:
     """The metric's rate (as :func:`rate_series`: every version of the rule) in two periods of event time, each
     [since_ns, until_ns), and how ``after``'s differs from ``before``'s: the difference with its 95% interval
     (Newcombe's, from the two Wilson intervals), the two-sided p-value of the two-proportion z-test, said in the
@@ -127,13 +129,13 @@ def compare_periods(store, project: str, rule: str, metric: str, before: tuple[i
     length = before[1] - before[0]
     if before[1] == after[0] and after[1] - after[0] == length and length % 1_000_000_000 == 0:
         # adjacent periods of one length (this week and the last): one read, two windows
-        got = rate_series(store, project, rule, None, metric, before[0], after[1], length // 10**9, 1)["points"]
+        got = rate_series(store, project, rule, None, metric, before[0], after[1], length // 10**9, 1, where)["points"]
     else:
         got = []
         for since_ns, until_ns in (before, after):
             width_s = max(1, -(-(until_ns - since_ns) // 1_000_000_000))  # one window: the whole period
             got += rate_series(store, project, rule, None, metric, since_ns, since_ns + width_s * 10**9, width_s,
-                               1)["points"]
+                               1, where)["points"]
     measure = "defect rate" if reports_defects(get_metric(metric)) else "pass rate"
     (a, b), d = got, None
     if a["n"] and b["n"]:

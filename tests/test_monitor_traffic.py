@@ -1,0 +1,104 @@
+"""Traffic over time on the Monitoring page (issue 32): per window of the traces' own start times, traces, errors,
+mean latency, tokens and a rule's decisions, counted in the database; a window with no trace is 0 traces and no
+mean, never a mean of 0; a slice (model, service, deployed version) applied to the rates as well; and a change of
+service.version read as a deploy, its before and after compared with the Monitoring page's sentence. Every
+expected figure is computed here from what the test planted; the two-proportion test is statsmodels'."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+pytestmark = pytest.mark.both_stores
+HOUR = 3600 * 10**9
+T0 = 1_764_000_000 * 10**9  # a whole hour
+# (hour, model, version, latency ms, tokens, error, coherence) of each planted trace: v1 in hours 0-1, v2 in 2-3;
+# v2's answers are worse (coherence 2 fails at >= 3)
+PLANTED = ([(0, "gpt-a", "v1", 100 + 10 * i, 50, False, 4.0) for i in range(40)]
+           + [(1, "gpt-b", "v1", 300, 80, i < 3, 4.0 if i < 36 else 2.0) for i in range(40)]
+           + [(2, "gpt-a", "v2", 200, 60, False, 4.0 if i < 20 else 2.0) for i in range(40)]
+           + [(3, "gpt-a", "v2", 200, 60, False, 4.0 if i < 24 else 2.0) for i in range(40)])
+
+
+def _plant(store, tmp_path) -> None:
+    from evaluators import load_dataset
+    from evaluators.store.schema import Result
+
+    store.ensure_monitor_project("shop")
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(f'{{"query": "q{i}", "response": "r{i}"}}\n' for i in range(len(PLANTED))))
+    run_id = store.create_run(store.save_dataset(load_dataset(data)), {"metrics": ["coherence"]}, "h", "monitor")
+    store.write_results(run_id, [Result(row_idx=i, metric="coherence", turn=0, status="ok", value=p[6],
+                                        outputs={"coherence": p[6]}) for i, p in enumerate(PLANTED)])
+    store.add_monitor_rule("shop", "quality", ["coherence"], 1.0, None)
+    decisions = []
+    for i, (hour, model, version, latency, tokens, error, _) in enumerate(PLANTED):
+        tid = hashlib.md5(f"t{i}".encode()).hexdigest()
+        start = T0 + hour * HOUR + (i * 7919 % 3600) * 10**9
+        store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "", "name": "chat",
+                                          "start_ns": start, "end_ns": start + 10**9}])
+        facts = {"model": model, "service_name": "shop-api", "latency_ms": latency, "tokens": tokens, "error": error,
+                 "attributes": {"service.version": version}}
+        assert store.save_mapped_trace("shop", tid, 1, fields={"query": "q", "response": "r"}, sources={},
+                                       content=True, hint="", conversation_key=None, completeness="complete",
+                                       facts=facts)
+        decisions.append({"trace_id": tid, "decision": "judged" if i % 4 else "sampled_out", "run_id": run_id,
+                          "row_idx": i})
+    store.save_decisions("shop", "quality", 1, decisions)
+
+
+def test_traffic_per_window_counts_latency_tokens_errors_and_decisions_with_gaps_never_zero(store, tmp_path):
+    from evaluators.read.monitor_traffic import traffic_series
+
+    _plant(store, tmp_path)
+    got = traffic_series(store, "shop", T0, T0 + 5 * HOUR, 3600, rule="quality")
+    assert [p["traces"] for p in got] == [40, 40, 40, 40, 0]
+    assert got[0]["latency_ms"] == pytest.approx(sum(100 + 10 * i for i in range(40)) / 40)  # 295
+    assert [p["tokens"] for p in got[:4]] == [40 * 50, 40 * 80, 40 * 60, 40 * 60]
+    assert [p["errors"] for p in got] == [0, 3, 0, 0, 0]
+    assert got[0]["decisions"]["judged"] == 30 and got[0]["decisions"]["sampled_out"] == 10  # i % 4 == 0 sampled out
+    assert got[4]["latency_ms"] is None and got[4]["tokens_mean"] is None  # an empty hour: a gap
+    with pytest.raises(ValueError, match="more than 2,000 windows"):
+        traffic_series(store, "shop", T0, T0 + 90 * 24 * HOUR, 300)
+
+
+def test_a_slice_applies_to_traffic_and_rates_and_the_pickers_offer_what_the_range_carries(store, tmp_path):
+    from evaluators.read.monitor_series import rate_series
+    from evaluators.read.monitor_traffic import Slice, slice_values, traffic_series
+
+    _plant(store, tmp_path)
+    assert slice_values(store, "shop", T0, T0 + 4 * HOUR) == {"model": ["gpt-a", "gpt-b"], "service": ["shop-api"],
+                                                            "version": ["v1", "v2"]}
+    only_b = Slice(model="gpt-b")
+    assert [p["traces"] for p in traffic_series(store, "shop", T0, T0 + 4 * HOUR, 3600, where=only_b)] == [0, 40, 0, 0]
+    points = rate_series(store, "shop", "quality", None, "coherence", T0, T0 + 4 * HOUR, 3600, 1, only_b)["points"]
+    # hour 1's judged traces (i % 4 != 0: 30 of 40); of those, passing: coherence 4 for i < 36
+    judged = [i for i in range(40) if (40 + i) % 4]
+    assert (points[1]["n"], points[1]["k"]) == (len(judged), sum(1 for i in judged if i < 36))
+    assert points[0]["n"] == points[2]["n"] == 0
+
+
+def test_a_change_of_service_version_is_a_deploy_and_before_and_after_are_compared(store, tmp_path):
+    from statsmodels.stats.proportion import test_proportions_2indep
+
+    from evaluators.read.monitor_series import compare_periods
+    from evaluators.read.monitor_traffic import around_deploy, deploys
+
+    _plant(store, tmp_path)
+    found = deploys(store, "shop", T0, T0 + 4 * HOUR)
+    assert [(d["version"], d["traces"]) for d in found] == [("v1", 80), ("v2", 80)]
+    before, after = around_deploy(found, "v2", T0 + 4 * HOUR)
+    assert after[0] == found[1]["first_ns"] and before[1] == after[0] and before[1] - before[0] == after[1] - after[0]
+    with pytest.raises(ValueError, match="no before"):
+        around_deploy(found, "v1", T0 + 4 * HOUR)
+    got = compare_periods(store, "shop", "quality", "coherence", before, after, ("before v2", "since v2"))
+    a, b = got["before"], got["after"]
+    # by hand, over the planted judged traces whose start falls in each period
+    starts = {i: T0 + p[0] * HOUR + (i * 7919 % 3600) * 10**9 for i, p in enumerate(PLANTED)}
+    for period, point in ((before, a), (after, b)):
+        inside = [i for i in range(len(PLANTED)) if i % 4 and period[0] <= starts[i] < period[1]]
+        assert (point["n"], point["k"]) == (len(inside), sum(PLANTED[i][6] >= 3 for i in inside))
+    ref = test_proportions_2indep(b["k"], b["n"], a["k"], a["n"], method="score", compare="diff",
+                                  correction=False)
+    assert got["difference"].p_value == pytest.approx(ref.pvalue, rel=1e-6)
+    assert got["sentence"].startswith("since v2's pass rate on coherence is")
