@@ -20,7 +20,7 @@ PLANTED = ([(0, "gpt-a", "v1", 100 + 10 * i, 50, False, 4.0) for i in range(40)]
            + [(3, "gpt-a", "v2", 200, 60, False, 4.0 if i < 24 else 2.0) for i in range(40)])
 
 
-def _plant(store, tmp_path) -> None:
+def _plant(store, tmp_path, t0: int = T0) -> None:
     from evaluators import load_dataset
     from evaluators.store.schema import Result
 
@@ -34,7 +34,7 @@ def _plant(store, tmp_path) -> None:
     decisions = []
     for i, (hour, model, version, latency, tokens, error, _) in enumerate(PLANTED):
         tid = hashlib.md5(f"t{i}".encode()).hexdigest()
-        start = T0 + hour * HOUR + (i * 7919 % 3600) * 10**9
+        start = t0 + hour * HOUR + (i * 7919 % 3600) * 10**9
         store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "", "name": "chat",
                                           "start_ns": start, "end_ns": start + 10**9}])
         facts = {"model": model, "service_name": "shop-api", "latency_ms": latency, "tokens": tokens, "error": error,
@@ -102,3 +102,51 @@ def test_a_change_of_service_version_is_a_deploy_and_before_and_after_are_compar
                                   correction=False)
     assert got["difference"].p_value == pytest.approx(ref.pvalue, rel=1e-6)
     assert got["sentence"].startswith("since v2's pass rate on coherence is")
+
+
+def test_the_page_shows_traffic_slices_a_clicked_window_s_traces_and_a_deploy_compared(home_store, tmp_path,
+                                                                                     fresh_caches):
+    import json
+    import time
+
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    from tests.apptest import app
+
+    t0 = (int(time.time()) // 3600 - 6) * 3600 * 10**9  # six hours ago, on the hour: inside "last 24 hours"
+    _plant(home_store, tmp_path, t0)
+
+    def chart(at, word):
+        [c] = [c for c in at.get("vega_lite_chart") if word in json.loads(c.proto.spec).get("title", "")]
+        return convert_arrow_bytes_to_pandas_df(c.proto.data.data)
+
+    at = app("pages/monitoring.py", project="shop")
+    frame = chart(at, "traces per 1 hour")
+    shown = {int(r["start_ns"]): (r["traces"], r["judged"]) for r in frame.to_dict("records") if r["traces"]}
+    assert shown == {t0 + h * HOUR: (40, 30) for h in range(4)}  # 40 an hour, 3 of 4 judged (i % 4 != 0)
+    text = " ".join(c.value for c in at.caption)
+    assert "160 traces in the range by their start time, 120 judged, 3 with an error" in text
+    at.selectbox(key="slice_model").set_value("gpt-b").run()  # one model: traffic and rates narrowed alike
+    assert {int(r["start_ns"]): r["traces"] for r in chart(at, "traces per").to_dict("records") if r["traces"]} == \
+        {t0 + HOUR: 40}
+    assert "Every figure below is of the traces of model gpt-b." in " ".join(c.value for c in at.caption)
+    # a bar clicked: its window in the URL, the trace list keeps the traces that arrived in it (here: all, as the
+    # test stored them now; so the window of "now" is picked, holding the 160)
+    now_ns = int(time.time()) // 3600 * 3600 * 10**9
+    at = window(app, now_ns)
+    assert any("The traces that arrived from" in c.value for c in at.caption)
+    assert any(d.value.shape[0] == 50 for d in at.dataframe if "trace" in d.value.columns)  # a page of 50
+    at = window(app, now_ns - 3 * HOUR)
+    assert any("No trace matches." in i.value for i in at.info)
+    at.toggle(key="deploys").set_value(True).run()
+    said = [t.value for t in at.text if "since version v2" in t.value]
+    assert said and "since v2's pass rate on coherence is" in said[0] and "lower than before v2's" in said[0]
+
+
+def window(app, start_ns: int):
+    """The Monitoring page with a traffic bar's window in its URL (``at`` is also app()'s own argument's name)."""
+    at = app("pages/monitoring.py", project="shop")
+    at.query_params.update({"at": str(start_ns), "at_w": "3600"})
+    at.run()
+    assert not at.exception
+    return at

@@ -552,43 +552,6 @@ def trace_detail(project: str, trace_id: str) -> dict | None:
     return _trace_detail(store().url, project, trace_id)
 
 
-@st.cache_data(ttl=30, show_spinner=False, max_entries=32)
-def _rate_series(url: str, project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int,
-                 window_s: int, min_n: int) -> dict:
-    from evaluators.read.monitor_series import rate_series as series
-
-    return series(store(), project, rule, version, metric, since_ns, until_ns, window_s, min_n)
-
-
-def rate_series(project: str, rule: str, version: int, metric: str, since_ns: int, until_ns: int, window_s: int,
-                min_n: int) -> dict:
-    """A rule's metric per window (``evaluators.read.monitor_series.rate_series``), read again every 30 s."""
-    return _rate_series(store().url, project, rule, version, metric, since_ns, until_ns, window_s, min_n)
-
-
-@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
-def _compare_periods(url: str, project: str, rule: str, metric: str, before: tuple, after: tuple) -> dict:
-    from evaluators.read.monitor_series import compare_periods as compare
-
-    return compare(store(), project, rule, metric, before, after)
-
-
-def compare_periods(project: str, rule: str, metric: str, before: tuple, after: tuple) -> dict:
-    """A rule's metric in two periods compared (``evaluators.read.monitor_series.compare_periods``), every 30 s."""
-    return _compare_periods(store().url, project, rule, metric, before, after)
-
-
-@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
-def _reviewed_series(url: str, project: str, rule: str, metric: str, since_ns: int, until_ns: int, window_s: int) -> dict:
-    from evaluators.read.monitor_reviewed import reviewed_series as reviewed
-    return reviewed(store(), project, rule, metric, since_ns, until_ns, window_s)
-
-
-def reviewed_series(project: str, rule: str, metric: str, since_ns: int, until_ns: int, window_s: int) -> dict:
-    """Per reviewed window, agreement and the review-corrected rate (``evaluators.read.monitor_reviewed``), every 30 s."""
-    return _reviewed_series(store().url, project, rule, metric, since_ns, until_ns, window_s)
-
-
 def save_monitor_rule(project: str, name: str, metrics: list[str], sample_rate: float, judge: dict,
                       key_env: str | None, **limits) -> int:
     """The Monitoring page's form: ``evaluators.monitor.rules.add_rule`` (checked as ``monitor rule add`` checks it),

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.read.monitor_series import MIN_N, WINDOWS, scope_note, series_chart
-from ui import loaders, monitor_review, state
+from ui import loaders_monitor, monitor_review, monitor_traffic, state
 from ui.widgets import table
 
 RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
@@ -16,28 +16,41 @@ RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 
 
 
 def rates(project: str, rules: list[dict]) -> None:
-    """Pickers (in the URL) for a rule's metric, the range, the window and min n; then its chart."""
+    """Pickers (in the URL) for a rule's metric, the range, the window and min n, and the slice of traffic; then the
+    traffic per window, the rule's rate with its intervals, its reviews, and two periods compared."""
     options = [f"{r['name']} · {m}" for r in rules for m in r["metrics"]]
-    if not options:
-        st.caption("A rule's judged traces show here as rates over time.")
-        return
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
-    picked = c1.selectbox("Rule · metric", options, key="series", bind=state.URL)
+    picked = c1.selectbox("Rule · metric", options, key="series", bind=state.URL) if options else None
     span = c2.selectbox("Range", list(RANGES), index=1, key="series_range", bind=state.URL)
     window = c3.selectbox("Window", list(WINDOWS), index=2, key="window", bind=state.URL)
     min_n = int(c4.number_input("Min n", min_value=1, max_value=100_000, value=MIN_N, key="min_n", bind=state.URL))
-    name, metric = picked.split(" · ", 1)
-    rule = next(r for r in rules if r["name"] == name)
     width = WINDOWS[window]
     now = int(dt.datetime.now(dt.timezone.utc).timestamp())
     until = (now // width + 1) * width  # the current window's end: a minute's reruns share one cached read
+    since_ns, until_ns = (until - RANGES[span]) * 10**9, until * 10**9
+    where = monitor_traffic.slice_picker(project, since_ns, until_ns)
+    name, metric = picked.split(" · ", 1) if picked else (None, None)
+    monitor_traffic.traffic(project, name, since_ns, until_ns, width, window, where)
+    if picked is None:
+        st.caption("A rule's judged traces show here as rates over time.")
+        return
+    rule = next(r for r in rules if r["name"] == name)
     try:
         # None: every version of the rule, each change marked where the next version starts judging
-        series = loaders.rate_series(project, rule["name"], None, metric, (until - RANGES[span]) * 10**9,
-                                     until * 10**9, width, min_n)
+        series = loaders_monitor.rate_series(project, rule["name"], None, metric, since_ns, until_ns, width, min_n,
+                                             where)
     except ValueError as e:
         st.warning(str(e))
         return
+    rate_chart(series, rule, metric, window, min_n)
+    reviewed_windows(series, loaders_monitor.reviewed_series(project, rule["name"], metric, since_ns, until_ns, width))
+    with st.expander("Review a sample of production", icon=":material/rate_review:"):
+        monitor_review.review_sample(project, rule["name"], metric, since_ns, until_ns, width)
+    periods(project, rule, metric, until, since_ns, until_ns, where)
+
+
+def rate_chart(series: dict, rule: dict, metric: str, window: str, min_n: int) -> None:
+    """The rate per window with its band, counts, hollow points under min n and the rule's changes, then in words."""
     judged = sum(p["n"] for p in series["points"])
     st.vega_lite_chart(series_chart(series, f"{metric}: {series['measure']} per {window} "
                                             f"(rule {rule['name']!r}, now version {rule['version']})"),
@@ -48,16 +61,19 @@ def rates(project: str, rules: list[dict]) -> None:
                f"version of the rule starts judging, with what it changed.")
     if scope_note(series):
         st.caption(f"Note: {scope_note(series)}.")
-    since_ns, until_ns = (until - RANGES[span]) * 10**9, until * 10**9
-    reviewed_windows(series, loaders.reviewed_series(project, rule["name"], metric, since_ns, until_ns, width))
-    with st.expander("Review a sample of production", icon=":material/rate_review:"):
-        monitor_review.review_sample(project, rule["name"], metric, since_ns, until_ns, width)
+
+
+def periods(project: str, rule: dict, metric: str, until: int, since_ns: int, until_ns: int, where) -> None:
+    """This week against last, and a deploy against the time before it, each on demand (a second read)."""
     # on demand (a second read of two weeks: the page's first open stays within its target on a million traces)
     if st.toggle("Compare this week with last", key="weeks", bind=state.URL):
         week = 7 * 86_400 * 10**9  # this week (the last 7 days, to the current window's end) against the 7 before
-        got = loaders.compare_periods(project, rule["name"], metric, (until * 10**9 - 2 * week, until * 10**9 - week),
-                                      (until * 10**9 - week, until * 10**9))
+        got = loaders_monitor.compare_periods(project, rule["name"], metric,
+                                              (until * 10**9 - 2 * week, until * 10**9 - week),
+                                              (until * 10**9 - week, until * 10**9), where=where)
         st.text(f"This week against last: {got['sentence']}")
+    if st.toggle("Compare before and after a deploy", key="deploys", bind=state.URL):
+        monitor_traffic.deploy(project, rule, metric, since_ns, until_ns, where)
 
 
 def reviewed_windows(series: dict, reviewed: dict) -> None:

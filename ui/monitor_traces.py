@@ -41,11 +41,32 @@ def filters(rules: list[dict]) -> TraceFilter:
         name, picked = decision.rsplit(": ", 1)
         rule = next(r for r in rules if r["name"] == name)
         rule, version = rule["name"], rule["version"]
-    start = None
+    start = end = None
     if RANGES[since] is not None:  # to the minute, so a page is cached for a minute's reruns, not one
         start = utcnow().replace(second=0, microsecond=0) - RANGES[since]
-    return TraceFilter(since=start, state=None if shown == ANY else shown, rule=rule, rule_version=version,
+    window = picked_window()
+    if window is not None:  # a bar of the traffic chart: that window's traces (by arrival, as the list is ordered)
+        start, end = window
+        st.caption(f"The traces that arrived from {_when(start)} to {_when(end)} UTC (the window picked on the traffic "
+                   "chart; a trace arrives with its spans, seconds after it starts, later for a late batch).")
+        if st.button("Show every window", key="monitor.all_windows"):
+            for k in ("at", "at_w", "before", "trace"):
+                st.query_params.pop(k, None)
+            st.rerun()
+    return TraceFilter(since=start, until=end, state=None if shown == ANY else shown, rule=rule, rule_version=version,
                        decision=picked, text=text or "")
+
+
+def picked_window() -> tuple[dt.datetime, dt.datetime] | None:
+    """The window a click on the traffic chart put in the URL (``at``: its start in ns, ``at_w``: its width in s)."""
+    try:
+        at, width = int(st.query_params.get("at", "")), int(st.query_params.get("at_w", ""))
+    except ValueError:
+        return None
+    if width <= 0:
+        return None
+    start = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=at // 1000)
+    return start, start + dt.timedelta(seconds=width)
 
 
 def _key(raw: str | None) -> tuple[dt.datetime, str] | None:

@@ -119,3 +119,50 @@ def around_deploy(found: list[dict[str, Any]], version: str, until_ns: int) -> t
     at, prev = found[k]["first_ns"], found[k - 1]["first_ns"]
     span = min(until_ns - at, at - prev)
     return (at - span, at), (at, at + span)
+
+
+def traffic_chart(points: list[dict[str, Any]], title: str) -> dict:
+    """A Vega-Lite chart of :func:`traffic_series`: traces per window as bars (judged ones darker, with a rule),
+    each bar a point a click picks (the selection ``pick``, by ``start_ns``: the page opens that window's traces)."""
+    import datetime as dt
+
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    values = [{"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+               "start_ns": p["start_ns"], "traces": p["traces"], "errors": p["errors"],
+               "judged": (p.get("decisions") or {}).get("judged")} for p in points]
+    x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
+    tip = [{"field": "start", "type": "temporal", "title": "window", "format": "%Y-%m-%d %H:%M"},
+           {"field": "traces", "type": "quantitative", "title": "traces"},
+           {"field": "judged", "type": "quantitative", "title": "judged"},
+           {"field": "errors", "type": "quantitative", "title": "errors"}]
+    layers = [{"params": [{"name": "pick", "select": {"type": "point", "fields": ["start_ns"]}}],
+               "mark": {"type": "bar", "color": "#9ecae9", "cursor": "pointer"},
+               "encoding": {"x": x, "y": {"field": "traces", "type": "quantitative", "title": "traces"},
+                            "tooltip": tip,
+                            "opacity": {"condition": {"param": "pick", "empty": True, "value": 1}, "value": 0.4}}}]
+    if any(v["judged"] is not None for v in values):
+        layers.append({"mark": {"type": "bar", "color": "#4c78a8"},
+                       "encoding": {"x": x, "y": {"field": "judged", "type": "quantitative"}, "tooltip": tip}})
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "width": "container",
+            "height": 160, "data": {"values": values}, "layer": layers}
+
+
+def usage_chart(points: list[dict[str, Any]]) -> dict:
+    """Mean latency (ms) and mean tokens a trace per window, one line each on its own axis; a window with no trace
+    leaves a gap."""
+    import datetime as dt
+
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    values = [{"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+               "latency_ms": p["latency_ms"], "tokens_mean": p["tokens_mean"]} for p in points]
+    x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
+
+    def line(field: str, title: str, color: str) -> dict:
+        return {"mark": {"type": "line", "point": True, "color": color},
+                "encoding": {"x": x, "y": {"field": field, "type": "quantitative", "title": title,
+                                           "axis": {"titleColor": color}},
+                             "tooltip": [{"field": field, "type": "quantitative", "title": title, "format": ",.0f"}]}}
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": "container", "height": 140,
+            "data": {"values": values}, "layer": [line("latency_ms", "mean latency (ms)", "#f58518"),
+                                                   line("tokens_mean", "mean tokens a trace", "#54a24b")],
+            "resolve": {"scale": {"y": "independent"}}}
