@@ -9,6 +9,7 @@ from evaluators.cli.text import say
 def rule_round(store, project: str | None, name: str | None, since: str | None = None, queued: bool = False) -> int:
     """Decide and judge for each rule asked for (``since``: also the stored traces that started at or after that time,
     a backfill; ``queued``: as a queue worker's job); returns how many rules there were."""
+    from evaluators.monitor.alerting import evaluate_alerts
     from evaluators.monitor.claims import judge_pending
     from evaluators.monitor.rules import decide
     from evaluators.monitor.serve import _ns
@@ -25,6 +26,9 @@ def rule_round(store, project: str | None, name: str | None, since: str | None =
                         if done["over_budget"] else "")
                 say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
                     f"{done['judged']:,} judged, {done['failed']:,} failed{over}", flush=True)
+        for e in evaluate_alerts(store, proj):  # the scores just judged, in event time (evaluators.monitor.alerting)
+            say(f"alert {e['rule']!r} of {proj!r} {e['change']} (#{e['id']}): {e['text']}; delivery: {e['delivery']}"
+                + (f" ({e['delivery_error']})" if e["delivery_error"] else ""), flush=True)
     return n
 
 
