@@ -167,3 +167,20 @@ def test_a_store_at_0009_is_brought_up_to_0010(store_url):
     store = Store(store_url)
     rid = store.save_alert_rule("shop", "quiet", "no_traffic_minutes", 30)
     assert store.alert_rules("shop")[0]["id"] == rid and store.alert_events("shop") == []
+
+
+def test_an_alert_rule_another_process_holds_is_left_to_it(store, tmp_path):
+    """Processes judging one project's rules at once (queue workers) evaluate each alert rule one at a time: one
+    held is skipped, so its alert fires once; a hold whose process died lapses."""
+    from evaluators.monitor.alerting import evaluate_alerts
+
+    _project(store)
+    rid = store.save_alert_rule("shop", "low", "rate_below", 0.8, metric="coherence", rule="quality")
+    _judged(store, tmp_path, [5.0] * 30 + [1.0] * 10, T0)
+    assert store.hold_alert_rule(rid, dt.timedelta(minutes=5)) is not None  # another process has it
+    assert store.hold_alert_rule(rid, dt.timedelta(minutes=5)) is None
+    assert evaluate_alerts(store, "shop") == [] and store.alert_events("shop") == []
+    store.release_alert_rule(rid)
+    assert [e["change"] for e in evaluate_alerts(store, "shop")] == ["fired"]
+    assert store.hold_alert_rule(rid, dt.timedelta(seconds=-1)) is not None  # (a hold already lapsed)
+    assert store.hold_alert_rule(rid, dt.timedelta(minutes=5)) is not None

@@ -35,6 +35,7 @@ from evaluators.monitor import alerts, webhooks
 from evaluators.store.monitor_alerts import ns_time
 
 OVERLAP = dt.timedelta(seconds=60)
+LEASE = dt.timedelta(minutes=5)  # a process holding an alert rule this long has died (an evaluation takes seconds)
 SHARE_WINDOW_NS = 3600 * 10**9
 NOT_COUNTED = ("filtered_out", "sampled_out", "pending")  # decisions not in a judged share's denominator
 
@@ -46,13 +47,19 @@ def evaluate_alerts(store, project: str, *, environ: Mapping[str, str] = os.envi
     ``alert_events`` gives them, with ``change``: "fired" or "resolved")."""
     now_ns = now_ns if now_ns is not None else time.time_ns()
     changed: list[tuple[int, str]] = []
-    for rule in store.alert_rules(project):
-        if rule["kind"] in ("rate_above", "rate_below"):
-            changed += _rate_rule(store, rule)
-        elif rule["kind"] == "judged_share_below":
-            changed += _share_rule(store, rule, now_ns)
-        else:
-            changed += _traffic_rule(store, rule, now_ns)
+    for listed in store.alert_rules(project):
+        rule = store.hold_alert_rule(listed["id"], LEASE)  # (its state as it is now, held by this process)
+        if rule is None:
+            continue  # another process is evaluating it this moment: the scores it has not read are read next round
+        try:
+            if rule["kind"] in ("rate_above", "rate_below"):
+                changed += _rate_rule(store, rule)
+            elif rule["kind"] == "judged_share_below":
+                changed += _share_rule(store, rule, now_ns)
+            else:
+                changed += _traffic_rule(store, rule, now_ns)
+        finally:
+            store.release_alert_rule(rule["id"])
     events = {e["id"]: e for e in store.alert_events(project)}
     for event_id, change in changed:
         if change == "fired":

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, select
+from sqlalchemy import (JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, or_,
+                        select, update)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
@@ -38,6 +39,7 @@ class AlertRuleRow(Base):
     secret_env: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the NAME of the secret's variable
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     state: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # the carried statistic and cursor
+    busy_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)  # a process evaluating it holds it till
     __table_args__ = (UniqueConstraint("project", "name", name="uq_monitor_alert_rules_name"),)
 
 
@@ -109,6 +111,23 @@ class MonitorAlertsMixin:
 
     def alert_rule(self, project: str, name: str) -> dict[str, Any] | None:
         return next((r for r in self.alert_rules(project) if r["name"] == name), None)
+
+    def hold_alert_rule(self, rule_id: int, lease: dt.timedelta) -> dict[str, Any] | None:
+        """Take an alert rule for one evaluation (processes judging one project's rules at once evaluate each alert
+        rule one at a time: no alert fires twice); its row as it is now, or None while another holds it (a hold
+        lapses after ``lease``, its process taken for dead)."""
+        now = utcnow()
+        a = AlertRuleRow
+        with self.session() as s:
+            took = s.execute(update(a).where(a.id == rule_id, or_(a.busy_until.is_(None), a.busy_until < now))
+                             .values(busy_until=now + lease)).rowcount
+            s.commit()
+            return _row(s.get(a, rule_id)) if took else None
+
+    def release_alert_rule(self, rule_id: int) -> None:
+        with self.session() as s:
+            s.execute(update(AlertRuleRow).where(AlertRuleRow.id == rule_id).values(busy_until=None))
+            s.commit()
 
     def save_alert_state(self, rule_id: int, state: dict[str, Any]) -> None:
         with self.session() as s:

@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("secret_env", sa.String(200), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("state", sa.JSON(), nullable=True),
+        sa.Column("busy_until", sa.DateTime(), nullable=True),
         sa.UniqueConstraint("project", "name", name="uq_monitor_alert_rules_name"),
     )
     op.create_table(
