@@ -70,7 +70,8 @@ def test_a_shift_fires_one_signed_alert_that_resolves_and_a_late_batch_lands_in_
         planted = [True] * 40 + [False] * 20  # round 1: 40 pass, then 20 fail (coherence 1 < its threshold 3)
         # (mapped in an order other than their event time: the scan reads them by start time)
         _map(store, sorted(((T0 + i * STEP, g) for i, g in enumerate(planted)), key=lambda x: -x[0]))
-        assert _main("rule", "run", "--project", "shop", *db, capsys=capsys)[0] == 0
+        code, round1, err = _main("rule", "run", "--project", "shop", *db, capsys=capsys)
+        assert code == 0, err
         # pass rate below 80%: a trace is bad when it fails, bound 0.2, p1 0.28; +log(1.4) = 0.336 a failure,
         # log(0.9) = -0.105 a pass: the 9th failure (index 48) takes the sum to 3.03 >= 3 (n = 49 >= 30)
         assert reference([not g for g in planted], 0.2) == [("fired", 48)]
@@ -82,6 +83,7 @@ def test_a_shift_fires_one_signed_alert_that_resolves_and_a_late_batch_lands_in_
         assert alert["text"] == ("coherence pass rate 0.0% [0.0, 29.9] over the last 9 judged traces, below 80% — "
                                  "since 2025-11-24 16:06 UTC")  # the excursion began at the first failure, 400 s in
         assert alert["delivery"] == "delivered"
+        assert round1.splitlines()[-1] == f"alert 'low' of 'shop' fired (#{alert['id']}): {alert['text']}; delivery: delivered"
         [(body, sig, verified)] = rx.got
         assert verified and sig == hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         sent = json.loads(body)
