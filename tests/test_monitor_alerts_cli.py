@@ -184,3 +184,19 @@ def test_an_alert_rule_another_process_holds_is_left_to_it(store, tmp_path):
     assert [e["change"] for e in evaluate_alerts(store, "shop")] == ["fired"]
     assert store.hold_alert_rule(rid, dt.timedelta(seconds=-1)) is not None  # (a hold already lapsed)
     assert store.hold_alert_rule(rid, dt.timedelta(minutes=5)) is not None
+
+
+def test_changing_what_a_rule_watches_restarts_it_and_closes_its_open_alert(store, tmp_path):
+    from evaluators.monitor.alerting import evaluate_alerts
+
+    _project(store)
+    store.save_alert_rule("shop", "low", "rate_below", 0.8, metric="coherence", rule="quality")
+    _judged(store, tmp_path, [5.0] * 30 + [1.0] * 10, T0)  # fires at the 9th failure (index 38), open
+    [e] = evaluate_alerts(store, "shop")
+    assert (e["change"], e["fired_ns"], e["resolved_ns"]) == ("fired", T0 + 38 * 10**9, None)
+    store.save_alert_rule("shop", "low", "rate_below", 0.8, metric="coherence", rule="quality")  # the same: kept
+    assert store.alert_events("shop")[0]["resolved_ns"] is None and store.alert_rule("shop", "low")["state"]
+    store.save_alert_rule("shop", "low", "rate_below", 0.5, metric="coherence", rule="quality")
+    [e] = store.alert_events("shop")
+    assert e["resolved_ns"] == T0 + 39 * 10**9 and e["text"].endswith(" (closed: its rule changed)")
+    assert store.alert_rule("shop", "low")["state"] is None

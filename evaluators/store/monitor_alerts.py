@@ -97,7 +97,14 @@ class MonitorAlertsMixin:
                 s.add(row)
             else:
                 if any(getattr(row, k) != new[k] for k in ("kind", "metric", "rule", "threshold", "min_n")):
-                    row.state = None  # another statistic: it starts afresh
+                    # another statistic: it starts afresh, and an alert the old one held open is closed, said so,
+                    # at the last trace it had read (or where it fired)
+                    last = (row.state or {}).get("last_ns")
+                    for e in s.scalars(select(AlertEventRow).where(AlertEventRow.rule_id == row.id,
+                                                                   AlertEventRow.resolved_ns.is_(None))):
+                        e.resolved_ns = max(last or e.fired_ns, e.fired_ns)
+                        e.resolved_at, e.text = ns_time(e.resolved_ns), e.text + " (closed: its rule changed)"
+                    row.state = None
                 for k, v in new.items():
                     setattr(row, k, v)
             s.commit()
