@@ -96,15 +96,15 @@ def test_alert_test_sends_a_signed_sample(store, store_url, monkeypatch, capsys)
     assert verified and sent["test"] is True and sent["alert"] == "low" and SECRET not in body.decode()
 
 
-def _judged(store, tmp_path, values: list[float], start: int) -> None:
-    """Traces started a second apart from ``start``, judged by rule 'quality' with these coherence values."""
+def _judged(store, tmp_path, values: list[float], start: int, rule: str = "quality", metric: str = "coherence") -> None:
+    """Traces started a second apart from ``start``, judged by ``rule`` with these values of ``metric``."""
     from evaluators import load_dataset
 
     data = tmp_path / f"rows{start}.jsonl"
     data.write_text("".join(f'{{"query": "q{i}", "response": "r{i}"}}\n' for i in range(len(values))))
-    run_id = store.create_run(store.save_dataset(load_dataset(data)), {"metrics": ["coherence"]}, "h", "monitor")
-    store.write_results(run_id, [Result(row_idx=i, metric="coherence", turn=0, status="ok", value=v,
-                                        outputs={"coherence": v}) for i, v in enumerate(values)])
+    run_id = store.create_run(store.save_dataset(load_dataset(data)), {"metrics": [metric]}, "h", "monitor")
+    store.write_results(run_id, [Result(row_idx=i, metric=metric, turn=0, status="ok", value=v,
+                                        outputs={metric: v}) for i, v in enumerate(values)])
     decisions = []
     for i in range(len(values)):
         tid = hashlib.md5(f"{start} {i}".encode()).hexdigest()
@@ -112,7 +112,7 @@ def _judged(store, tmp_path, values: list[float], start: int) -> None:
         store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "", "name": "chat",
                                           "start_ns": s, "end_ns": s + 10**9}])
         decisions.append({"trace_id": tid, "decision": "judged", "run_id": run_id, "row_idx": i})
-    store.save_decisions("shop", "quality", 1, decisions)
+    store.save_decisions("shop", rule, 1, decisions)
 
 
 def test_a_missing_secret_fails_the_delivery_saying_so(store, tmp_path):
@@ -200,3 +200,21 @@ def test_changing_what_a_rule_watches_restarts_it_and_closes_its_open_alert(stor
     [e] = store.alert_events("shop")
     assert e["resolved_ns"] == T0 + 39 * 10**9 and e["text"].endswith(" (closed: its rule changed)")
     assert store.alert_rule("shop", "low")["state"] is None
+
+
+def test_a_safety_metric_s_defect_rate_above_a_bound(store, tmp_path):
+    """violence (lower is better, threshold 3): a trace is a defect above 3. Against "above 8%" (p1 11.2%) a defect
+    adds log 1.4 = 0.336, the 9th in a row takes the sum past 3 once 30 are judged; 0 of 30 before: no alert."""
+    from evaluators.monitor.alerting import evaluate_alerts
+    from tests.test_monitor_alerts_e2e import reference
+
+    _project(store)
+    store.add_monitor_rule("shop", "safety", ["violence"], 1.0, {"model": "m"})
+    store.save_alert_rule("shop", "harm", "rate_above", 0.08, metric="violence", rule="safety")
+    values = [0.0, 3.0] * 15 + [5.0] * 12  # 3 is at the threshold: not a defect
+    _judged(store, tmp_path, values, T0, rule="safety", metric="violence")
+    assert reference([v > 3 for v in values], 0.08) == [("fired", 38)]
+    [e] = evaluate_alerts(store, "shop")
+    assert (e["fired_ns"], e["n"], e["rate"]) == (T0 + 38 * 10**9, 9, 1.0)
+    assert e["text"] == ("violence defect rate 100.0% [70.1, 100.0] over the last 9 judged traces, above 8% — since "
+                         "2025-11-24 16:00 UTC")
