@@ -2,7 +2,7 @@
 the traffic and each rule's decisions, the trace list and a trace opened with why it has, or has not, a score."""
 import streamlit as st
 
-from ui import monitor, monitor_rules, monitor_series, monitor_traces, widgets as w
+from ui import loaders_monitor, monitor, monitor_rules, monitor_series, monitor_traces, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -24,7 +24,7 @@ with w.guard():
     st.subheader("Rates over time")
     monitor_series.rates(project, got["rules"])
     st.subheader("Alerts")
-    monitor_series.alerts_panel(project)  # issue 32's alerts: the lead passes the project's alert history here
+    monitor_series.alerts_panel(project, loaders_monitor.alert_history(project))
     st.subheader("Traces")
     opened = monitor_traces.trace_list(project, got["rules"])
     if opened:

@@ -106,4 +106,4 @@ def test_the_page_draws_each_window_with_its_interval_n_and_hollow_under_min_n(h
     at.toggle(key="weeks").set_value(True).run()
     # all 57 judged this week, none the week before
     assert "This week against last: coherence: nothing to compare" in [t.value for t in at.text]
-    assert "Alerts of project 'shop' on these rates show here once alert rules are set." in [c.value for c in at.caption]
+    assert "No alert rule yet: python -m evaluators monitor alert add (docs: Alerts) makes one; the alerts it raises show here." in [c.value for c in at.caption]

@@ -1,6 +1,7 @@
 """The Monitoring page's cached reads over time (issue 32), beside ui/loaders.py (which is at its size limit): a
 rule's rates, two periods compared, the review-corrected windows, traffic per window, the slice pickers' values and
-the deploys, each read again every 30 s; a slice travels as (model, service, version) (a cache key)."""
+the deploys, each read again every 30 s (a slice travels as (model, service, version): a cache key); and the
+project's alert history (evaluators.read.monitor_alerts.history), read again every 5 s, and an alert acknowledged."""
 from __future__ import annotations
 
 import streamlit as st
@@ -87,3 +88,23 @@ def _deploys(url: str, project: str, since_ns: int, until_ns: int, where: tuple)
 def deploys(project: str, since_ns: int, until_ns: int, where: Slice = Slice()) -> list[dict]:
     """Each service.version of the range in the order it first appears (``evaluators.read.monitor_traffic``)."""
     return _deploys(store().url, project, since_ns, until_ns, (where.model, where.service, where.version))
+
+
+@st.cache_data(ttl=5, show_spinner=False, max_entries=32)
+def _alert_history(url: str, project: str) -> list[dict] | None:
+    from evaluators.read.monitor_alerts import history
+
+    s = store()
+    return history(s, project) if s.alert_rules(project) else None
+
+
+def alert_history(project: str) -> list[dict] | None:
+    """The project's alerts, newest first; None when it has no alert rule (the panel then says how to add one)."""
+    return _alert_history(store().url, project)
+
+
+def ack_alert(project: str, event_id: int, by: str) -> bool:
+    """Acknowledge one of the project's alerts as ``by``; the cached history dropped so it shows at once."""
+    done = store().ack_alert(project, event_id, by)
+    _alert_history.clear()
+    return done

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from evaluators.read.monitor_series import MIN_N, WINDOWS, scope_note, series_chart
-from ui import loaders_monitor, monitor_review, monitor_traffic, state
+from ui import auth, loaders_monitor, monitor_review, monitor_traffic, state
 from ui.widgets import table
 
 RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 86_400, "last 30 days": 30 * 86_400,
@@ -105,16 +105,34 @@ def reviewed_windows(series: dict, reviewed: dict) -> None:
 
 
 def alerts_panel(project: str, history: list[dict] | None = None) -> None:
-    """The Monitoring page's alerts: the slot the lead wires to the alerts engineer's history (issue 32:
-    ``history = loaders.alert_history(project)``, i.e. ``alert_history(store, project)``, newest first). Each entry
-    is shown as text in a table (whatever its keys), never as Markdown; None: no alert rules yet."""
-    if history is None:  # ALERTS SLOT: replace this None with the project's alert history once it exists
-        st.caption(f"Alerts of project {project!r} on these rates show here once alert rules are set.")
+    """The project's alerts (``ui.loaders_monitor.alert_history``, newest first): when each fired and resolved (event
+    time), the rate with its 95% interval, n, the delivery, who acknowledged it; an open one acknowledged here. Rule
+    names and texts are shown as text (table cells, ``st.text``), never as Markdown. None: no alert rules yet."""
+    if history is None:
+        st.caption("No alert rule yet: python -m evaluators monitor alert add (docs: Alerts) makes one; the alerts it "
+                   "raises show here.")
         return
     if not history:
         st.caption("No alert has fired.")
         return
-    import pandas as pd
 
-    st.dataframe(pd.DataFrame([{k: "" if v is None else str(v) for k, v in h.items()} for h in history]),
-                 hide_index=True, width="stretch")
+    def pct(e):
+        return "–" if e["rate"] is None else f"{e['rate']:.1%} [{e['low']:.1%}, {e['high']:.1%}]"
+
+    table(pd.DataFrame([{"id": e["id"], "alert": e["alert"], "condition": e["condition"], "fired": e["fired_at"],
+                         "resolved": e["resolved_at"] or "open", "rate [95% interval]": pct(e), "n": e["n"],
+                         "delivery": e["delivery"], "acknowledged by": e["acked_by"]} for e in history]))
+    for e in history[:3]:
+        st.text(f"#{e['id']} {e['text']}" + (f"  (delivery: {e['delivery_error']})" if e["delivery_error"] else ""))
+    waiting = [e for e in history if not e["acked_by"]]
+    if not waiting:
+        return
+    c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
+    picked = c1.selectbox("Alert", [e["id"] for e in waiting], key="alert_ack", format_func=lambda i: next(
+        f"#{e['id']} {e['alert']}, fired {e['fired_at']}" for e in waiting if e["id"] == i))
+    by = c2.text_input("Acknowledged by", value=auth.current_user() or "", key="alert_ack_by")
+    if c3.button("Acknowledge", key="alert_ack_go"):
+        if not by.strip():
+            st.warning("Say who acknowledges it.")
+        elif loaders_monitor.ack_alert(project, picked, by):
+            st.rerun()

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from evaluators.cli import monitor_series
+from evaluators.cli import monitor_alerts, monitor_series
 from evaluators.cli.text import say
 
 
@@ -59,6 +59,7 @@ def add_commands(sub) -> None:
     e.add_argument("--until", help="traces that started before this time")
     e.add_argument("--out", required=True, type=Path)
     monitor_series.add_command(ms)  # issue 32: monitor series
+    monitor_alerts.add_commands(ms)  # issue 32: monitor alert add|test|ack, monitor alerts
     ru = ms.add_parser("rule", help="rules that judge a project's traces: metrics, a judge, a sample rate")
     rus = ru.add_subparsers(dest="rule_command", required=True)
     ra = rus.add_parser("add", help="add a rule, or change one (a new version: each decision keeps its version)")
@@ -148,6 +149,8 @@ def cmd_monitor(a) -> int:
         return EXIT_OK
     if a.monitor_command == "rule":
         return _cmd_rule(a, store)
+    if a.monitor_command in ("alert", "alerts"):
+        return monitor_alerts.cmd(a, store)
     if a.monitor_command in ("export-otel", "review-sample"):
         from evaluators.cli import monitor_review
 

@@ -25,7 +25,19 @@ def rule_round(store, project: str | None, name: str | None, since: str | None =
                         if done["over_budget"] else "")
                 say(f"rule {rule['name']!r} v{rule['version']} of {proj!r}: {decided:,} traces decided; "
                     f"{done['judged']:,} judged, {done['failed']:,} failed{over}", flush=True)
+        alert_round(store, proj)
     return n
+
+
+def alert_round(store, project: str | None) -> None:
+    """Evaluate the alert rules of ``project`` (None: every project's) over what was just judged, in event time
+    (evaluators.monitor.alerting), and say what fired or resolved."""
+    from evaluators.monitor.alerting import evaluate_alerts
+
+    for proj in [project] if project else store.monitor_projects():
+        for e in evaluate_alerts(store, proj):
+            say(f"alert {e['rule']!r} of {proj!r} {e['change']} (#{e['id']}): {e['text']}; delivery: {e['delivery']}"
+                + (f" ({e['delivery_error']})" if e["delivery_error"] else ""), flush=True)
 
 
 def round_or_defer(store, project: str | None, name: str | None) -> int:
@@ -36,7 +48,11 @@ def round_or_defer(store, project: str | None, name: str | None) -> int:
     if uses_queue(store):
         from evaluators.monitor.queued import defer_rules
 
-        return defer_rules(store, project, name)
+        n = defer_rules(store, project, name)
+        # the workers' rounds evaluate the alerts after judging; here too, so that a project whose traffic stopped
+        # (no round to judge anything) still gets its no-traffic alert (an alert rule is held by one process at once)
+        alert_round(store, project)
+        return n
     return rule_round(store, project, name)
 
 

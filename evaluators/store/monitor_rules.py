@@ -48,7 +48,9 @@ class MonitorDecisionRow(Base):
     row_idx: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # counts, and the traces of a rare decision (migration 0008)
-    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision", "trace_id"),)
+    __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision", "trace_id"),
+                      # what alerts read each round: a rule's decisions since the last (migration 0010)
+                      Index("ix_monitor_decisions_decided", "project", "rule", "decided_at"))
 
 
 RULE_FIELDS = ("metrics", "sample_rate", "judge", "key_env", "filter", "max_per_hour", "budget_per_day", "prices")

@@ -28,6 +28,7 @@ from evaluators.store.traces import TracesMixin
 from evaluators.store.monitor_redact import MonitorRedactMixin
 from evaluators.store.monitor_conversations import MonitorConversationsMixin
 from evaluators.store.manage import ManageMixin
+from evaluators.store.monitor_alerts import MonitorAlertsMixin
 from evaluators.store.schema import (Base, CacheRow, ChunkRow, DatasetRow, HEARTBEAT_STALE, RECORD_CHUNK, RecordRow, Result,
                                      ResultRow, RunRow, _run_dict, default_url, new_id, utcnow)
 
@@ -49,7 +50,7 @@ def _once_per_object(process):
 
 
 class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorRedactMixin,
-            MonitorConversationsMixin, MonitorClaimsMixin, ManageMixin):
+            MonitorConversationsMixin, MonitorClaimsMixin, ManageMixin, MonitorAlertsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):
