@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import json
 import random
 import statistics
 import sys
@@ -40,6 +39,7 @@ import bench.dashboard_scale as wildbench  # noqa: E402
 
 PROJECT = "shop"
 START = dt.datetime(2026, 11, 20, 0, 0)
+DEPLOY = START + dt.timedelta(days=4)  # service.version 1.4.0 before, 1.5.0 after
 RARE = "zebrafish-7731"
 QUALITY = ["coherence", "relevance", "fluency"]
 TARGETS = {"open": 2.0, "filter": 0.5}
@@ -88,7 +88,11 @@ def build(url: str, n: int) -> None:
             fields = {"query": q, "response": r, "model": rng.choice(("gpt-4o-mini", "gpt-4o", "qwen2.5"))} \
                 if content else {"model": "gpt-4o-mini"}
             start_ns = int(seen.replace(tzinfo=dt.timezone.utc).timestamp() * 1e9)
-            traces.append({"project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
+            latency = rng.randint(300, 4000)
+            facts = {"model": fields["model"], "service_name": "shop-api", "latency_ms": latency,
+                     "tokens": rng.randint(200, 2400), "error": rng.random() < 0.005,
+                     "attributes": {"service.version": "1.4.0" if seen < DEPLOY else "1.5.0"}}
+            traces.append({"facts": None if is_open else facts, "project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
                            "root_ended": True, "start_ns": start_ns, "status": "open" if is_open else "mapped",
                            "completeness": None if is_open else "complete", "mapped_at": None if is_open else seen,
                            "fields": None if is_open else fields,
@@ -98,7 +102,7 @@ def build(url: str, n: int) -> None:
             for k, late in ((1, False), *(((2, True),) if rng.random() < 0.001 else ())):
                 spans.append({"project": PROJECT, "trace_id": tid, "span_id": f"{i:012x}{k:04x}",
                               "parent_span_id": "", "name": "chat gpt-4o-mini", "start_ns": start_ns,
-                              "end_ns": start_ns + rng.randint(300, 4000) * 10**6,
+                              "end_ns": start_ns + latency * 10**6,
                               "data": {"name": "chat gpt-4o-mini", "status_code": 0}, "received_at": seen,
                               "late": late})
             if is_open:
@@ -146,6 +150,7 @@ def timed(fn, reps: int) -> tuple[float, float, object]:
 def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, float]]:
     from evaluators.read.monitor import TraceFilter, trace_detail, trace_page, traffic
     from evaluators.read.monitor_series import compare_periods, rate_series
+    from evaluators.read.monitor_traffic import Slice, around_deploy, deploys, slice_values, traffic_series
     from evaluators.store.store import Store
 
     store = Store(url)
@@ -181,12 +186,26 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
             (week[1] - 3 * 86_400 * 10**9, week[1])).get, ("before", "after"))), None),
         ("rates over time: violence (safety), the week by 6 hours", "filter", lambda: rate_series(
             store, PROJECT, "safety", None, "violence", week[0], week[1], 21_600)["points"], None),
+        ("traffic per window: the week by the hour, quality's decisions", "open", lambda: traffic_series(
+            store, PROJECT, week[0], week[1], 3600, "quality"), None),
+        ("traffic per window: the last day by 5 min", "filter", lambda: traffic_series(
+            store, PROJECT, week[1] - 86_400 * 10**9, week[1], 300, "quality"), None),
+        ("slice pickers' values (models, services, versions), the week", "open", lambda: slice_values(
+            store, PROJECT, week[0], week[1]), None),
+        ("rates over time: coherence, the week by the hour, model gpt-4o", "filter", lambda: rate_series(
+            store, PROJECT, "quality", None, "coherence", week[0], week[1], 3600, 30, Slice(model="gpt-4o"))["points"],
+         None),
+        ("deploy of 1.5.0: before against after (deploys + compare)", "filter", lambda: list(map(compare_periods(
+            store, PROJECT, "quality", "coherence", *around_deploy(deploys(store, PROJECT, week[0], week[1]), "1.5.0",
+                                                                   week[1])).get, ("before", "after"))), None),
     ]
     out = []
     for name, target, fn, _ in cases:
         cold, med, res = timed(fn, reps)
         shown = (f"{len(res['rows'])} rows" + (" (looked through 10,000)" if res.get("looked_to") else "")
                  if isinstance(res, dict) and "rows" in res else
+                 f"{len(res)} windows, {sum(p['traces'] for p in res):,} traces" if isinstance(res, list) and res
+                 and "traces" in res[0] else
                  f"{len(res)} windows, {sum(p['n'] for p in res):,} judged" if isinstance(res, list) else "")
         out.append((name, cold, med, shown, TARGETS[target]))
         print(f"{name:55s} first {cold:6.3f} s  median {med:6.3f} s  {shown:28s} target {TARGETS[target]} s "

@@ -153,8 +153,9 @@ def test_traffic_and_judged_share_rules_count(store, tmp_path):
     assert (e["rule"], e["change"], e["n"]) == ("share", "fired", 10) and e["rate"] == pytest.approx(9 / 10)
 
 
-def test_a_store_at_0009_is_brought_up_to_0010(store_url):
+def test_a_store_at_0009_is_brought_up_to_date(store_url):
     from evaluators.store import migrate
+    from evaluators.store.schema import SCHEMA_REVISION
     from evaluators.store.store import Store
 
     engine = sa.create_engine(store_url)
@@ -162,7 +163,7 @@ def test_a_store_at_0009_is_brought_up_to_0010(store_url):
     with engine.begin() as c:
         c.execute(sa.text("INSERT INTO monitor_projects (name, quiet_seconds, created_at, keep_original, "
                           "conversation_quiet_seconds) VALUES ('shop', 30, '2025-11-24 16:00:00', false, 300)"))
-    assert migrate.upgrade(engine) == ("0009", "0010")
+    assert migrate.upgrade(engine) == ("0009", SCHEMA_REVISION)
     engine.dispose()
     store = Store(store_url)
     rid = store.save_alert_rule("shop", "quiet", "no_traffic_minutes", 30)

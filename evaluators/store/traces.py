@@ -83,7 +83,9 @@ class MonitorTraceRow(Base):
                       Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"),
                       # the Monitoring page (migration 0008): its list newest first, its counts by state
                       Index("ix_monitor_traces_recent", "project", "first_seen", "trace_id"),
-                      Index("ix_monitor_traces_state", "project", "status", "content", "completeness"))
+                      Index("ix_monitor_traces_state", "project", "status", "content", "completeness"),
+                      # its reads over time (migration 0011): a range of a project's traces by their start
+                      Index("ix_monitor_traces_start", "project", "start_ns"))
 
 
 class MonitorSpanRow(Base):
