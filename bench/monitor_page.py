@@ -61,7 +61,7 @@ def build(url: str, n: int) -> None:
     from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
     from evaluators.store.schema import ResultRow
     from evaluators.store.store import Store
-    from evaluators.store.traces import MonitorProjectRow, MonitorSpanRow, MonitorTraceRow
+    from evaluators.store.traces import MonitorProjectRow, MonitorSpanRow, MonitorTraceRow, fact_columns
 
     store = Store(url)
     pool = [a["text"] for a in wildbench.answers()]
@@ -92,7 +92,7 @@ def build(url: str, n: int) -> None:
             facts = {"model": fields["model"], "service_name": "shop-api", "latency_ms": latency,
                      "tokens": rng.randint(200, 2400), "error": rng.random() < 0.005,
                      "attributes": {"service.version": "1.4.0" if seen < DEPLOY else "1.5.0"}}
-            traces.append({"facts": None if is_open else facts, "project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
+            traces.append({"facts": None if is_open else facts, **fact_columns(None if is_open else facts), "project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
                            "root_ended": True, "start_ns": start_ns, "status": "open" if is_open else "mapped",
                            "completeness": None if is_open else "complete", "mapped_at": None if is_open else seen,
                            "fields": None if is_open else fields,
@@ -114,7 +114,8 @@ def build(url: str, n: int) -> None:
                 decisions.append({"project": PROJECT, "trace_id": tid, "rule": rule, "rule_version": 1,
                                   "decision": decision, "error": "judge timed out" if decision == "failed" else None,
                                   "run_id": run_id if decision == "judged" else None,
-                                  "row_idx": i if decision == "judged" else None, "decided_at": seen})
+                                  "row_idx": i if decision == "judged" else None, "decided_at": seen,
+                                  "start_ns": start_ns})
                 if decision == "judged":
                     for metric in QUALITY if rule == "quality" else ["violence"]:
                         value = float(rng.choice((1, 2, 3, 4, 4, 5, 5)) if rule == "quality" else

@@ -150,3 +150,40 @@ def window(app, start_ns: int):
     at.run()
     assert not at.exception
     return at
+
+
+def test_a_store_at_0010_gets_the_fact_columns_filled_from_each_trace_s_facts(store_url):
+    import json
+
+    import sqlalchemy as sa
+
+    from evaluators.store import migrate
+    from evaluators.store.schema import SCHEMA_REVISION
+    from evaluators.store.traces import fact_columns
+
+    facts = [{"model": "gpt-a", "service_name": "shop-api", "latency_ms": 812.5, "tokens": 1234, "error": True,
+              "attributes": {"service.version": "1.5.0"}},
+             {"model": None, "service_name": 7, "latency_ms": "slow", "tokens": None, "error": False, "attributes": {}},
+             None]
+    engine = sa.create_engine(store_url)
+    assert migrate.upgrade(engine, "0010") == (None, "0010")
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO monitor_projects (name, quiet_seconds, created_at, keep_original, "
+                          "conversation_quiet_seconds) VALUES ('shop', 30, '2025-11-24 16:00:00', false, 300)"))
+        for i, f in enumerate(facts):
+            c.execute(sa.text("INSERT INTO monitor_traces (project, trace_id, first_seen, last_seen, receipts, "
+                              "root_ended, start_ns, status, facts, kind, late) VALUES ('shop', :t, "
+                              "'2025-11-24 16:00:00', '2025-11-24 16:00:00', 1, true, :s, 'mapped', :f, 'trace', "
+                              "false)"), {"t": f"t{i}", "s": T0 + i, "f": None if f is None else json.dumps(f)})
+    assert migrate.upgrade(engine) == ("0010", SCHEMA_REVISION)
+    with engine.connect() as c:
+        got = c.execute(sa.text("SELECT model, service, service_version, latency_ms, tokens, error FROM "
+                                "monitor_traces ORDER BY trace_id")).all()
+    engine.dispose()
+    for row, f in zip(got, facts):
+        want = fact_columns(f)
+        assert tuple(row) == tuple(want[k] for k in ("model", "service", "service_version", "latency_ms", "tokens",
+                                                      "error"))
+    # by hand: the first trace's facts as columns, the second's ill-typed ones as NULL
+    assert tuple(got[0]) == ("gpt-a", "shop-api", "1.5.0", 812.5, 1234, True)
+    assert tuple(got[1]) == (None, None, None, None, None, False)

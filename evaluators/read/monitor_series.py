@@ -44,15 +44,17 @@ def rate_series(store, project: str, rule: str, version: int | None, metric: str
     thr = spec.default_threshold
     t, d, r = MonitorTraceRow, MonitorDecisionRow, ResultRow
     passed = r.value >= thr if spec.higher_is_better else r.value <= thr
-    window = ((t.start_ns - literal(since_ns)) // literal(width)).label("w")  # whole windows (integer division)
+    # whole windows (integer division) of the traces' start, which each decision keeps (migration 0011)
+    window = ((d.start_ns - literal(since_ns)) // literal(width)).label("w")
     q = (select(window, d.rule_version, func.count(), func.sum(case((passed, 1), else_=0)))
          .select_from(d)
-         .join(t, (t.project == d.project) & (t.trace_id == d.trace_id))
          .join(r, (r.run_id == d.run_id) & (r.row_idx == d.row_idx))
          .where(d.project == project, d.rule == rule, d.decision == "judged",
                 r.metric == metric, r.turn == 0, r.status == "ok", r.value.is_not(None),
-                t.start_ns >= since_ns, t.start_ns < until_ns, *where.conditions(t))
+                d.start_ns >= since_ns, d.start_ns < until_ns)
          .group_by(window, d.rule_version))
+    if where.conditions(t):  # a slice: the traces' own columns say which judged traces are in it
+        q = q.join(t, (t.project == d.project) & (t.trace_id == d.trace_id)).where(*where.conditions(t))
     counts: dict[int, tuple[int, int]] = {}
     versions: dict[int, dict[int, tuple[int, int]]] = {}  # window -> version -> (n, k)
     with store.session() as s:

@@ -3,9 +3,9 @@ arrived, how many a rule judged (and each of its other decisions), their mean la
 the slice of traffic a team looks at (a model, a service, a deployed version) applied to every figure of the page;
 and the deploys a change of ``service.version`` marks, for comparing before with after.
 
-Every figure is one GROUP BY in the database over the traces of the range (their facts: the mapped row's model,
-service, latency, tokens, and the resource's ``service.version``; ``evaluators.monitor.facts``), never a pass over
-rows in Python. A window with no trace is absent from the database's answer and reported as 0 traces with no mean
+Every figure is one GROUP BY in the database over the traces of the range (their facts' columns: the mapped row's
+model, service, latency, tokens, error and the resource's ``service.version``, on one index by start time:
+migration 0011), never a pass over rows in Python. A window with no trace is absent from the database's answer and reported as 0 traces with no mean
 (not a mean of 0): a gap, not a dip.
 """
 from __future__ import annotations
@@ -33,12 +33,8 @@ class Slice:
 
     def conditions(self, t=MonitorTraceRow) -> list:
         """SQL conditions on ``monitor_traces`` (its ``facts``) for this slice."""
-        out = []
-        for value, column in ((self.model, t.facts["model"]), (self.service, t.facts["service_name"]),
-                              (self.version, t.facts[("attributes", "service.version")])):
-            if value is not None:
-                out.append(column.as_string() == value)
-        return out
+        return [column == value for value, column in ((self.model, t.model), (self.service, t.service),
+                                                      (self.version, t.service_version)) if value is not None]
 
     def said(self) -> str:
         """The slice in words ("" for all traffic)."""
@@ -60,8 +56,8 @@ def traffic_series(store, project: str, since_ns: int, until_ns: int, window_s: 
     t, d = MonitorTraceRow, MonitorDecisionRow
     window = ((t.start_ns - literal(since_ns)) // literal(width)).label("w")
     scope = [t.project == project, t.start_ns >= since_ns, t.start_ns < until_ns, t.kind == "trace", *where.conditions()]
-    latency, tokens = t.facts["latency_ms"].as_float(), t.facts["tokens"].as_float()
-    traffic = (select(window, func.count(), func.sum(case((t.facts["error"].as_boolean(), 1), else_=0)),
+    latency, tokens = t.latency_ms, t.tokens
+    traffic = (select(window, func.count(), func.sum(case((t.error.is_(True), 1), else_=0)),
                       func.avg(latency), func.count(latency), func.sum(tokens), func.count(tokens))
                .where(*scope).group_by(window))
     out = {w: {"start_ns": since_ns + w * width, "traces": 0, "errors": 0, "latency_ms": None, "tokens": 0,
@@ -72,10 +68,13 @@ def traffic_series(store, project: str, since_ns: int, until_ns: int, window_s: 
             p = out[int(w)]
             p.update(traces=int(n), errors=int(errors or 0), latency_ms=float(lat) if n_lat else None,
                      tokens=int(tok or 0), tokens_mean=float(tok) / n_tok if n_tok else None)
-        if rule:
-            q = (select(window, d.decision, func.count(func.distinct(d.trace_id)))
-                 .select_from(d).join(t, (t.project == d.project) & (t.trace_id == d.trace_id))
-                 .where(d.project == project, d.rule == rule, *scope).group_by(window, d.decision))
+        if rule:  # each decision of every version, by its trace's start as the decision keeps it (migration 0011)
+            d_window = ((d.start_ns - literal(since_ns)) // literal(width)).label("w")
+            q = (select(d_window, d.decision, func.count()).select_from(d)
+                 .where(d.project == project, d.rule == rule, d.start_ns >= since_ns, d.start_ns < until_ns)
+                 .group_by(d_window, d.decision))
+            if where.conditions():  # a slice: the traces' own columns say which decisions are in it
+                q = q.join(t, (t.project == d.project) & (t.trace_id == d.trace_id)).where(*where.conditions())
             for w, decision, n in s.execute(q):
                 out[int(w)]["decisions"][decision] = out[int(w)]["decisions"].get(decision, 0) + int(n)
     return [out[w] for w in sorted(out)]
@@ -87,9 +86,7 @@ def slice_values(store, project: str, since_ns: int, until_ns: int) -> dict[str,
     t = MonitorTraceRow
     out = {}
     with store.session() as s:
-        for name, column in (("model", t.facts["model"]), ("service", t.facts["service_name"]),
-                             ("version", t.facts[("attributes", "service.version")])):
-            value = column.as_string()
+        for name, value in (("model", t.model), ("service", t.service), ("version", t.service_version)):
             q = (select(value, func.count()).where(t.project == project, t.start_ns >= since_ns, t.start_ns < until_ns,
                                                    value.is_not(None))
                  .group_by(value).order_by(func.count().desc(), value).limit(MAX_VALUES))
@@ -101,7 +98,7 @@ def deploys(store, project: str, since_ns: int, until_ns: int, where: Slice = Sl
     """The ``service.version`` values of the range's traces in the order they first appear: ``version``,
     ``first_ns``, ``last_ns``, ``traces``. A version first seen after another marks a deploy at its ``first_ns``."""
     t = MonitorTraceRow
-    version = t.facts[("attributes", "service.version")].as_string()
+    version = t.service_version
     q = (select(version, func.min(t.start_ns), func.max(t.start_ns), func.count())
          .where(t.project == project, t.start_ns >= since_ns, t.start_ns < until_ns, version.is_not(None),
                 *Slice(where.model, where.service).conditions())

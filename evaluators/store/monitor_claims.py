@@ -36,9 +36,11 @@ class MonitorClaimsMixin:
         else:
             from sqlalchemy.dialects.sqlite import insert
         now = utcnow()
-        rows = [{"project": project, "rule": rule, "rule_version": version, "trace_id": x["trace_id"],
-                 "decision": x["decision"], "error": x.get("error"), "decided_at": now} for x in decisions]
         with self.session() as s:
+            starts = self.trace_starts(s, project, [x["trace_id"] for x in decisions])
+            rows = [{"project": project, "rule": rule, "rule_version": version, "trace_id": x["trace_id"],
+                     "decision": x["decision"], "error": x.get("error"), "decided_at": now,
+                     "start_ns": starts.get(x["trace_id"])} for x in decisions]
             s.execute(insert(MonitorDecisionRow.__table__).on_conflict_do_nothing(), rows)
             s.commit()
 

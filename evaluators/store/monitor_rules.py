@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Float, Index, Integer, String, Text, func, or_, select
+from sqlalchemy import JSON, BigInteger, Float, Index, Integer, String, Text, func, or_, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.core.errors import UsageError
@@ -47,10 +47,15 @@ class MonitorDecisionRow(Base):
     run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     row_idx: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # the trace's start (its monitor_traces.start_ns, copied when the decision is stored: migration 0011), so a
+    # window's decisions are counted from this table's index alone
+    start_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # counts, and the traces of a rare decision (migration 0008)
     __table_args__ = (Index("ix_monitor_decisions_rule", "project", "rule", "rule_version", "decision", "trace_id"),
                       # what alerts read each round: a rule's decisions since the last (migration 0010)
-                      Index("ix_monitor_decisions_decided", "project", "rule", "decided_at"))
+                      Index("ix_monitor_decisions_decided", "project", "rule", "decided_at"),
+                      # a rule's decisions by their traces' start, for the reads over time (migration 0011)
+                      Index("ix_monitor_decisions_time", "project", "rule", "start_ns", "decision"))
 
 
 RULE_FIELDS = ("metrics", "sample_rate", "judge", "key_env", "filter", "max_per_hour", "budget_per_day", "prices")
@@ -173,12 +178,24 @@ class MonitorRulesMixin:
     def save_decisions(self, project: str, rule: str, version: int, decisions: list[dict[str, Any]]) -> None:
         """Store decisions (trace_id, decision, and error / run_id / row_idx where they apply), replacing any."""
         now = utcnow()
-        rows = [{"project": project, "rule": rule, "rule_version": version, "trace_id": x["trace_id"],
-                 "decision": x["decision"], "error": x.get("error"), "run_id": x.get("run_id"),
-                 "row_idx": x.get("row_idx"), "decided_at": now} for x in decisions]
         with self.session() as s:
+            starts = self.trace_starts(s, project, [x["trace_id"] for x in decisions])
+            rows = [{"project": project, "rule": rule, "rule_version": version, "trace_id": x["trace_id"],
+                     "decision": x["decision"], "error": x.get("error"), "run_id": x.get("run_id"),
+                     "row_idx": x.get("row_idx"), "decided_at": now, "start_ns": starts.get(x["trace_id"])}
+                    for x in decisions]
             self._upsert(s, MonitorDecisionRow, rows)
             s.commit()
+
+    @staticmethod
+    def trace_starts(s, project: str, trace_ids: list[str]) -> dict[str, int]:
+        """trace_id -> its start_ns (the traces that have one), read 500 ids at a time."""
+        t, out = MonitorTraceRow, {}
+        ids = list(dict.fromkeys(trace_ids))
+        for k in range(0, len(ids), 500):
+            out.update({tid: start for tid, start in s.execute(select(t.trace_id, t.start_ns).where(
+                t.project == project, t.trace_id.in_(ids[k:k + 500]), t.start_ns.is_not(None)))})
+        return out
 
     def decision_counts(self, project: str) -> dict[str, dict[str, int]]:
         """rule -> decision -> traces, for each rule's latest version (every decision named, 0 where none)."""
