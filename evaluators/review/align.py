@@ -1,0 +1,254 @@
+"""Aligning a judge with its reviewers (issue 34): the flow from a run's reviewed rows to a gated candidate.
+
+1. Each reviewed row of the metric is dealt once to train, dev or test (the store's splits, never reassigned).
+2. The baseline card: the current judge against the reviewers on dev and on test.
+3. Candidates from train rows only (:mod:`evaluators.review.align_candidates`): rules a proposer call distils
+   from reviewers' notes on train disagreements, worked examples, or both.
+4. Each candidate judges the dev rows (through the judge client and its cache); the best κ on dev is chosen.
+5. One gate on test (:func:`evaluators.review.align_stats.gate`), counted as a use of the test split.
+
+``align(store, run_id, metric, judge)`` is the Python entry point; ``python -m evaluators align`` calls it.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from typing import Any
+
+from evaluators.core.errors import UsageError
+from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
+from evaluators.judge.client import JudgeClient, JudgeError
+from evaluators.judge.config import JudgeConfig
+from evaluators.judge.templates import Template
+from evaluators.read.view import open_view
+from evaluators.review import dataset_reviews
+from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
+                                                proposer_messages, read_rules, template_text)
+from evaluators.review.align_stats import gate, length_bias, split_card
+from evaluators.run.planning import _Task, cache_key, iter_tasks
+from evaluators.run.spec import RunSpec, resolve_templates
+from evaluators.store.store import Store
+
+class _Reviewed:
+    """A run's reviewed rows of one metric with everything alignment reads of them."""
+
+    def __init__(self, store: Store, run_id: str, metric: str, seed: int):
+        try:
+            run = store.get_run(run_id)
+        except KeyError:
+            raise UsageError(f"no run {run_id!r} in this store") from None
+        results = open_view(store, run_id)
+        spec = next((s for s in results.specs if s.name == metric), None)
+        if spec is None or not spec.is_judge:
+            judged = ", ".join(s.name for s in results.specs if s.is_judge) or "none"
+            raise UsageError(f"run {run_id} has no judge metric {metric!r} (its judge metrics: {judged})")
+        self.spec, self.threshold = spec, results.thresholds[metric]
+        self.run_spec = RunSpec.from_dict(run["spec"])
+        self.run_spec.metrics = [metric]
+        ds = store.open_dataset(run["dataset_id"])
+        if ds.shape != "single":
+            raise UsageError("alignment reads single-turn rows; this run's dataset is made of conversations")
+        self.template: Template = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)["single"]
+        self.rows = self._rows(store, run_id, results, ds, seed)
+
+    def _rows(self, store: Store, run_id: str, results: Any, ds: Any, seed: int) -> list[AlignRow]:
+        spec, threshold = self.spec, self.threshold
+        by_row: dict[int, list[dict]] = {}
+        for r in store.reviews(run_id, metric=spec.name) + dataset_reviews(store, run_id, results, spec.name):
+            if r["value"] is not None:
+                by_row.setdefault(int(r["row_idx"]), []).append(r)
+        values = results.values(spec.name)
+        judged = {i: float(values[i]) for i in by_row if not math.isnan(values[i])}
+        tasks = {t.row: t for t in iter_tasks(ds, self.run_spec, set(), rows=set(judged))
+                 if isinstance(t, _Task) and t.turn == 0}
+        human = {i: consensus(spec, [r["value"] for r in by_row[i]]) for i in judged if i in tasks}
+        verdicts = {(run_id, i): "pass" if human_pass(spec, v, threshold) else "fail" for i, v in human.items()}
+        splits = store.assign_splits(spec.name, verdicts, seed=seed)
+        kind = spec.kind_impl
+        return [AlignRow(run_id, i, splits[(run_id, i)], int(verdicts[(run_id, i)] == "pass"),
+                         int(bool(kind.turn_passed(spec, judged[i], threshold))), float(v),
+                         float(snap(spec, judged[i])), dict(tasks[i].values),
+                         [r["note"] for r in by_row[i] if r.get("note")]) for i, v in sorted(human.items())]
+
+    def split(self, name: str) -> list[AlignRow]:
+        return [r for r in self.rows if r.split == name]
+
+    @property
+    def fields(self) -> list[str]:
+        return [f for f in self.spec.fields if f in self.template.placeholders] or sorted(self.template.placeholders)
+
+class _Judging:
+    """Calls through the judge client, each reply kept in (and first looked up in) the store's judge cache."""
+
+    def __init__(self, store: Store, run_id: str, judge: JudgeConfig, api_key: str | None):
+        self.store, self.run_id, self.judge, self.api_key = store, run_id, judge, api_key
+        self.calls = 0
+
+    async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
+                   extra: dict | None) -> str | None:
+        hit = self.store.cache_get_many([key]).get(key)
+        if hit is not None:
+            return hit.reply
+        async with sem:
+            try:
+                reply = await client.complete(messages, extra=extra)
+            except JudgeError:
+                return None
+        self.calls += 1
+        self.store.write_results(self.run_id, [], cache=[dict(
+            key=key, model=self.judge.model, reply=reply.text, prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms)])
+        return reply.text
+
+    def ask_many(self, jobs: list[tuple[str, list[dict], dict | None]]) -> list[str | None]:
+        """Replies to (cache key, messages, request parameters) jobs, in order; None where a call failed."""
+        async def go() -> list[str | None]:
+            client = JudgeClient(self.judge, self.api_key)
+            sem = asyncio.Semaphore(self.judge.concurrency)
+            try:
+                return await asyncio.gather(*(self._ask(client, sem, *j) for j in jobs))
+            finally:
+                await client.aclose()
+        return asyncio.run(go())
+
+    def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[int, int | None]:
+        """Row -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""
+        spec, jobs = reviewed.spec, []
+        for r in rows:
+            messages = template.render(r.values)
+            jobs.append((cache_key(template, messages, self.judge), messages, template.request_params() or None))
+        out: dict[int, int | None] = {}
+        for r, text in zip(rows, self.ask_many(jobs)):
+            try:
+                value = None if text is None else spec.parse_reply(text).outputs.get(spec.primary)
+            except Exception:  # noqa: BLE001 — an unusable reply leaves the row out, as the runner's error would
+                value = None
+            out[r.row_idx] = None if value is None else int(bool(spec.kind_impl.turn_passed(
+                spec, float(value), reviewed.threshold)))
+        return out
+
+def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[int, int | None] | None = None,
+          seed: int = 0) -> dict[str, Any]:
+    """The split card of the current judge (``judge`` None) or a candidate's verdicts on ``rows``."""
+    spec = reviewed.spec
+    if judge is not None:
+        rows = [r for r in rows if judge.get(r.row_idx) is not None]
+        return split_card([r.human for r in rows], [judge[r.row_idx] for r in rows], seed=seed)
+    scale_values = [c.value for c in scale(spec)] if ordinal(spec) else None
+    return split_card([r.human for r in rows], [r.judge for r in rows], [r.human_value for r in rows],
+                      [r.judge_value for r in rows], scale_values, seed=seed)
+
+def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dict[str, Any]:
+    """The current judge's card: dev and test numbers, and the length bias over every reviewed row."""
+    lengths = [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v)))
+               for r in reviewed.rows]
+    return {"metric_version": reviewed.spec.version, "judge_model": judge_model,
+            "dev": _card(reviewed, reviewed.split("dev"), seed=seed),
+            "test": _card(reviewed, reviewed.split("test"), seed=seed),
+            "length_bias": length_bias([r.judge_value for r in reviewed.rows], [r.human_value for r in reviewed.rows],
+                                       lengths, seed)}
+
+def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
+    """Rules from the reviewers' notes on train disagreements, by one proposer call (the judge by default)."""
+    cases = disagreements(reviewed.split("train"))
+    if not cases:
+        return []
+    messages, ids = proposer_messages(reviewed.spec.name, cases, reviewed.fields)
+    who = proposer or judging.judge
+    key = hashlib.sha256(json.dumps(["align-proposer", messages, who.identity()], sort_keys=True,
+                                    ensure_ascii=False).encode()).hexdigest()
+    asker = judging if proposer is None else _Judging(judging.store, judging.run_id, proposer, judging.api_key)
+    reply = asker.ask_many([(key, messages, None)])[0]
+    if reply is None:
+        raise UsageError("the proposer call failed; try again (its reply is cached once it answers)")
+    return read_rules(reply, ids)
+
+def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 0,
+               proposer: JudgeConfig | None = None) -> list[Candidate]:
+    """The candidates ``method`` asks for ("rules", "examples" or "both": all three), from train rows only."""
+    if method not in METHODS:
+        raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
+    train = reviewed.split("train")
+    wanted = ["rules", "examples", "both"] if method == "both" else [method]
+    rules = propose_rules(judging, reviewed, proposer) if {"rules", "both"} & set(wanted) else []
+    examples = choose_examples(train, seed) if {"examples", "both"} & set(wanted) else []
+    out = []
+    for m in wanted:
+        if (m != "examples" and not rules) or (m != "rules" and not examples):
+            continue  # nothing to add of this kind (no disagreement on train, or one verdict missing)
+        out.append(build(m, reviewed.template, rules, examples, reviewed.fields))
+    return out
+
+def _row_ids(store: Store, run_id: str) -> dict[int, str]:
+    """Row index -> the row's id as people know it (the dataset's ``id`` column, else its row number)."""
+    run = store.get_run(run_id)
+    ds = store.open_dataset(run["dataset_id"])
+    if "id" in ds.columns:
+        return {i: str(v) for i, v in store.dataset_texts(run["dataset_id"], ["id"])}
+    return {i: str(ds.row_no(i)) for i in range(len(ds))}
+
+def _word(v: int | None) -> str | None:
+    return None if v is None else ("pass" if v else "fail")
+
+def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candidate, seed: int = 0) -> dict:
+    """Judge the test rows with the chosen candidate, once, and compare it with the current judge there; the
+    test split's use is counted first (a gate that fails half-way has still shown its rows to a decision)."""
+    test = reviewed.split("test")
+    uses = store.count_test_use(reviewed.spec.name)
+    judged = judging.verdicts(chosen.template, reviewed, test)
+    kept = [r for r in test if judged[r.row_idx] is not None]
+    out = gate([r.human for r in kept], [r.judge for r in kept], [judged[r.row_idx] for r in kept], seed)
+    ids = _row_ids(store, judging.run_id)
+    out["test_uses"] = uses
+    out["unjudged_rows"] = len(test) - len(kept)
+    out["rows"] = [{"id": ids.get(r.row_idx, str(r.row_idx)), "human": _word(r.human), "current": _word(r.judge),
+                    "candidate": _word(judged[r.row_idx])} for r in test]
+    return out
+
+def align(store: Store, run_id: str, metric: str, judge: JudgeConfig, *, api_key: str | None = None,
+          method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None) -> dict[str, Any]:
+    """Align ``metric``'s judge in run ``run_id`` with its reviewers: splits, baseline, candidates chosen on dev,
+    and one gate on test.
+
+    Args:
+        judge: the judge that judges the candidates (the run's own, as a rule); its replies are cached.
+        method: "rules", "examples" or "both" (rules, examples and the two together, the best on dev gated).
+        seed: deals new rows into splits, orders examples, seeds the bootstrap intervals.
+        proposer: the model that distils rules (default: ``judge``).
+    Returns:
+        What ``alignment.json`` holds: ``baseline``, ``candidates`` (each ``method``, ``template``, ``rules``,
+        ``examples``, ``dev``), ``selected`` and ``gate`` (None when no candidate could be made).
+    Raises:
+        UsageError: no such run or judge metric, conversations, too few reviewed rows to split.
+    """
+    reviewed = _Reviewed(store, run_id, metric, seed)
+    sizes = {s: len(reviewed.split(s)) for s in ("train", "dev", "test")}
+    if min(sizes.values()) < 2:
+        raise UsageError(f"{len(reviewed.rows)} reviewed and judged rows of {metric} split into {sizes}: review more "
+                         "rows (each split needs at least 2) before aligning")
+    judging = _Judging(store, run_id, judge, api_key)
+    out: dict[str, Any] = {"run_id": run_id, "metric": metric, "method": method, "seed": seed, "splits": sizes,
+                           "current_template": template_text(reviewed.template),
+                           "baseline": baseline(reviewed, judge.model, seed)}
+    made = candidates(judging, reviewed, method, seed, proposer)
+    dev = reviewed.split("dev")
+    listed = []
+    for c in made:
+        card = _card(reviewed, dev, judging.verdicts(c.template, reviewed, dev), seed)
+        listed.append({"method": c.method, "template": c.text, "rules": c.rules, "examples": c.examples, "dev": card})
+    out["candidates"] = listed
+    if not made:
+        out["selected"], out["gate"] = None, None
+        out["note"] = "no candidate: the current judge and the reviewers do not disagree on any train row"
+        return out
+    best = max(range(len(made)), key=lambda n: (_kappa_or(listed[n]["dev"]), -n))
+    out["selected"] = made[best].method
+    out["gate"] = run_gate(store, judging, reviewed, made[best], seed)
+    out["judge_calls"] = judging.calls
+    return out
+
+def _kappa_or(card: dict[str, Any]) -> float:
+    k = card.get("kappa", [None])[0]
+    return -math.inf if k is None else float(k)

@@ -1,0 +1,163 @@
+"""Aligning a judge with its reviewers (evaluators/review/align*.py, issue 34), end to end on a seeded synthetic
+world (tests/align_world.py): a real run judged by the loopback judge, reviews that follow a planted rule, the
+candidates built from train rows, chosen on dev, gated once on test. Every κ is checked against scikit-learn's and
+McNemar's p against statsmodels'."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from evaluators import evaluate
+from evaluators.core import registry
+from evaluators.review.align import align
+from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, train_only
+from evaluators.review.align_stats import gate
+from tests import align_world as w
+from tests.conftest import ROOT, env_for_subprocess
+from tests.judge_server import JudgeServer
+
+sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn gives the reference kappas")
+contingency = pytest.importorskip("statsmodels.stats.contingency_tables", reason="statsmodels gives McNemar's p")
+
+
+@pytest.fixture(autouse=True)
+def _forget_custom_metrics():
+    yield
+    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
+        registry._REGISTRY.pop(name)
+
+
+@pytest.fixture
+def scripted():
+    with JudgeServer(responder=w.responder) as s:
+        yield s
+
+
+def _judge(server) -> dict:
+    return {"model": "m", "provider": "compatible", "base_url": server.url, "max_retries": 0}
+
+
+def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0):
+    """The world's rows judged by the scripted judge as run :data:`w.RUN_ID`, and the reviewers' verdicts stored."""
+    rows, human = w.world(n, seed)
+    path = tmp_path / "acceptable.md"
+    path.write_text(w.METRIC_FILE, encoding="utf-8")
+    monkeypatch.setattr("evaluators.store.store.new_id", lambda: w.RUN_ID)
+    res = evaluate(rows, [w.METRIC], judge=_judge(server), store=store, metric_files=[str(path)])
+    assert res.status == "completed" and res.run_id == w.RUN_ID
+    monkeypatch.undo()
+    store.save_reviews(w.RUN_ID, w.reviews(rows, human))
+    return rows, human
+
+
+def _mcnemar(human, current, candidate) -> float:
+    h, a, b = (np.asarray(v) for v in (human, current, candidate))
+    ra, rb = a == h, b == h
+    table = [[int((ra & rb).sum()), int((ra & ~rb).sum())], [int((~ra & rb).sum()), int((~ra & ~rb).sum())]]
+    return float(contingency.mcnemar(table, exact=True).pvalue)
+
+
+def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, tmp_path, monkeypatch):
+    rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch)
+    served = len(scripted.calls)
+    from evaluators.judge.config import JudgeConfig
+
+    out = align(store, w.RUN_ID, w.METRIC, JudgeConfig.from_dict(_judge(scripted)), method="both", seed=0)
+    g = out["gate"]
+    assert {c["method"] for c in out["candidates"]} == {"rules", "examples", "both"}
+    assert out["selected"] in ("rules", "both")  # the examples learn the spurious word too, and lose on dev
+    dev = {c["method"]: c["dev"]["kappa"][0] for c in out["candidates"]}
+    assert dev["examples"] < dev["rules"]
+    assert g["verdict"] == "better" and g["delta"] >= 0.2 and g["delta_ci95_low"] > 0, g
+    assert g["test_uses"] == 1 and store.test_split_uses(w.METRIC) == 1
+    # every κ the gate reports, and McNemar's p, recomputed from its own rows by the reference implementations
+    t = g["rows"]
+    assert len(t) == g["test_rows"] == out["splits"]["test"] == 120
+    hv, cur, cand = ([int(r[k] == "pass") for r in t] for k in ("human", "current", "candidate"))
+    assert g["kappa_current"] == pytest.approx(sklearn_metrics.cohen_kappa_score(hv, cur), abs=1e-12)
+    assert g["kappa_candidate"] == pytest.approx(sklearn_metrics.cohen_kappa_score(hv, cand), abs=1e-12)
+    assert g["mcnemar_p"] == pytest.approx(_mcnemar(hv, cur, cand), rel=1e-9)
+    assert g["disagreements"] == sum(a != b for a, b in zip(cur, cand))
+    ids = {r["id"] for r in t}
+    assert {str(i + 1) for i, h in enumerate(human)} >= ids  # ids are the rows' numbers
+    assert [r["human"] for r in t] == ["pass" if human[int(i) - 1] else "fail" for i in (r["id"] for r in t)]
+    # the baseline card's dev κ, from the stored splits, against scikit-learn too
+    splits = store.align_splits(w.METRIC)
+    dev_rows = sorted(i for (_, i), s in splits.items() if s == "dev")
+    current = [int(w.APOLOGY not in rows[i]["response"].split()) for i in dev_rows]
+    assert out["baseline"]["dev"]["kappa"][0] == pytest.approx(
+        sklearn_metrics.cohen_kappa_score([human[i] for i in dev_rows], current), abs=1e-12)
+    # no test row's text in any candidate's template, nor in the proposer's prompt; no test row in provenance
+    test_rows = {i for (_, i), s in splits.items() if s == "test"}
+    proposer = [c for c in scripted.prompts()[served:] if "Case C1" in c]
+    assert len(proposer) == 1
+    for i in test_rows:
+        for text in (rows[i]["response"], f"ref{i:04d}"):
+            assert all(text not in c["template"] for c in out["candidates"])
+            assert text not in proposer[0]
+    for c in out["candidates"]:
+        cited = [k["row_idx"] for r in c["rules"] for k in r["rows"]] + [e["row_idx"] for e in c["examples"]]
+        assert cited and all(splits[(w.RUN_ID, i)] == "train" for i in cited)
+        assert "{{query}}" in c["template"] and "{{response}}" in c["template"]
+    # a second gate is a second use of the test split; the replies come from the cache this time
+    again = align(store, w.RUN_ID, w.METRIC, JudgeConfig.from_dict(_judge(scripted)), method="rules", seed=0)
+    assert again["gate"]["test_uses"] == 2 and again["judge_calls"] == 0
+
+
+def test_labels_without_signal_are_called_better_at_most_once_in_20_seeds():
+    """The gate's own false-alarm rate: people's verdicts and both judges' all independent coin flips."""
+    better = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        human, current, candidate = (rng.integers(0, 2, 120) for _ in range(3))
+        better += gate(human, current, candidate, seed=seed)["verdict"] == "better"
+    assert better <= 1
+
+
+def test_the_gate_says_worse_when_the_candidate_is_worse_and_in_a_plain_sentence():
+    rng = random.Random(3)
+    human = [rng.randrange(2) for _ in range(150)]
+    good = [h if rng.random() < 0.9 else 1 - h for h in human]
+    bad = [rng.randrange(2) for _ in human]
+    g = gate(human, good, bad, seed=1)
+    assert g["verdict"] == "worse" and g["delta_ci95_high"] < 0
+    assert g["sentence"].startswith("Worse: ") and "150 held-out test rows" in g["sentence"]
+    assert gate(human, bad, good, seed=1)["sentence"].startswith("Better: ")
+
+
+def _row(i, split, human, judge):
+    return AlignRow("r", i, split, human, judge, 5.0 if human else 1.0, 5.0 if judge else 1.0, {"response": f"t{i}"})
+
+
+def test_candidate_builders_refuse_any_row_that_is_not_a_train_row():
+    rows = [_row(0, "train", 1, 0), _row(1, "dev", 0, 1)]
+    for build in (train_only, disagreements, choose_examples):
+        with pytest.raises(ValueError, match="only train rows"):
+            build(rows)
+
+
+def test_examples_are_balanced_across_verdicts_and_disagreements_come_first():
+    rows = [_row(i, "train", int(i % 3 != 0), int(i % 3 != 0) if i < 12 else int(i % 3 == 0)) for i in range(30)]
+    picked = choose_examples(rows, seed=4, per_verdict=3)
+    assert sorted(r.human for r in picked) == [0, 0, 0, 1, 1, 1]
+    assert all(r.human != r.judge for r in picked)  # there are enough disagreements of each verdict
+
+
+def test_the_cli_writes_alignment_json(store, scripted, tmp_path, monkeypatch):
+    _reviewed_run(store, scripted, tmp_path, monkeypatch)
+    out = tmp_path / "aligned"
+    p = subprocess.run([sys.executable, "-m", "evaluators", "align", w.RUN_ID, "--metric", w.METRIC, "--method", "rules",
+                        "--judge-base-url", scripted.url, "--judge-model", "m", "--out", str(out), "--db", store.url],
+                       cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess(), timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "alignment.json").read_text())
+    assert {"baseline", "candidates", "gate"} <= set(doc)
+    assert set(doc["gate"]) >= {"kappa_current", "kappa_candidate", "delta", "delta_ci95_low", "delta_ci95_high",
+                                "mcnemar_p", "disagreements", "test_rows", "verdict", "test_uses", "rows"}
+    assert doc["gate"]["verdict"] == "better" and doc["candidates"][0]["template"]
+    assert "Better: " in p.stdout and "test split used 1 time" in p.stdout
