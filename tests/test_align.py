@@ -62,6 +62,7 @@ def _mcnemar(human, current, candidate) -> float:
     return float(contingency.mcnemar(table, exact=True).pvalue)
 
 
+@pytest.mark.both_stores
 def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, tmp_path, monkeypatch):
     rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch)
     served = len(scripted.calls)
@@ -94,8 +95,12 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
         sklearn_metrics.cohen_kappa_score([human[i] for i in dev_rows], current), abs=1e-12)
     # no test row's text in any candidate's template, nor in the proposer's prompt; no test row in provenance
     test_rows = {i for (_, i), s in splits.items() if s == "test"}
-    proposer = [c for c in scripted.prompts()[served:] if "Case C1" in c]
+    asked = scripted.prompts()[served:]
+    proposer = [c for c in asked if "Case C1" in c]
     assert len(proposer) == 1
+    # the current template was not asked again: its replies on dev and test are the run's, from the cache
+    assert all(w.RULES_HEADER in c or w.EXAMPLES_HEADER in c for c in asked if c not in proposer)
+    assert out["judge_calls"] == len(asked) == 1 + 3 * out["splits"]["dev"] + out["splits"]["test"]
     for i in test_rows:
         for text in (rows[i]["response"], f"ref{i:04d}"):
             assert all(text not in c["template"] for c in out["candidates"])
@@ -109,6 +114,7 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
     assert again["gate"]["test_uses"] == 2 and again["judge_calls"] == 0
 
 
+@pytest.mark.no_store
 def test_labels_without_signal_are_called_better_at_most_once_in_20_seeds():
     """The gate's own false-alarm rate: people's verdicts and both judges' all independent coin flips."""
     better = 0
@@ -119,6 +125,7 @@ def test_labels_without_signal_are_called_better_at_most_once_in_20_seeds():
     assert better <= 1
 
 
+@pytest.mark.no_store
 def test_the_gate_says_worse_when_the_candidate_is_worse_and_in_a_plain_sentence():
     rng = random.Random(3)
     human = [rng.randrange(2) for _ in range(150)]

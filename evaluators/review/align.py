@@ -87,8 +87,7 @@ class _Judging:
         self.calls = 0
 
     async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
-                   extra: dict | None) -> str | None:
-        hit = self.store.cache_get_many([key]).get(key)
+                   extra: dict | None, hit: Any) -> str | None:
         if hit is not None:
             return hit.reply
         async with sem:
@@ -104,11 +103,13 @@ class _Judging:
 
     def ask_many(self, jobs: list[tuple[str, list[dict], dict | None]]) -> list[str | None]:
         """Replies to (cache key, messages, request parameters) jobs, in order; None where a call failed."""
+        hits = self.store.cache_get_many(sorted({j[0] for j in jobs}))
+
         async def go() -> list[str | None]:
             client = JudgeClient(self.judge, self.api_key)
             sem = asyncio.Semaphore(self.judge.concurrency)
             try:
-                return await asyncio.gather(*(self._ask(client, sem, *j) for j in jobs))
+                return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0])) for j in jobs))
             finally:
                 await client.aclose()
         return asyncio.run(go())
@@ -193,19 +194,23 @@ def _word(v: int | None) -> str | None:
     return None if v is None else ("pass" if v else "fail")
 
 def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candidate, seed: int = 0) -> dict:
-    """Judge the test rows with the chosen candidate, once, and compare it with the current judge there; the
-    test split's use is counted first (a gate that fails half-way has still shown its rows to a decision)."""
+    """Judge the test rows with the chosen candidate, once, and compare it there with the current template under
+    the same judge (the run's replies, from the cache, when it is the run's judge: another judge is compared
+    with itself, not with the run's). The test split's use is counted first: a gate that fails half-way has
+    still shown its rows to a decision."""
     test = reviewed.split("test")
     uses = store.count_test_use(reviewed.spec.name)
+    current = judging.verdicts(reviewed.template, reviewed, test)
     judged = judging.verdicts(chosen.template, reviewed, test)
-    kept = [r for r in test if judged[r.row_idx] is not None]
-    out = gate([r.human for r in kept], [r.judge for r in kept], [judged[r.row_idx] for r in kept], seed)
+    kept = [r for r in test if judged[r.row_idx] is not None and current[r.row_idx] is not None]
+    out = gate([r.human for r in kept], [current[r.row_idx] for r in kept], [judged[r.row_idx] for r in kept], seed)
     ids = _row_ids(store, judging.run_id)
     out["test_uses"] = uses
     out["unjudged_rows"] = len(test) - len(kept)
-    out["rows"] = [{"id": ids.get(r.row_idx, str(r.row_idx)), "human": _word(r.human), "current": _word(r.judge),
-                    "candidate": _word(judged[r.row_idx])} for r in test]
+    out["rows"] = [{"id": ids.get(r.row_idx, str(r.row_idx)), "human": _word(r.human),
+                    "current": _word(current[r.row_idx]), "candidate": _word(judged[r.row_idx])} for r in test]
     return out
+
 
 def align(store: Store, run_id: str, metric: str, judge: JudgeConfig, *, api_key: str | None = None,
           method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None) -> dict[str, Any]:
