@@ -12,9 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from evaluators import evaluate
+from evaluators import align, evaluate
 from evaluators.core import registry
-from evaluators.review.align import align
 from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, train_only
 from evaluators.review.align_stats import gate
 from tests import align_world as w
@@ -66,9 +65,7 @@ def _mcnemar(human, current, candidate) -> float:
 def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, tmp_path, monkeypatch):
     rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch)
     served = len(scripted.calls)
-    from evaluators.judge.config import JudgeConfig
-
-    out = align(store, w.RUN_ID, w.METRIC, JudgeConfig.from_dict(_judge(scripted)), method="both", seed=0)
+    out = align(store, w.RUN_ID, w.METRIC, method="both", seed=0)  # the run's own judge
     g = out["gate"]
     assert {c["method"] for c in out["candidates"]} == {"rules", "examples", "both"}
     assert out["selected"] in ("rules", "both")  # the examples learn the spurious word too, and lose on dev
@@ -110,7 +107,7 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
         assert cited and all(splits[(w.RUN_ID, i)] == "train" for i in cited)
         assert "{{query}}" in c["template"] and "{{response}}" in c["template"]
     # a second gate is a second use of the test split; the replies come from the cache this time
-    again = align(store, w.RUN_ID, w.METRIC, JudgeConfig.from_dict(_judge(scripted)), method="rules", seed=0)
+    again = align(store, w.RUN_ID, w.METRIC, _judge(scripted), method="rules", seed=0)
     assert again["gate"]["test_uses"] == 2 and again["judge_calls"] == 0
 
 

@@ -42,19 +42,15 @@ def add_commands(sub) -> None:
                    "assigned before keep their split), orders examples and seeds the intervals")
 
 
-def _judge(a, store) -> Any:
-    """The judge the flags name, else the run's own."""
+def _judge(a) -> Any:
+    """The judge the flags name; None (the run's own) without any."""
     from evaluators.cli.common import _judge_from_args
-    from evaluators.judge.config import JudgeConfig
 
-    if any(getattr(a, f) for f in JUDGE_FLAGS):
-        if a.judge and len(a.judge) > 1:
-            raise UsageError("align takes one --judge (a jury's judges are aligned one at a time)")
-        return _judge_from_args(a)
-    spec = store.get_run(a.run_id)["spec"]
-    if not spec.get("judge"):
-        raise UsageError(f"run {a.run_id} records no judge; name one (--judge NAME or --judge-base-url URL)")
-    return JudgeConfig.from_dict(spec["judge"])
+    if not any(getattr(a, f) for f in JUDGE_FLAGS):
+        return None
+    if a.judge and len(a.judge) > 1:
+        raise UsageError("align takes one --judge (a jury's judges are aligned one at a time)")
+    return _judge_from_args(a)
 
 
 def _kappa(card: dict[str, Any]) -> str:
@@ -74,7 +70,7 @@ def cmd_align(a) -> int:
         store.get_run(a.run_id)
     except KeyError:
         raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints)") from None
-    judge = _judge(a, store)
+    judge = _judge(a)
     out = align(store, a.run_id, a.metric, judge, api_key=_api_key_from_args(a), method=a.method, seed=a.split_seed)
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "alignment.json"

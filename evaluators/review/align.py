@@ -212,13 +212,14 @@ def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candi
     return out
 
 
-def align(store: Store, run_id: str, metric: str, judge: JudgeConfig, *, api_key: str | None = None,
+def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | None = None, *, api_key: str | None = None,
           method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None) -> dict[str, Any]:
     """Align ``metric``'s judge in run ``run_id`` with its reviewers: splits, baseline, candidates chosen on dev,
     and one gate on test.
 
     Args:
-        judge: the judge that judges the candidates (the run's own, as a rule); its replies are cached.
+        judge: the judge that judges the candidates (a ``JudgeConfig`` or its dict; default: the run's own, whose
+            replies to the current template are then all in the cache); its replies are cached.
         method: "rules", "examples" or "both" (rules, examples and the two together, the best on dev gated).
         seed: deals new rows into splits, orders examples, seeds the bootstrap intervals.
         proposer: the model that distils rules (default: ``judge``).
@@ -229,6 +230,7 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig, *, api_key
         UsageError: no such run or judge metric, conversations, too few reviewed rows to split.
     """
     reviewed = _Reviewed(store, run_id, metric, seed)
+    judge = _judge_of(reviewed, judge)
     sizes = {s: len(reviewed.split(s)) for s in ("train", "dev", "test")}
     if min(sizes.values()) < 2:
         raise UsageError(f"{len(reviewed.rows)} reviewed and judged rows of {metric} split into {sizes}: review more "
@@ -253,6 +255,14 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig, *, api_key
     out["gate"] = run_gate(store, judging, reviewed, made[best], seed)
     out["judge_calls"] = judging.calls
     return out
+
+def _judge_of(reviewed: _Reviewed, judge: JudgeConfig | dict | None) -> JudgeConfig:
+    if judge is None:
+        if reviewed.run_spec.judge is None:
+            raise UsageError("the run records no judge; name the one to align with")
+        return reviewed.run_spec.judge
+    return judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_dict(dict(judge))
+
 
 def _kappa_or(card: dict[str, Any]) -> float:
     k = card.get("kappa", [None])[0]
