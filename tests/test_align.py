@@ -14,13 +14,14 @@ import pytest
 
 from evaluators import align, evaluate
 from evaluators.core import registry
-from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, train_only
-from evaluators.review.align_stats import gate
+from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, shapers, train_only
+from evaluators.review.align_stats import gate, length_bias, split_card
 from tests import align_world as w
 from tests.conftest import ROOT, env_for_subprocess
 from tests.judge_server import JudgeServer
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn gives the reference kappas")
+scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference regression slope")
 contingency = pytest.importorskip("statsmodels.stats.contingency_tables", reason="statsmodels gives McNemar's p")
 
 
@@ -138,6 +139,7 @@ def _row(i, split, human, judge):
     return AlignRow("r", i, split, human, judge, 5.0 if human else 1.0, 5.0 if judge else 1.0, {"response": f"t{i}"})
 
 
+@pytest.mark.no_store
 def test_candidate_builders_refuse_any_row_that_is_not_a_train_row():
     rows = [_row(0, "train", 1, 0), _row(1, "dev", 0, 1)]
     for build in (train_only, disagreements, choose_examples):
@@ -145,6 +147,36 @@ def test_candidate_builders_refuse_any_row_that_is_not_a_train_row():
             build(rows)
 
 
+@pytest.mark.no_store
+def test_a_train_row_sharing_a_held_out_rows_text_shapes_no_candidate():
+    rows = [_row(0, "train", 1, 0), _row(1, "test", 1, 0), _row(2, "train", 0, 1), _row(3, "dev", 0, 0)]
+    rows[0].values = dict(rows[1].values)  # the same answer twice in the dataset, dealt to train and to test
+    assert [r.row_idx for r in shapers(rows, ["response"])] == [2]
+
+
+@pytest.mark.no_store
+def test_the_baseline_card_against_reference_implementations():
+    rng = np.random.default_rng(5)
+    human_v = rng.integers(1, 6, 200).astype(float)
+    judge_v = np.clip(human_v + rng.integers(-1, 2, 200), 1, 5)
+    human, judge = (human_v >= 3).astype(int), (judge_v >= 3).astype(int)
+    card = split_card(human, judge, human_v, judge_v, [1, 2, 3, 4, 5], seed=2)
+    assert card["kappa"][0] == pytest.approx(sklearn_metrics.cohen_kappa_score(human, judge), abs=1e-12)
+    assert card["weighted_kappa"][0] == pytest.approx(
+        sklearn_metrics.cohen_kappa_score(human_v, judge_v, weights="quadratic"), abs=1e-12)
+    assert card["kappa"][1] < card["kappa"][0] < card["kappa"][2]
+    assert card["tpr"] == sklearn_metrics.recall_score(human, judge, pos_label=1)
+    assert card["tnr"] == sklearn_metrics.recall_score(human, judge, pos_label=0)
+    assert card["majority_accuracy"] == max(human.mean(), 1 - human.mean())
+    lengths = rng.integers(50, 3000, 200)
+    diff = judge_v - human_v + lengths / 1000.0  # a judge kinder by a point per 1,000 characters
+    ref = scipy_stats.linregress(lengths / 1000.0, diff)
+    bias = length_bias(judge_v + lengths / 1000.0, human_v, lengths, seed=0)
+    assert bias["slope_per_1000_chars"] == pytest.approx(ref.slope, rel=1e-9)
+    assert bias["ci95_low"] < ref.slope < bias["ci95_high"] and bias["ci95_low"] > 0
+
+
+@pytest.mark.no_store
 def test_examples_are_balanced_across_verdicts_and_disagreements_come_first():
     rows = [_row(i, "train", int(i % 3 != 0), int(i % 3 != 0) if i < 12 else int(i % 3 == 0)) for i in range(30)]
     picked = choose_examples(rows, seed=4, per_verdict=3)
@@ -165,3 +197,17 @@ def test_the_cli_writes_alignment_json(store, scripted, tmp_path, monkeypatch):
                                 "mcnemar_p", "disagreements", "test_rows", "verdict", "test_uses", "rows"}
     assert doc["gate"]["verdict"] == "better" and doc["candidates"][0]["template"]
     assert "Better: " in p.stdout and "test split used 1 time" in p.stdout
+
+
+def test_the_cli_refuses_an_unknown_metric_and_too_few_reviews_in_one_line(store, scripted, tmp_path, monkeypatch):
+    rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch, n=6)
+
+    def cli(*extra):
+        return subprocess.run([sys.executable, "-m", "evaluators", "align", w.RUN_ID, *extra, "--out", str(tmp_path / "o"),
+                               "--db", store.url], cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess(),
+                              timeout=120)
+    p = cli("--metric", "nope")
+    assert p.returncode == 2 and "has no judge metric 'nope'" in p.stderr and "acceptable" in p.stderr, p.stderr
+    p = cli("--metric", w.METRIC)
+    assert p.returncode == 2 and "review more rows" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "o" / "alignment.json").exists()

@@ -25,7 +25,7 @@ from evaluators.judge.templates import Template
 from evaluators.read.view import open_view
 from evaluators.review import dataset_reviews
 from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
-                                                proposer_messages, read_rules, template_text)
+                                                proposer_messages, read_rules, shapers, template_text)
 from evaluators.review.align_stats import gate, length_bias, split_card
 from evaluators.run.planning import _Task, cache_key, iter_tasks
 from evaluators.run.spec import RunSpec, resolve_templates
@@ -74,6 +74,11 @@ class _Reviewed:
 
     def split(self, name: str) -> list[AlignRow]:
         return [r for r in self.rows if r.split == name]
+
+    @property
+    def train(self) -> list[AlignRow]:
+        """The train rows candidates learn from (:func:`shapers`: none whose text a held-out row shares)."""
+        return shapers(self.rows, self.fields)
 
     @property
     def fields(self) -> list[str]:
@@ -153,7 +158,7 @@ def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dic
 
 def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
     """Rules from the reviewers' notes on train disagreements, by one proposer call (the judge by default)."""
-    cases = disagreements(reviewed.split("train"))
+    cases = disagreements(reviewed.train)
     if not cases:
         return []
     messages, ids = proposer_messages(reviewed.spec.name, cases, reviewed.fields)
@@ -171,7 +176,7 @@ def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 
     """The candidates ``method`` asks for ("rules", "examples" or "both": all three), from train rows only."""
     if method not in METHODS:
         raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
-    train = reviewed.split("train")
+    train = reviewed.train
     wanted = ["rules", "examples", "both"] if method == "both" else [method]
     rules = propose_rules(judging, reviewed, proposer) if {"rules", "both"} & set(wanted) else []
     examples = choose_examples(train, seed) if {"examples", "both"} & set(wanted) else []

@@ -67,6 +67,17 @@ def train_only(rows: list[AlignRow]) -> list[AlignRow]:
     return rows
 
 
+def shapers(rows: list[AlignRow], fields: list[str]) -> list[AlignRow]:
+    """The train rows a candidate may learn from: every train row but those whose text (the template's fields)
+    is also a dev or test row's. A dataset with a row twice would otherwise carry a held-out row's text into a
+    candidate through its train copy, and the gate would grade the candidate on an answer it was shown."""
+    def text(r: AlignRow) -> tuple:
+        return tuple(str(r.values.get(f)) for f in fields)
+
+    held_out = {text(r) for r in rows if r.split != "train"}
+    return [r for r in rows if r.split == "train" and text(r) not in held_out]
+
+
 def _safe(text: Any, limit: int = FIELD_CHARS) -> str:
     """A row's text as a section carries it: cut, and with no ``{{`` or ``{$`` a template would fill."""
     s = "" if text is None else str(text)
