@@ -42,13 +42,14 @@ def _judge(server) -> dict:
     return {"model": "m", "provider": "compatible", "base_url": server.url, "max_retries": 0}
 
 
-def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0):
+def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1):
     """The world's rows judged by the scripted judge as run :data:`w.RUN_ID`, and the reviewers' verdicts stored."""
     rows, human = w.world(n, seed)
     path = tmp_path / "acceptable.md"
     path.write_text(w.METRIC_FILE, encoding="utf-8")
     monkeypatch.setattr("evaluators.store.store.new_id", lambda: w.RUN_ID)
-    res = evaluate(rows, [w.METRIC], judge=_judge(server), store=store, metric_files=[str(path)])
+    res = evaluate(rows, [w.METRIC], judge=_judge(server), store=store, metric_files=[str(path)],
+                   repeat=repeat)
     assert res.status == "completed" and res.run_id == w.RUN_ID
     monkeypatch.undo()
     store.save_reviews(w.RUN_ID, w.reviews(rows, human))
@@ -74,6 +75,7 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
     assert dev["examples"] < dev["rules"]
     assert g["verdict"] == "better" and g["delta"] >= 0.2 and g["delta_ci95_low"] > 0, g
     assert g["test_uses"] == 1 and store.test_split_uses(w.METRIC) == 1
+    assert out["baseline"]["self_consistency"] is None  # each task was judged once
     # every κ the gate reports, and McNemar's p, recomputed from its own rows by the reference implementations
     t = g["rows"]
     assert len(t) == g["test_rows"] == out["splits"]["test"] == 120
@@ -211,3 +213,11 @@ def test_the_cli_refuses_an_unknown_metric_and_too_few_reviews_in_one_line(store
     p = cli("--metric", w.METRIC)
     assert p.returncode == 2 and "review more rows" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (tmp_path / "o" / "alignment.json").exists()
+
+
+def test_the_baseline_card_has_the_judges_self_consistency_where_the_run_repeated(store, scripted, tmp_path,
+                                                                                   monkeypatch):
+    _reviewed_run(store, scripted, tmp_path, monkeypatch, n=40, repeat=2)
+    out = align(store, w.RUN_ID, w.METRIC, method="examples")
+    sc = out["baseline"]["self_consistency"]
+    assert sc["repeat"] == 2 and sc["rows"] == 40 and sc["flip_share"] == 0  # the scripted judge never wavers

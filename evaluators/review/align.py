@@ -22,6 +22,7 @@ from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
 from evaluators.judge.client import JudgeClient, JudgeError
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.templates import Template
+from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
 from evaluators.review import dataset_reviews
 from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
@@ -52,6 +53,8 @@ class _Reviewed:
             raise UsageError("alignment reads single-turn rows; this run's dataset is made of conversations")
         self.template: Template = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)["single"]
         self.rows = self._rows(store, run_id, results, ds, seed)
+        repeats = repeat_agreement(results, metric)  # None when each task was judged once
+        self.self_consistency = None if repeats is None else {k: v for k, v in repeats.items() if k != "flip_rows"}
 
     def _rows(self, store: Store, run_id: str, results: Any, ds: Any, seed: int) -> list[AlignRow]:
         spec, threshold = self.spec, self.threshold
@@ -147,14 +150,16 @@ def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[int, int | None
                       [r.judge_value for r in rows], scale_values, seed=seed)
 
 def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dict[str, Any]:
-    """The current judge's card: dev and test numbers, and the length bias over every reviewed row."""
+    """The current judge's card: dev and test numbers, the length bias over every reviewed row and, where the
+    run asked each task more than once, the judge's agreement with itself (``self_consistency``)."""
     lengths = [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v)))
                for r in reviewed.rows]
     return {"metric_version": reviewed.spec.version, "judge_model": judge_model,
             "dev": _card(reviewed, reviewed.split("dev"), seed=seed),
             "test": _card(reviewed, reviewed.split("test"), seed=seed),
             "length_bias": length_bias([r.judge_value for r in reviewed.rows], [r.human_value for r in reviewed.rows],
-                                       lengths, seed)}
+                                       lengths, seed),
+            "self_consistency": reviewed.self_consistency}
 
 def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
     """Rules from the reviewers' notes on train disagreements, by one proposer call (the judge by default)."""
