@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from evaluators import align, evaluate
+from evaluators.core.errors import UsageError
+from evaluators.review.align import promote
 from evaluators.core import registry
 from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, shapers, train_only
 from evaluators.review.align_stats import gate, length_bias, split_card
@@ -190,7 +192,8 @@ def test_the_cli_writes_alignment_json(store, scripted, tmp_path, monkeypatch):
     _reviewed_run(store, scripted, tmp_path, monkeypatch)
     out = tmp_path / "aligned"
     p = subprocess.run([sys.executable, "-m", "evaluators", "align", w.RUN_ID, "--metric", w.METRIC, "--method", "rules",
-                        "--judge-base-url", scripted.url, "--judge-model", "m", "--out", str(out), "--db", store.url],
+                        "--judge-base-url", scripted.url, "--judge-model", "m", "--out", str(out), "--db", store.url,
+                        "--promote"],
                        cwd=ROOT, capture_output=True, text=True, env=env_for_subprocess(), timeout=120)
     assert p.returncode == 0, p.stderr
     doc = json.loads((out / "alignment.json").read_text())
@@ -199,6 +202,30 @@ def test_the_cli_writes_alignment_json(store, scripted, tmp_path, monkeypatch):
                                 "mcnemar_p", "disagreements", "test_rows", "verdict", "test_uses", "rows"}
     assert doc["gate"]["verdict"] == "better" and doc["candidates"][0]["template"]
     assert "Better: " in p.stdout and "test split used 1 time" in p.stdout
+    assert doc["promoted"] == {"name": w.METRIC, "version": 1} and "promoted: saved acceptable version 1" in p.stdout
+
+
+def test_only_a_better_candidate_is_promoted_as_the_metrics_next_version(store, scripted, tmp_path, monkeypatch):
+    _reviewed_run(store, scripted, tmp_path, monkeypatch)
+    out = align(store, w.RUN_ID, w.METRIC, method="rules")
+    unsure = dict(out, gate=dict(out["gate"], verdict="no detectable change"))
+    with pytest.raises(UsageError, match="only a candidate the gate called better"):
+        promote(store, unsure)
+    assert store.saved_metrics() == []
+    saved = promote(store, out, created_by="ann")
+    assert (saved["name"], saved["version"]) == (w.METRIC, 1)
+    assert w.RULES_HEADER in saved["text"] and saved["text"].startswith("---\nname: acceptable\n")
+    prov = store.promotion(w.METRIC, 1)["provenance"]
+    assert prov["run_id"] == w.RUN_ID and prov["rules"] == out["candidates"][0]["rules"]
+    assert prov["gate"]["delta_ci95_low"] == out["gate"]["delta_ci95_low"] > 0
+    assert promote(store, out)["version"] == 1  # the same text again: saved once
+    # the promoted version is a metric that runs: a row mentioning the planted word now fails
+    from evaluators.store.saved_metrics import saved_spec
+
+    spec = saved_spec(store.saved_metric(w.METRIC))
+    res = evaluate([{"query": "q", "response": f"fine {w.PLANTED}"}, {"query": "q", "response": f"{w.APOLOGY} fine"}],
+                   [w.METRIC], judge=_judge(scripted), store=store)
+    assert spec.version == "1" and list(res.rows[f"outputs.{w.METRIC}.{w.METRIC}"]) == [1.0, 5.0]
 
 
 def test_the_cli_refuses_an_unknown_metric_and_too_few_reviews_in_one_line(store, scripted, tmp_path, monkeypatch):

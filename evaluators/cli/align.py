@@ -23,6 +23,8 @@ def add_commands(sub) -> None:
     a.add_argument("--method", choices=["rules", "examples", "both"], default="both",
                    help="rules distilled from reviewers' notes, worked examples, or both (all three tried on dev)")
     a.add_argument("--out", required=True, type=Path, help="folder for alignment.json")
+    a.add_argument("--promote", action="store_true", help="when the gate calls the candidate better, save it as the "
+                   "metric's next version (a metric file in our template form), its provenance kept in the store")
     a.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     a.add_argument("--judge", metavar="NAME", action="append", help="a judge configured on this machine "
                    "(judges.toml); default: the run's own judge")
@@ -53,6 +55,18 @@ def _judge(a) -> Any:
     return _judge_from_args(a)
 
 
+def _promote(store, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The promoted version's name and version, or None (why is put in ``out["not_promoted"]``)."""
+    from evaluators.review.align import promote
+
+    try:
+        saved = promote(store, out)
+    except UsageError as e:
+        out["not_promoted"] = str(e)
+        return None
+    return {"name": saved["name"], "version": saved["version"]}
+
+
 def _kappa(card: dict[str, Any]) -> str:
     k = card.get("kappa") or [None, None, None]
     if k[0] is None:
@@ -72,6 +86,8 @@ def cmd_align(a) -> int:
         raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints)") from None
     judge = _judge(a)
     out = align(store, a.run_id, a.metric, judge, api_key=_api_key_from_args(a), method=a.method, seed=a.split_seed)
+    if a.promote:
+        out["promoted"] = _promote(store, out)
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "alignment.json"
     path.write_text(json.dumps(out, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
@@ -87,6 +103,11 @@ def cmd_align(a) -> int:
         say(f"chosen on dev: {out['selected']}")
         say(g["sentence"])
         say(f"test split used {g['test_uses']} time{'s' if g['test_uses'] != 1 else ''}")
+    if out.get("promoted"):
+        p = out["promoted"]
+        say(f"promoted: saved {p['name']} version {p['version']}, with where it came from")
+    elif a.promote:
+        say("not promoted: " + out["not_promoted"])
     say(f"wrote {path}")
     return EXIT_OK
 

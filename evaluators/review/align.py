@@ -26,7 +26,8 @@ from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
 from evaluators.review import dataset_reviews
 from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
-                                                proposer_messages, read_rules, shapers, template_text)
+                                                draft_metric, proposer_messages, read_rules, shapers,
+                                                template_text)
 from evaluators.review.align_stats import gate, length_bias, split_card
 from evaluators.run.planning import _Task, cache_key, iter_tasks
 from evaluators.run.spec import RunSpec, resolve_templates
@@ -189,7 +190,9 @@ def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 
     for m in wanted:
         if (m != "examples" and not rules) or (m != "rules" and not examples):
             continue  # nothing to add of this kind (no disagreement on train, or one verdict missing)
-        out.append(build(m, reviewed.template, rules, examples, reviewed.fields))
+        c = build(m, reviewed.template, rules, examples, reviewed.fields)
+        c.metric_text = draft_metric(reviewed.spec.definition, c.text)
+        out.append(c)
     return out
 
 def _row_ids(store: Store, run_id: str) -> dict[int, str]:
@@ -254,7 +257,8 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
     listed = []
     for c in made:
         card = _card(reviewed, dev, judging.verdicts(c.template, reviewed, dev), seed)
-        listed.append({"method": c.method, "template": c.text, "rules": c.rules, "examples": c.examples, "dev": card})
+        listed.append({"method": c.method, "template": c.text, "metric_text": c.metric_text, "rules": c.rules,
+                       "examples": c.examples, "dev": card})
     out["candidates"] = listed
     if not made:
         out["selected"], out["gate"] = None, None
@@ -265,6 +269,32 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
     out["gate"] = run_gate(store, judging, reviewed, made[best], seed)
     out["judge_calls"] = judging.calls
     return out
+
+def promote(store: Store, alignment: dict[str, Any], created_by: str | None = None) -> dict[str, Any]:
+    """Save the gated candidate of ``alignment`` (what :func:`align` returned) as the metric's next version, with
+    its provenance (run, method, rules and examples with their rows, the gate's numbers, the test split's uses).
+
+    Returns:
+        The saved version (``store.saved_metric``'s dict).
+    Raises:
+        UsageError: the gate did not call the candidate "better", or the metric has no template file to version.
+    """
+    g = alignment.get("gate")
+    if not g or g.get("verdict") != "better":
+        said = "no gate was run" if not g else f"the gate said {g.get('verdict')!r}"
+        raise UsageError(f"only a candidate the gate called better is promoted; {said}")
+    chosen = next(c for c in alignment["candidates"] if c["method"] == alignment["selected"])
+    if not chosen.get("metric_text"):
+        raise UsageError(f"{alignment['metric']} is not a metric file in our template form, so it has no next version "
+                         "to save: copy it into one (`metrics show`), run with it, and align that")
+    saved = store.save_metric(chosen["metric_text"], "template", created_by=created_by)
+    if store.promotion(saved["name"], saved["version"]) is None:  # (promoting the same text twice saves it once)
+        store.save_promotion(saved["name"], saved["version"], {
+            "run_id": alignment["run_id"], "metric": alignment["metric"], "method": chosen["method"],
+            "seed": alignment["seed"], "splits": alignment["splits"], "rules": chosen["rules"],
+            "examples": chosen["examples"], "gate": {k: v for k, v in g.items() if k != "rows"}}, created_by)
+    return saved
+
 
 def _judge_of(reviewed: _Reviewed, judge: JudgeConfig | dict | None) -> JudgeConfig:
     if judge is None:

@@ -54,6 +54,7 @@ class Candidate:
     method: str
     template: Template
     text: str  # the template as text ([system] / [user] sections)
+    metric_text: str | None = None  # the metric file it would be saved as (:func:`draft_metric`)
     rules: list[dict[str, Any]] = field(default_factory=list)  # {"rule", "rows": [{"run_id", "row_idx"}]}
     examples: list[dict[str, Any]] = field(default_factory=list)  # {"run_id", "row_idx", "human"}
 
@@ -105,6 +106,20 @@ def with_section(current: Template, section: str, method: str) -> Template:
     if made.placeholders != current.placeholders:
         raise ValueError(f"the {method} section changed the template's placeholders")
     return made
+
+
+def draft_metric(definition: dict[str, Any] | None, body: str) -> str | None:
+    """The metric file a candidate would become, the metric's next version: its own front matter (our template
+    form) over the candidate's template. None for a built-in or a Prompty or code metric (copy it into a metric
+    file of your own, in our template form, to promote a candidate of it)."""
+    d = definition or {}
+    if d.get("format") != "template":
+        return None
+    lines = str(d["text"]).replace("\r\n", "\n").split("\n")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if lines[0].strip() != "---" or end is None:
+        return None
+    return "\n".join(lines[:end + 1]) + "\n" + body + "\n"
 
 
 def disagreements(rows: list[AlignRow]) -> list[AlignRow]:

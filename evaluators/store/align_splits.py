@@ -1,5 +1,6 @@
 """Alignment's splits: each reviewed row of a metric (run, row, metric) assigned once to train, dev or test, and
-how many times each metric's test split has been used for a decision.
+how many times each metric's test split has been used for a decision; and the provenance of each promoted
+candidate (the saved metric version it became: which run and reviews, which rules and examples, the gate).
 
 A row is assigned the first time alignment sees its verdict and never again: rows already stored keep their split
 (an insert that meets one does nothing), so a judge tuned on train and chosen on dev is gated on rows that no
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from typing import Iterable
+from typing import Any, Iterable
 
-from sqlalchemy import ForeignKey, Integer, String, func, select, update
+from sqlalchemy import JSON, ForeignKey, Integer, String, func, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evaluators.store.schema import Base, utcnow
@@ -42,6 +43,17 @@ class AlignTestUseRow(Base):
     metric: Mapped[str] = mapped_column(String(100), primary_key=True)
     uses: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class AlignPromotionRow(Base):
+    """Where a saved metric version promoted by alignment came from (``saved_metrics``' name and version)."""
+
+    __tablename__ = "align_promotions"
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    provenance: Mapped[dict] = mapped_column(JSON)  # run, metric, method, rules, examples, the gate's numbers
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 def row_hash(seed: int, run_id: str, row_idx: int, metric: str) -> str:
@@ -137,3 +149,16 @@ class AlignSplitsMixin:
                       .values(uses=AlignTestUseRow.uses + 1, updated_at=utcnow()))
             s.commit()
         return self.test_split_uses(metric)
+
+    def save_promotion(self, name: str, version: int, provenance: dict[str, Any], created_by: str | None = None) -> None:
+        """Record where saved metric ``name`` version ``version`` came from (once: a second record is refused)."""
+        with self.session() as s:
+            s.add(AlignPromotionRow(name=name, version=int(version), provenance=provenance, created_by=created_by))
+            s.commit()
+
+    def promotion(self, name: str, version: int) -> dict[str, Any] | None:
+        """The provenance of a promoted version, or None when alignment did not make it."""
+        with self.session() as s:
+            row = s.get(AlignPromotionRow, (name, int(version)))
+            return None if row is None else {"name": row.name, "version": row.version, "provenance": row.provenance,
+                                             "created_at": row.created_at, "created_by": row.created_by}

@@ -1,6 +1,7 @@
 """Alignment's splits: ``align_splits`` assigns each reviewed (run, row, metric) once to train, dev or test (with
 the human verdict it was dealt in and the seed), never reassigned; ``align_test_uses`` counts the decisions each
-metric's test split was used for (store/align_splits.py).
+metric's test split was used for; ``align_promotions`` says where each saved metric version alignment promoted came
+from (store/align_splits.py).
 
 Revision ID: 0010
 Revises: 0009
@@ -34,8 +35,17 @@ def upgrade() -> None:
         sa.Column("uses", sa.Integer(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
     )
+    op.create_table(
+        "align_promotions",
+        sa.Column("name", sa.String(63), primary_key=True),
+        sa.Column("version", sa.Integer(), primary_key=True),
+        sa.Column("provenance", sa.JSON(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_by", sa.String(200), nullable=True),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("align_promotions")
     op.drop_table("align_test_uses")
     op.drop_table("align_splits")
