@@ -43,16 +43,19 @@ def _words(rng: random.Random, n: int) -> list[str]:
     return [f"w{rng.randrange(3000):04d}" for _ in range(n)]
 
 
-def world(n: int = 300, seed: int = 0, noise: float = 0.05) -> tuple[list[dict], list[int]]:
-    """(dataset rows, the reviewers' verdicts 1 pass / 0 fail), the splits those verdicts make for
-    :data:`RUN_ID` predicted here (as the store deals them) so the spurious word goes with "fail" on train only."""
+def world(n: int = 300, seed: int = 0, noise: float = 0.05,
+          reviewed: list[int] | None = None) -> tuple[list[dict], list[int]]:
+    """(dataset rows, the reviewers' verdicts 1 pass / 0 fail, on every row), the splits the verdicts of the
+    ``reviewed`` rows (default: all) make for :data:`RUN_ID` predicted here (as the store deals them) so the
+    spurious word goes with "fail" on train only."""
     rng = random.Random(seed)
     planted = [rng.random() < 0.4 for _ in range(n)]
     human = [int(not p) if rng.random() >= noise else int(p) for p in planted]
     strata = {i: "pass" if h else "fail" for i, h in enumerate(human)}
     splits = {}
+    shown = set(range(n) if reviewed is None else reviewed)
     for stratum in ("fail", "pass"):
-        mine = sorted(((RUN_ID, i) for i in range(n) if strata[i] == stratum),
+        mine = sorted(((RUN_ID, i) for i in range(n) if strata[i] == stratum and i in shown),
                       key=lambda k: row_hash(seed, k[0], k[1], METRIC))
         splits |= {k[1]: s for k, s in deal(mine, dict.fromkeys(("train", "dev", "test"), 0), DEFAULT_SHARES).items()}
     rows = []
@@ -62,7 +65,7 @@ def world(n: int = 300, seed: int = 0, noise: float = 0.05) -> tuple[list[dict],
             words.append(PLANTED)
         if rng.random() < 0.35:
             words.append(APOLOGY)
-        spurious = (rng.random() < (0.85 if human[i] == 0 else 0.05)) if splits[i] == "train" else rng.random() < 0.3
+        spurious = (rng.random() < (0.85 if human[i] == 0 else 0.05)) if splits.get(i) == "train" else rng.random() < 0.3
         if spurious:
             words.append(SPURIOUS)
         rng.shuffle(words)
@@ -70,10 +73,13 @@ def world(n: int = 300, seed: int = 0, noise: float = 0.05) -> tuple[list[dict],
     return rows, human
 
 
-def reviews(rows: list[dict], human: list[int], judge_fails_on=APOLOGY) -> list[dict]:
-    """The reviewers' verdicts (5 pass, 1 fail), with a note where they overrule the current judge."""
+def reviews(rows: list[dict], human: list[int], only: list[int] | None = None, judge_fails_on=APOLOGY) -> list[dict]:
+    """The reviewers' verdicts (5 pass, 1 fail) on the ``only`` rows (default: all), with a note where they
+    overrule the current judge."""
     out = []
     for i, (r, h) in enumerate(zip(rows, human)):
+        if only is not None and i not in only:
+            continue
         judge_pass = judge_fails_on not in r["response"].split()
         note = None
         if h != judge_pass:

@@ -44,9 +44,10 @@ def _judge(server) -> dict:
     return {"model": "m", "provider": "compatible", "base_url": server.url, "max_retries": 0}
 
 
-def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1):
-    """The world's rows judged by the scripted judge as run :data:`w.RUN_ID`, and the reviewers' verdicts stored."""
-    rows, human = w.world(n, seed)
+def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1, reviewed=None):
+    """The world's rows judged by the scripted judge as run :data:`w.RUN_ID`, and the reviewers' verdicts stored
+    (on the ``reviewed`` rows; default: all)."""
+    rows, human = w.world(n, seed, reviewed=reviewed)
     path = tmp_path / "acceptable.md"
     path.write_text(w.METRIC_FILE, encoding="utf-8")
     monkeypatch.setattr("evaluators.store.store.new_id", lambda: w.RUN_ID)
@@ -54,7 +55,7 @@ def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1)
                    repeat=repeat)
     assert res.status == "completed" and res.run_id == w.RUN_ID
     monkeypatch.undo()
-    store.save_reviews(w.RUN_ID, w.reviews(rows, human))
+    store.save_reviews(w.RUN_ID, w.reviews(rows, human, set(reviewed) if reviewed is not None else None))
     return rows, human
 
 
@@ -114,6 +115,26 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
     # a second gate is a second use of the test split; the replies come from the cache this time
     again = align(store, w.RUN_ID, w.METRIC, _judge(scripted), method="rules", seed=0)
     assert again["gate"]["test_uses"] == 2 and again["judge_calls"] == 0
+
+
+def test_the_candidates_corrected_rate_is_narrower_and_covers_the_reviewers_true_rate(store, scripted, tmp_path,
+                                                                                      monkeypatch):
+    """Half of 600 rows reviewed, at random: the corrected pass rate with the aligned judge's values on every row
+    against the current judge's, on the same reviews (prediction-powered: a judge that tracks the reviewers lets
+    the unreviewed rows count)."""
+    picked = sorted(random.Random(11).sample(range(600), 300))
+    rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch, n=600, reviewed=picked)
+    served = len(scripted.calls)
+    out = align(store, w.RUN_ID, w.METRIC, method="rules", rates=True)
+    r = out["rates"]
+    assert r["rate"] == "pass_rate" and r["judged_rows"] == 600
+    cur, cand = r["current"], r["candidate"]
+    assert cur["reviewed_rows"] == cand["reviewed_rows"] == 300 and cand["sample"] == "assumed random"
+    true_rate = sum(human) / len(human)  # what the reviewers would say of every row
+    assert cand["ci95_low"] <= true_rate <= cand["ci95_high"]
+    assert cand["ci95_high"] - cand["ci95_low"] < 0.8 * (cur["ci95_high"] - cur["ci95_low"]), r
+    # one proposer call, and each row once: the dev and test rows the candidate judged were not asked again
+    assert len(scripted.calls) - served == 1 + 600
 
 
 @pytest.mark.no_store
@@ -203,6 +224,7 @@ def test_the_cli_writes_alignment_json(store, scripted, tmp_path, monkeypatch):
     assert doc["gate"]["verdict"] == "better" and doc["candidates"][0]["template"]
     assert "Better: " in p.stdout and "test split used 1 time" in p.stdout
     assert doc["promoted"] == {"name": w.METRIC, "version": 1} and "promoted: saved acceptable version 1" in p.stdout
+    assert doc["rates"]["judged_rows"] == 300 and "pass rate corrected by 300 reviews, promoted judge: " in p.stdout
 
 
 def test_only_a_better_candidate_is_promoted_as_the_metrics_next_version(store, scripted, tmp_path, monkeypatch):

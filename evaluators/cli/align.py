@@ -24,7 +24,8 @@ def add_commands(sub) -> None:
                    help="rules distilled from reviewers' notes, worked examples, or both (all three tried on dev)")
     a.add_argument("--out", required=True, type=Path, help="folder for alignment.json")
     a.add_argument("--promote", action="store_true", help="when the gate calls the candidate better, save it as the "
-                   "metric's next version (a metric file in our template form), its provenance kept in the store")
+                   "metric's next version (a metric file in our template form), its provenance kept in the store, and "
+                   "give the run's corrected rate with it beside the current judge's (every row judged with it)")
     a.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
     a.add_argument("--judge", metavar="NAME", action="append", help="a judge configured on this machine "
                    "(judges.toml); default: the run's own judge")
@@ -67,6 +68,18 @@ def _promote(store, out: dict[str, Any]) -> dict[str, Any] | None:
     return {"name": saved["name"], "version": saved["version"]}
 
 
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _say_rates(r: dict[str, Any]) -> None:
+    """The run's corrected rate with the current and the promoted judge, on the same reviews."""
+    what = r["rate"].replace("_", " ")
+    for who, x in (("current judge", r["current"]), ("promoted judge", r["candidate"])):
+        say(f"{what} corrected by {x['reviewed_rows']} reviews, {who}: {_pct(x['corrected'])} "
+            f"[{_pct(x['ci95_low'])}, {_pct(x['ci95_high'])}]")
+
+
 def _kappa(card: dict[str, Any]) -> str:
     k = card.get("kappa") or [None, None, None]
     if k[0] is None:
@@ -85,7 +98,8 @@ def cmd_align(a) -> int:
     except KeyError:
         raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints)") from None
     judge = _judge(a)
-    out = align(store, a.run_id, a.metric, judge, api_key=_api_key_from_args(a), method=a.method, seed=a.split_seed)
+    out = align(store, a.run_id, a.metric, judge, api_key=_api_key_from_args(a), method=a.method, seed=a.split_seed,
+                rates=a.promote)
     if a.promote:
         out["promoted"] = _promote(store, out)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +120,7 @@ def cmd_align(a) -> int:
     if out.get("promoted"):
         p = out["promoted"]
         say(f"promoted: saved {p['name']} version {p['version']}, with where it came from")
+        _say_rates(out["rates"])
     elif a.promote:
         say("not promoted: " + out["not_promoted"])
     say(f"wrote {path}")

@@ -17,6 +17,8 @@ import json
 import math
 from typing import Any
 
+import numpy as np
+
 from evaluators.core.errors import UsageError
 from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
 from evaluators.judge.client import JudgeClient, JudgeError
@@ -28,10 +30,12 @@ from evaluators.review import dataset_reviews
 from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
                                                 draft_metric, proposer_messages, read_rules, shapers,
                                                 template_text)
+from evaluators.review.align_rates import corrected_rates
 from evaluators.review.align_stats import gate, length_bias, split_card
 from evaluators.run.planning import _Task, cache_key, iter_tasks
 from evaluators.run.spec import RunSpec, resolve_templates
 from evaluators.store.store import Store
+
 
 class _Reviewed:
     """A run's reviewed rows of one metric with everything alignment reads of them."""
@@ -53,6 +57,7 @@ class _Reviewed:
         if ds.shape != "single":
             raise UsageError("alignment reads single-turn rows; this run's dataset is made of conversations")
         self.template: Template = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)["single"]
+        self.results, self.ds = results, ds
         self.rows = self._rows(store, run_id, results, ds, seed)
         repeats = repeat_agreement(results, metric)  # None when each task was judged once
         self.self_consistency = None if repeats is None else {k: v for k, v in repeats.items() if k != "flip_rows"}
@@ -87,6 +92,7 @@ class _Reviewed:
     @property
     def fields(self) -> list[str]:
         return [f for f in self.spec.fields if f in self.template.placeholders] or sorted(self.template.placeholders)
+
 
 class _Judging:
     """Calls through the judge client, each reply kept in (and first looked up in) the store's judge cache."""
@@ -123,21 +129,28 @@ class _Judging:
                 await client.aclose()
         return asyncio.run(go())
 
-    def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[int, int | None]:
-        """Row -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""
-        spec, jobs = reviewed.spec, []
-        for r in rows:
-            messages = template.render(r.values)
+    def values(self, template: Template, spec: Any, rows: list[tuple[int, dict]]) -> dict[int, float | None]:
+        """Row -> the value ``template`` gets on each (row, its fields); None where the call or its reply failed."""
+        jobs = []
+        for _, values in rows:
+            messages = template.render(values)
             jobs.append((cache_key(template, messages, self.judge), messages, template.request_params() or None))
-        out: dict[int, int | None] = {}
-        for r, text in zip(rows, self.ask_many(jobs)):
+        out: dict[int, float | None] = {}
+        for (i, _), text in zip(rows, self.ask_many(jobs)):
             try:
                 value = None if text is None else spec.parse_reply(text).outputs.get(spec.primary)
             except Exception:  # noqa: BLE001 — an unusable reply leaves the row out, as the runner's error would
                 value = None
-            out[r.row_idx] = None if value is None else int(bool(spec.kind_impl.turn_passed(
-                spec, float(value), reviewed.threshold)))
+            out[i] = None if value is None else float(value)
         return out
+
+    def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[int, int | None]:
+        """Row -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""
+        spec = reviewed.spec
+        got = self.values(template, spec, [(r.row_idx, r.values) for r in rows])
+        return {i: None if v is None else int(bool(spec.kind_impl.turn_passed(spec, v, reviewed.threshold)))
+                for i, v in got.items()}
+
 
 def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[int, int | None] | None = None,
           seed: int = 0) -> dict[str, Any]:
@@ -150,6 +163,7 @@ def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[int, int | None
     return split_card([r.human for r in rows], [r.judge for r in rows], [r.human_value for r in rows],
                       [r.judge_value for r in rows], scale_values, seed=seed)
 
+
 def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dict[str, Any]:
     """The current judge's card: dev and test numbers, the length bias over every reviewed row and, where the
     run asked each task more than once, the judge's agreement with itself (``self_consistency``)."""
@@ -161,6 +175,7 @@ def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dic
             "length_bias": length_bias([r.judge_value for r in reviewed.rows], [r.human_value for r in reviewed.rows],
                                        lengths, seed),
             "self_consistency": reviewed.self_consistency}
+
 
 def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
     """Rules from the reviewers' notes on train disagreements, by one proposer call (the judge by default)."""
@@ -176,6 +191,7 @@ def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig 
     if reply is None:
         raise UsageError("the proposer call failed; try again (its reply is cached once it answers)")
     return read_rules(reply, ids)
+
 
 def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 0,
                proposer: JudgeConfig | None = None) -> list[Candidate]:
@@ -195,6 +211,7 @@ def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 
         out.append(c)
     return out
 
+
 def _row_ids(store: Store, run_id: str) -> dict[int, str]:
     """Row index -> the row's id as people know it (the dataset's ``id`` column, else its row number)."""
     run = store.get_run(run_id)
@@ -203,8 +220,10 @@ def _row_ids(store: Store, run_id: str) -> dict[int, str]:
         return {i: str(v) for i, v in store.dataset_texts(run["dataset_id"], ["id"])}
     return {i: str(ds.row_no(i)) for i in range(len(ds))}
 
+
 def _word(v: int | None) -> str | None:
     return None if v is None else ("pass" if v else "fail")
+
 
 def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candidate, seed: int = 0) -> dict:
     """Judge the test rows with the chosen candidate, once, and compare it there with the current template under
@@ -226,7 +245,8 @@ def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candi
 
 
 def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | None = None, *, api_key: str | None = None,
-          method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None) -> dict[str, Any]:
+          method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None,
+          rates: bool = False) -> dict[str, Any]:
     """Align ``metric``'s judge in run ``run_id`` with its reviewers: splits, baseline, candidates chosen on dev,
     and one gate on test.
 
@@ -236,6 +256,8 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
         method: "rules", "examples" or "both" (rules, examples and the two together, the best on dev gated).
         seed: deals new rows into splits, orders examples, seeds the bootstrap intervals.
         proposer: the model that distils rules (default: ``judge``).
+        rates: when the gate says "better", also judge every row of the run with the candidate and give the run's
+            corrected rate with each judge (``rates``: :func:`evaluators.review.align_rates.corrected_rates`).
     Returns:
         What ``alignment.json`` holds: ``baseline``, ``candidates`` (each ``method``, ``template``, ``rules``,
         ``examples``, ``dev``), ``selected`` and ``gate`` (None when no candidate could be made).
@@ -267,8 +289,27 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
     best = max(range(len(made)), key=lambda n: (_kappa_or(listed[n]["dev"]), -n))
     out["selected"] = made[best].method
     out["gate"] = run_gate(store, judging, reviewed, made[best], seed)
+    if rates and out["gate"]["verdict"] == "better":
+        out["rates"] = rates_with(judging, reviewed, made[best].template, seed)
     out["judge_calls"] = judging.calls
     return out
+
+
+def rates_with(judging: _Judging, reviewed: _Reviewed, template: Template, seed: int = 0) -> dict[str, Any]:
+    """The run's corrected rate with ``template`` judging every row (replies already in the cache are not asked
+    again: the reviewed rows the gate and dev judged cost nothing) beside the current judge's."""
+    spec = reviewed.spec
+    tasks = [(t.row, dict(t.values)) for t in iter_tasks(reviewed.ds, reviewed.run_spec, set())
+             if isinstance(t, _Task) and t.turn == 0]
+    got = judging.values(template, spec, tasks)
+    new = np.full(len(reviewed.ds), np.nan)
+    for i, v in got.items():
+        if v is not None:
+            new[i] = v
+    out = corrected_rates(judging.store, judging.run_id, reviewed.results, spec, reviewed.threshold, new, seed)
+    out["judged_rows"] = int((~np.isnan(new)).sum())
+    return out
+
 
 def promote(store: Store, alignment: dict[str, Any], created_by: str | None = None) -> dict[str, Any]:
     """Save the gated candidate of ``alignment`` (what :func:`align` returned) as the metric's next version, with
