@@ -270,3 +270,35 @@ def test_the_baseline_card_has_the_judges_self_consistency_where_the_run_repeate
     out = align(store, w.RUN_ID, w.METRIC, method="examples")
     sc = out["baseline"]["self_consistency"]
     assert sc["repeat"] == 2 and sc["rows"] == 40 and sc["flip_share"] == 0  # the scripted judge never wavers
+
+
+def test_an_unusable_proposer_reply_leaves_the_examples_and_is_not_cached(store, scripted, tmp_path, monkeypatch):
+    from tests.judge_server import Action
+
+    _reviewed_run(store, scripted, tmp_path, monkeypatch)
+    scripted.on_prompt("Case C1", Action(content="I would rather not say."))
+    out = align(store, w.RUN_ID, w.METRIC, method="both")
+    assert [c["method"] for c in out["candidates"]] == ["examples"] and "held no rules" in out["notes"][0]
+    with pytest.raises(UsageError, match="held no rules"):
+        scripted.on_prompt("Case C1", Action(content="{}"))
+        align(store, w.RUN_ID, w.METRIC, method="rules")
+    again = align(store, w.RUN_ID, w.METRIC, method="rules")  # asked again, not read from the cache
+    assert again["candidates"][0]["rules"] and again["gate"]["verdict"] == "better"
+
+
+@pytest.mark.no_store
+def test_a_built_in_templates_candidate_keeps_every_placeholder():
+    from evaluators.core.registry import get_metric
+    from evaluators.review.align_candidates import build
+    from evaluators.run.spec import resolve_templates
+
+    current = resolve_templates(get_metric("groundedness"), {})["single"]
+    rows = [_row(0, "train", 1, 0), _row(1, "train", 0, 1)]
+    c = build("both", current, [{"rule": "Cite {{context}} exactly.", "rows": [rows[0].key]}], rows, ["response"])
+    assert c.template.placeholders == current.placeholders and c.template.sha != current.sha
+    assert "{ {context} }" in c.text and c.text.count("{{context}}") == template_count(current, "{{context}}")
+    assert c.template.render({"response": "r", "context": "CTX", "query": "q"})  # renders as the current one does
+
+
+def template_count(t, what: str) -> int:
+    return ((t.system or "") + t.user).count(what)

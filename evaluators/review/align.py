@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class _Reviewed:
             raise UsageError("alignment reads single-turn rows; this run's dataset is made of conversations")
         self.template: Template = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)["single"]
         self.results, self.ds = results, ds
+        self.notes: list[str] = []  # what could not be made, for alignment.json
         self.rows = self._rows(store, run_id, results, ds, seed)
         repeats = repeat_agreement(results, metric)  # None when each task was judged once
         self.self_consistency = None if repeats is None else {k: v for k, v in repeats.items() if k != "flip_rows"}
@@ -94,6 +95,15 @@ class _Reviewed:
         return [f for f in self.spec.fields if f in self.template.placeholders] or sorted(self.template.placeholders)
 
 
+def _value(spec: Any, text: str) -> float | None:
+    """A reply's primary value, or None when it cannot be used (the runner would record an error)."""
+    try:
+        value = spec.parse_reply(text).outputs.get(spec.primary)
+    except Exception:  # noqa: BLE001 — an unusable reply leaves the row out, as the runner's error would
+        return None
+    return None if value is None else float(value)
+
+
 class _Judging:
     """Calls through the judge client, each reply kept in (and first looked up in) the store's judge cache."""
 
@@ -102,8 +112,8 @@ class _Judging:
         self.calls = 0
 
     async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
-                   extra: dict | None, hit: Any) -> str | None:
-        if hit is not None:
+                   extra: dict | None, hit: Any, usable: Callable[[str], bool]) -> str | None:
+        if hit is not None and usable(hit.reply):
             return hit.reply
         async with sem:
             try:
@@ -111,20 +121,24 @@ class _Judging:
             except JudgeError:
                 return None
         self.calls += 1
+        if not usable(reply.text):  # as the runner: only a reply that can be used is cached, so a retry asks again
+            return None
         self.store.write_results(self.run_id, [], cache=[dict(
             key=key, model=self.judge.model, reply=reply.text, prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms)])
         return reply.text
 
-    def ask_many(self, jobs: list[tuple[str, list[dict], dict | None]]) -> list[str | None]:
-        """Replies to (cache key, messages, request parameters) jobs, in order; None where a call failed."""
+    def ask_many(self, jobs: list[tuple[str, list[dict], dict | None]],
+                 usable: Callable[[str], bool] = lambda _: True) -> list[str | None]:
+        """Replies to (cache key, messages, request parameters) jobs, in order; None where a call failed or its
+        reply is not ``usable`` (then not cached either)."""
         hits = self.store.cache_get_many(sorted({j[0] for j in jobs}))
 
         async def go() -> list[str | None]:
             client = JudgeClient(self.judge, self.api_key)
             sem = asyncio.Semaphore(self.judge.concurrency)
             try:
-                return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0])) for j in jobs))
+                return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0]), usable) for j in jobs))
             finally:
                 await client.aclose()
         return asyncio.run(go())
@@ -136,12 +150,8 @@ class _Judging:
             messages = template.render(values)
             jobs.append((cache_key(template, messages, self.judge), messages, template.request_params() or None))
         out: dict[int, float | None] = {}
-        for (i, _), text in zip(rows, self.ask_many(jobs)):
-            try:
-                value = None if text is None else spec.parse_reply(text).outputs.get(spec.primary)
-            except Exception:  # noqa: BLE001 — an unusable reply leaves the row out, as the runner's error would
-                value = None
-            out[i] = None if value is None else float(value)
+        for (i, _), text in zip(rows, self.ask_many(jobs, lambda text: _value(spec, text) is not None)):
+            out[i] = None if text is None else _value(spec, text)
         return out
 
     def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[int, int | None]:
@@ -187,10 +197,17 @@ def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig 
     key = hashlib.sha256(json.dumps(["align-proposer", messages, who.identity()], sort_keys=True,
                                     ensure_ascii=False).encode()).hexdigest()
     asker = judging if proposer is None else _Judging(judging.store, judging.run_id, proposer, judging.api_key)
-    reply = asker.ask_many([(key, messages, None)])[0]
+    reply = asker.ask_many([(key, messages, None)], lambda text: _rules_or_none(text, ids) is not None)[0]
     if reply is None:
-        raise UsageError("the proposer call failed; try again (its reply is cached once it answers)")
+        raise UsageError("the proposer call failed or its reply held no rules; try again (a usable reply is cached)")
     return read_rules(reply, ids)
+
+
+def _rules_or_none(text: str, ids: dict) -> list[dict] | None:
+    try:
+        return read_rules(text, ids)
+    except UsageError:
+        return None
 
 
 def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 0,
@@ -200,7 +217,14 @@ def candidates(judging: _Judging, reviewed: _Reviewed, method: str, seed: int = 
         raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
     train = reviewed.train
     wanted = ["rules", "examples", "both"] if method == "both" else [method]
-    rules = propose_rules(judging, reviewed, proposer) if {"rules", "both"} & set(wanted) else []
+    rules = []
+    if {"rules", "both"} & set(wanted):
+        try:
+            rules = propose_rules(judging, reviewed, proposer)
+        except UsageError as e:
+            if method == "rules":
+                raise
+            reviewed.notes.append(f"no rules: {e}")  # the examples are still tried
     examples = choose_examples(train, seed) if {"examples", "both"} & set(wanted) else []
     out = []
     for m in wanted:
@@ -282,6 +306,8 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
         listed.append({"method": c.method, "template": c.text, "metric_text": c.metric_text, "rules": c.rules,
                        "examples": c.examples, "dev": card})
     out["candidates"] = listed
+    if reviewed.notes:
+        out["notes"] = reviewed.notes
     if not made:
         out["selected"], out["gate"] = None, None
         out["note"] = "no candidate: the current judge and the reviewers do not disagree on any train row"
