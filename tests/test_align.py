@@ -302,8 +302,10 @@ def test_an_unusable_proposer_reply_leaves_the_examples_and_is_not_cached(store,
     with pytest.raises(UsageError, match="held no rules"):
         scripted.on_prompt("Case C1", Action(content="{}"))
         align(store, w.RUN_ID, w.METRIC, method="rules")
-    again = align(store, w.RUN_ID, w.METRIC, method="rules")  # asked again, not read from the cache
-    assert again["candidates"][0]["rules"] and again["gate"]["verdict"] == "better"
+    scripted.max_in_flight = 0
+    again = align(store, w.RUN_ID, w.METRIC, dict(_judge(scripted), concurrency=2), method="rules")
+    assert again["candidates"][0]["rules"] and again["gate"]["verdict"] == "better"  # asked again, not cached
+    assert again["judge_calls"] > 200 and scripted.max_in_flight <= 2  # at most the judge's concurrency in flight
 
 
 @pytest.mark.no_store

@@ -23,6 +23,7 @@ from evaluators.core.errors import UsageError
 from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
 from evaluators.judge.client import JudgeClient, JudgeError
 from evaluators.judge.config import JudgeConfig
+from evaluators.judge.ratelimit import RateLimiter
 from evaluators.judge.templates import Template
 from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
@@ -135,7 +136,9 @@ class _Judging:
         hits = self.store.cache_get_many(sorted({j[0] for j in jobs}))
 
         async def go() -> list[str | None]:
-            client = JudgeClient(self.judge, self.api_key)
+            # paced as a run is: the judge's 429s and rate-limit headers, and the --rpm / --tpm budgets
+            client = JudgeClient(self.judge, self.api_key, limiter=RateLimiter(self.judge.concurrency, self.judge.rpm,
+                                                                          self.judge.tpm))
             sem = asyncio.Semaphore(self.judge.concurrency)
             try:
                 return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0]), usable) for j in jobs))
