@@ -43,11 +43,11 @@ def _words(rng: random.Random, n: int) -> list[str]:
     return [f"w{rng.randrange(3000):04d}" for _ in range(n)]
 
 
-def world(n: int = 300, seed: int = 0, noise: float = 0.05,
-          reviewed: list[int] | None = None) -> tuple[list[dict], list[int]]:
+def world(n: int = 300, seed: int = 0, noise: float = 0.05, reviewed: list[int] | None = None,
+          spurious_in: tuple[str, ...] = ("train",)) -> tuple[list[dict], list[int]]:
     """(dataset rows, the reviewers' verdicts 1 pass / 0 fail, on every row), the splits the verdicts of the
     ``reviewed`` rows (default: all) make for :data:`RUN_ID` predicted here (as the store deals them) so the
-    spurious word goes with "fail" on train only."""
+    spurious word goes with "fail" on the ``spurious_in`` splits only (default: train)."""
     rng = random.Random(seed)
     planted = [rng.random() < 0.4 for _ in range(n)]
     human = [int(not p) if rng.random() >= noise else int(p) for p in planted]
@@ -65,7 +65,7 @@ def world(n: int = 300, seed: int = 0, noise: float = 0.05,
             words.append(PLANTED)
         if rng.random() < 0.35:
             words.append(APOLOGY)
-        spurious = (rng.random() < (0.85 if human[i] == 0 else 0.05)) if splits.get(i) == "train" else rng.random() < 0.3
+        spurious = (rng.random() < (0.85 if human[i] == 0 else 0.05)) if splits.get(i) in spurious_in else rng.random() < 0.3
         if spurious:
             words.append(SPURIOUS)
         rng.shuffle(words)
@@ -73,9 +73,11 @@ def world(n: int = 300, seed: int = 0, noise: float = 0.05,
     return rows, human
 
 
-def reviews(rows: list[dict], human: list[int], only: list[int] | None = None, judge_fails_on=APOLOGY) -> list[dict]:
+def reviews(rows: list[dict], human: list[int], only: list[int] | None = None, judge_fails_on=APOLOGY,
+            blame: str = PLANTED) -> list[dict]:
     """The reviewers' verdicts (5 pass, 1 fail) on the ``only`` rows (default: all), with a note where they
-    overrule the current judge."""
+    overrule the current judge, naming ``blame`` where the answer has it (the planted word, or the spurious one
+    for reviewers who read too much into a coincidence)."""
     out = []
     for i, (r, h) in enumerate(zip(rows, human)):
         if only is not None and i not in only:
@@ -83,7 +85,7 @@ def reviews(rows: list[dict], human: list[int], only: list[int] | None = None, j
         judge_pass = judge_fails_on not in r["response"].split()
         note = None
         if h != judge_pass:
-            note = (f"it mentions {PLANTED}, which we never allow" if not h and PLANTED in r["response"] else
+            note = (f"it mentions {blame}, which we never allow" if not h and blame in r["response"].split() else
                     "apologising is fine" if h else "just not good")
         out.append(dict(row_idx=i, metric=METRIC, reviewer="ann", value=5.0 if h else 1.0, note=note))
     return out
@@ -113,8 +115,12 @@ def responder(prompt: str, request: dict) -> str:
     """The scripted proposer and judge (see the module's docstring)."""
     if '{"rules": [' in prompt and "Case C1" in prompt:  # the proposer: a rule from the notes naming the word
         cited = re.findall(r"Case (C\d+)\n(?:.*\n)*?  people's note: ([^\n]*)", prompt)
-        cases = [c for c, note in cited if PLANTED in note]
-        return json.dumps({"rules": [{"rule": f"Answers that mention {PLANTED} fail.", "cases": cases}]})
+        rules = []
+        for word in (PLANTED, SPURIOUS):
+            cases = [c for c, note in cited if word in note]
+            if cases:
+                rules.append({"rule": f"Answers that mention {word} fail.", "cases": cases})
+        return json.dumps({"rules": rules})
     words = set(_answer(prompt).split())
     if RULES_HEADER in prompt:
         banned = set(re.findall(r"- Answers that mention (\w+) fail", prompt))

@@ -44,10 +44,11 @@ def _judge(server) -> dict:
     return {"model": "m", "provider": "compatible", "base_url": server.url, "max_retries": 0}
 
 
-def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1, reviewed=None):
+def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1, reviewed=None, **world):
     """The world's rows judged by the scripted judge as run :data:`w.RUN_ID`, and the reviewers' verdicts stored
     (on the ``reviewed`` rows; default: all)."""
-    rows, human = w.world(n, seed, reviewed=reviewed)
+    blame = world.pop("blame", w.PLANTED)
+    rows, human = w.world(n, seed, reviewed=reviewed, **world)
     path = tmp_path / "acceptable.md"
     path.write_text(w.METRIC_FILE, encoding="utf-8")
     monkeypatch.setattr("evaluators.store.store.new_id", lambda: w.RUN_ID)
@@ -55,7 +56,8 @@ def _reviewed_run(store, server, tmp_path, monkeypatch, n=300, seed=0, repeat=1,
                    repeat=repeat)
     assert res.status == "completed" and res.run_id == w.RUN_ID
     monkeypatch.undo()
-    store.save_reviews(w.RUN_ID, w.reviews(rows, human, set(reviewed) if reviewed is not None else None))
+    store.save_reviews(w.RUN_ID, w.reviews(rows, human, set(reviewed) if reviewed is not None else None,
+                                           blame=blame))
     return rows, human
 
 
@@ -115,6 +117,22 @@ def test_the_aligned_judge_agrees_better_on_rows_it_never_saw(store, scripted, t
     # a second gate is a second use of the test split; the replies come from the cache this time
     again = align(store, w.RUN_ID, w.METRIC, _judge(scripted), method="rules", seed=0)
     assert again["gate"]["test_uses"] == 2 and again["judge_calls"] == 0
+
+
+def test_a_rule_that_only_helps_on_dev_is_stopped_by_the_gate_and_not_promoted(store, scripted, tmp_path,
+                                                                               monkeypatch):
+    """The reviewers' notes blame the spurious word, which comes with their "fail" on train and dev but not on
+    test: the rule distilled from them wins on dev, and the held-out test rows show it is no better."""
+    _reviewed_run(store, scripted, tmp_path, monkeypatch, spurious_in=("train", "dev"), blame=w.SPURIOUS)
+    out = align(store, w.RUN_ID, w.METRIC, method="rules")
+    (c,) = out["candidates"]
+    assert [r["rule"] for r in c["rules"]] == [f"Answers that mention {w.SPURIOUS} fail."]
+    assert c["dev"]["kappa"][0] - out["baseline"]["dev"]["kappa"][0] > 0.5  # on dev it looks like a win
+    g = out["gate"]
+    assert g["verdict"] != "better" and g["delta_ci95_low"] <= 0 and g["sentence"].startswith(("No detectable", "Worse"))
+    with pytest.raises(UsageError, match="only a candidate the gate called better"):
+        promote(store, out)
+    assert store.saved_metrics() == []
 
 
 def test_the_candidates_corrected_rate_is_narrower_and_covers_the_reviewers_true_rate(store, scripted, tmp_path,
