@@ -135,6 +135,29 @@ def test_a_rule_that_only_helps_on_dev_is_stopped_by_the_gate_and_not_promoted(s
     assert store.saved_metrics() == []
 
 
+def test_reviewed_rows_of_several_runs_of_the_metric_are_split_and_gated_together(store, scripted, tmp_path):
+    rows, human = w.world(300, 0)
+    path = tmp_path / "acceptable.md"
+    path.write_text(w.METRIC_FILE, encoding="utf-8")
+    ids = []
+    for part in (range(0, 150), range(150, 300)):  # the world's rows in two runs (two datasets) of the metric
+        res = evaluate([rows[i] for i in part], [w.METRIC], judge=_judge(scripted), store=store, metric_files=[str(path)])
+        ids.append(res.run_id)
+        store.save_reviews(res.run_id, [dict(r, row_idx=r["row_idx"] - part.start) for r in w.reviews(rows, human)
+                                        if r["row_idx"] in part])
+    out = align(store, ids[0], w.METRIC, method="rules", runs=[ids[1]])
+    assert out["runs"] == ids and sum(out["splits"].values()) == 300
+    assert set(store.align_splits(w.METRIC)) == {(rid, i) for rid in ids for i in range(150)}
+    g = out["gate"]
+    assert {r["run_id"] for r in g["rows"]} == set(ids) and g["verdict"] == "better" and g["test_rows"] == 120
+    cited = {k["run_id"] for r in out["candidates"][0]["rules"] for k in r["rows"]}
+    assert cited == set(ids)  # the rule came from both runs' reviews
+    other = evaluate(rows[:20], [w.METRIC], judge=_judge(scripted), store=store, metric_files=[str(path)],
+                     thresholds={w.METRIC: 4})
+    with pytest.raises(UsageError, match="otherwise than run"):
+        align(store, ids[0], w.METRIC, runs=[other.run_id])
+
+
 def test_the_candidates_corrected_rate_is_narrower_and_covers_the_reviewers_true_rate(store, scripted, tmp_path,
                                                                                       monkeypatch):
     """Half of 600 rows reviewed, at random: the corrected pass rate with the aligned judge's values on every row

@@ -23,6 +23,8 @@ def add_commands(sub) -> None:
     a.add_argument("--method", choices=["rules", "examples", "both"], default="both",
                    help="rules distilled from reviewers' notes, worked examples, or both (all three tried on dev)")
     a.add_argument("--out", required=True, type=Path, help="folder for alignment.json")
+    a.add_argument("--also", metavar="RUN_ID", action="append", default=[], help="another run of the metric (same "
+                   "version, settings and threshold) whose reviewed rows join the splits (repeatable)")
     a.add_argument("--promote", action="store_true", help="when the gate calls the candidate better, save it as the "
                    "metric's next version (a metric file in our template form), its provenance kept in the store, and "
                    "give the run's corrected rate with it beside the current judge's (every row judged with it)")
@@ -99,7 +101,7 @@ def cmd_align(a) -> int:
         raise UsageError(f"no run {a.run_id!r} in this store (a run's id is what `run` prints)") from None
     judge = _judge(a)
     out = align(store, a.run_id, a.metric, judge, api_key=_api_key_from_args(a), method=a.method, seed=a.split_seed,
-                rates=a.promote)
+                rates=a.promote, runs=a.also)
     if a.promote:
         out["promoted"] = _promote(store, out)
     a.out.mkdir(parents=True, exist_ok=True)

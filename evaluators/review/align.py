@@ -38,50 +38,75 @@ from evaluators.run.spec import RunSpec, resolve_templates
 from evaluators.store.store import Store
 
 
-class _Reviewed:
-    """A run's reviewed rows of one metric with everything alignment reads of them."""
+class _RunPart:
+    """One run's side of alignment: its results, the metric as it judged it, its dataset and template."""
 
-    def __init__(self, store: Store, run_id: str, metric: str, seed: int):
+    def __init__(self, store: Store, run_id: str, metric: str):
         try:
             run = store.get_run(run_id)
         except KeyError:
             raise UsageError(f"no run {run_id!r} in this store") from None
-        results = open_view(store, run_id)
-        spec = next((s for s in results.specs if s.name == metric), None)
+        self.run_id, self.results = run_id, open_view(store, run_id)
+        spec = next((s for s in self.results.specs if s.name == metric), None)
         if spec is None or not spec.is_judge:
-            judged = ", ".join(s.name for s in results.specs if s.is_judge) or "none"
+            judged = ", ".join(s.name for s in self.results.specs if s.is_judge) or "none"
             raise UsageError(f"run {run_id} has no judge metric {metric!r} (its judge metrics: {judged})")
-        self.spec, self.threshold = spec, results.thresholds[metric]
+        self.spec, self.threshold = spec, self.results.thresholds[metric]
         self.run_spec = RunSpec.from_dict(run["spec"])
         self.run_spec.metrics = [metric]
-        ds = store.open_dataset(run["dataset_id"])
-        if ds.shape != "single":
-            raise UsageError("alignment reads single-turn rows; this run's dataset is made of conversations")
+        self.ds = store.open_dataset(run["dataset_id"])
+        if self.ds.shape != "single":
+            raise UsageError(f"alignment reads single-turn rows; run {run_id}'s dataset is made of conversations")
         self.template: Template = resolve_templates(spec, self.run_spec.templates, self.run_spec.template_texts)["single"]
-        self.results, self.ds = results, ds
-        self.notes: list[str] = []  # what could not be made, for alignment.json
-        self.rows = self._rows(store, run_id, results, ds, seed)
-        repeats = repeat_agreement(results, metric)  # None when each task was judged once
-        self.self_consistency = None if repeats is None else {k: v for k, v in repeats.items() if k != "flip_rows"}
 
-    def _rows(self, store: Store, run_id: str, results: Any, ds: Any, seed: int) -> list[AlignRow]:
-        spec, threshold = self.spec, self.threshold
+    def reviewed(self, store: Store) -> list[tuple]:
+        """(this part, row, the reviewers' value, the judge's value, the row's fields, notes) of each row both a
+        reviewer and the judge gave a value."""
+        spec = self.spec
         by_row: dict[int, list[dict]] = {}
-        for r in store.reviews(run_id, metric=spec.name) + dataset_reviews(store, run_id, results, spec.name):
+        for r in store.reviews(self.run_id, metric=spec.name) + dataset_reviews(store, self.run_id, self.results,
+                                                                               spec.name):
             if r["value"] is not None:
                 by_row.setdefault(int(r["row_idx"]), []).append(r)
-        values = results.values(spec.name)
+        values = self.results.values(spec.name)
         judged = {i: float(values[i]) for i in by_row if not math.isnan(values[i])}
-        tasks = {t.row: t for t in iter_tasks(ds, self.run_spec, set(), rows=set(judged))
+        tasks = {t.row: t for t in iter_tasks(self.ds, self.run_spec, set(), rows=set(judged))
                  if isinstance(t, _Task) and t.turn == 0}
-        human = {i: consensus(spec, [r["value"] for r in by_row[i]]) for i in judged if i in tasks}
-        verdicts = {(run_id, i): "pass" if human_pass(spec, v, threshold) else "fail" for i, v in human.items()}
-        splits = store.assign_splits(spec.name, verdicts, seed=seed)
+        return [(self, i, consensus(spec, [r["value"] for r in by_row[i]]), judged[i], dict(tasks[i].values),
+                 [r["note"] for r in by_row[i] if r.get("note")]) for i in sorted(judged) if i in tasks]
+
+
+class _Reviewed:
+    """The reviewed rows of one metric, of a run and of any further runs of it, with what alignment reads of them.
+
+    The first run's template is the one aligned and its judge the current one; further runs must have judged the
+    metric at the same version, settings and threshold (their reviewed rows are the same question asked again).
+    """
+
+    def __init__(self, store: Store, run_id: str, metric: str, seed: int, also: tuple[str, ...] = ()):
+        main = _RunPart(store, run_id, metric)
+        self.parts = [main] + [_RunPart(store, r, metric) for r in dict.fromkeys(also) if r != run_id]
+        for p in self.parts[1:]:
+            if p.spec.signature() != main.spec.signature() or p.threshold != main.threshold:
+                raise UsageError(f"run {p.run_id} judged {metric} otherwise than run {run_id} ({p.spec.signature()} at "
+                                 f"{p.threshold:g}, not {main.spec.signature()} at {main.threshold:g}): align runs of "
+                                 "one metric version at one threshold")
+        self.spec, self.threshold, self.template = main.spec, main.threshold, main.template
+        self.run_spec, self.results, self.ds = main.run_spec, main.results, main.ds
+        self.notes: list[str] = []  # what could not be made, for alignment.json
+        self.rows = self._rows(store, seed)
+        repeats = repeat_agreement(main.results, metric)  # None when each task was judged once
+        self.self_consistency = None if repeats is None else {k: v for k, v in repeats.items() if k != "flip_rows"}
+
+    def _rows(self, store: Store, seed: int) -> list[AlignRow]:
+        spec, threshold = self.spec, self.threshold
+        found = [x for p in self.parts for x in p.reviewed(store)]
+        verdicts = {(p.run_id, i): "pass" if human_pass(spec, h, threshold) else "fail" for p, i, h, *_ in found}
+        splits = store.assign_splits(spec.name, verdicts, seed=seed)  # every run's rows dealt together
         kind = spec.kind_impl
-        return [AlignRow(run_id, i, splits[(run_id, i)], int(verdicts[(run_id, i)] == "pass"),
-                         int(bool(kind.turn_passed(spec, judged[i], threshold))), float(v),
-                         float(snap(spec, judged[i])), dict(tasks[i].values),
-                         [r["note"] for r in by_row[i] if r.get("note")]) for i, v in sorted(human.items())]
+        return [AlignRow(p.run_id, i, splits[(p.run_id, i)], int(verdicts[(p.run_id, i)] == "pass"),
+                         int(bool(kind.turn_passed(spec, j, threshold))), float(h), float(snap(spec, j)), values, notes)
+                for p, i, h, j, values, notes in found]
 
     def split(self, name: str) -> list[AlignRow]:
         return [r for r in self.rows if r.split == name]
@@ -146,32 +171,33 @@ class _Judging:
                 await client.aclose()
         return asyncio.run(go())
 
-    def values(self, template: Template, spec: Any, rows: list[tuple[int, dict]]) -> dict[int, float | None]:
-        """Row -> the value ``template`` gets on each (row, its fields); None where the call or its reply failed."""
+    def values(self, template: Template, spec: Any, rows: list[tuple[Any, dict]]) -> dict[Any, float | None]:
+        """Key -> the value ``template`` gets on each (key, the row's fields); None where the call or its reply
+        failed."""
         jobs = []
         for _, values in rows:
             messages = template.render(values)
             jobs.append((cache_key(template, messages, self.judge), messages, template.request_params() or None))
-        out: dict[int, float | None] = {}
+        out: dict[Any, float | None] = {}
         for (i, _), text in zip(rows, self.ask_many(jobs, lambda text: _value(spec, text) is not None)):
             out[i] = None if text is None else _value(spec, text)
         return out
 
-    def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[int, int | None]:
-        """Row -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""
+    def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[tuple, int | None]:
+        """(run, row) -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""
         spec = reviewed.spec
-        got = self.values(template, spec, [(r.row_idx, r.values) for r in rows])
+        got = self.values(template, spec, [(r.ident, r.values) for r in rows])
         return {i: None if v is None else int(bool(spec.kind_impl.turn_passed(spec, v, reviewed.threshold)))
                 for i, v in got.items()}
 
 
-def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[int, int | None] | None = None,
+def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[tuple, int | None] | None = None,
           seed: int = 0) -> dict[str, Any]:
     """The split card of the current judge (``judge`` None) or a candidate's verdicts on ``rows``."""
     spec = reviewed.spec
     if judge is not None:
-        rows = [r for r in rows if judge.get(r.row_idx) is not None]
-        return split_card([r.human for r in rows], [judge[r.row_idx] for r in rows], seed=seed)
+        rows = [r for r in rows if judge.get(r.ident) is not None]
+        return split_card([r.human for r in rows], [judge[r.ident] for r in rows], seed=seed)
     scale_values = [c.value for c in scale(spec)] if ordinal(spec) else None
     return split_card([r.human for r in rows], [r.judge for r in rows], [r.human_value for r in rows],
                       [r.judge_value for r in rows], scale_values, seed=seed)
@@ -261,19 +287,19 @@ def run_gate(store: Store, judging: _Judging, reviewed: _Reviewed, chosen: Candi
     uses = store.count_test_use(reviewed.spec.name)
     current = judging.verdicts(reviewed.template, reviewed, test)
     judged = judging.verdicts(chosen.template, reviewed, test)
-    kept = [r for r in test if judged[r.row_idx] is not None and current[r.row_idx] is not None]
-    out = gate([r.human for r in kept], [current[r.row_idx] for r in kept], [judged[r.row_idx] for r in kept], seed)
-    ids = _row_ids(store, judging.run_id)
+    kept = [r for r in test if judged[r.ident] is not None and current[r.ident] is not None]
+    out = gate([r.human for r in kept], [current[r.ident] for r in kept], [judged[r.ident] for r in kept], seed)
+    ids = {p.run_id: _row_ids(store, p.run_id) for p in reviewed.parts}
     out["test_uses"] = uses
     out["unjudged_rows"] = len(test) - len(kept)
-    out["rows"] = [{"id": ids.get(r.row_idx, str(r.row_idx)), "human": _word(r.human),
-                    "current": _word(current[r.row_idx]), "candidate": _word(judged[r.row_idx])} for r in test]
+    out["rows"] = [{"id": ids[r.run_id].get(r.row_idx, str(r.row_idx)), "run_id": r.run_id, "human": _word(r.human),
+                    "current": _word(current[r.ident]), "candidate": _word(judged[r.ident])} for r in test]
     return out
 
 
 def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | None = None, *, api_key: str | None = None,
           method: str = "both", seed: int = 0, proposer: JudgeConfig | None = None,
-          rates: bool = False) -> dict[str, Any]:
+          rates: bool = False, runs: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     """Align ``metric``'s judge in run ``run_id`` with its reviewers: splits, baseline, candidates chosen on dev,
     and one gate on test.
 
@@ -283,6 +309,8 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
         method: "rules", "examples" or "both" (rules, examples and the two together, the best on dev gated).
         seed: deals new rows into splits, orders examples, seeds the bootstrap intervals.
         proposer: the model that distils rules (default: ``judge``).
+        runs: further runs of the metric (same version, settings and threshold) whose reviewed rows join the
+            splits; ``run_id``'s template is the one aligned.
         rates: when the gate says "better", also judge every row of the run with the candidate and give the run's
             corrected rate with each judge (``rates``: :func:`evaluators.review.align_rates.corrected_rates`).
     Returns:
@@ -291,14 +319,15 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
     Raises:
         UsageError: no such run or judge metric, conversations, too few reviewed rows to split.
     """
-    reviewed = _Reviewed(store, run_id, metric, seed)
+    reviewed = _Reviewed(store, run_id, metric, seed, tuple(runs))
     judge = _judge_of(reviewed, judge)
     sizes = {s: len(reviewed.split(s)) for s in ("train", "dev", "test")}
     if min(sizes.values()) < 2:
         raise UsageError(f"{len(reviewed.rows)} reviewed and judged rows of {metric} split into {sizes}: review more "
                          "rows (each split needs at least 2) before aligning")
     judging = _Judging(store, run_id, judge, api_key)
-    out: dict[str, Any] = {"run_id": run_id, "metric": metric, "method": method, "seed": seed, "splits": sizes,
+    out: dict[str, Any] = {"run_id": run_id, "runs": [p.run_id for p in reviewed.parts], "metric": metric,
+                           "method": method, "seed": seed, "splits": sizes,
                            "current_template": template_text(reviewed.template),
                            "baseline": baseline(reviewed, judge.model, seed)}
     made = candidates(judging, reviewed, method, seed, proposer)

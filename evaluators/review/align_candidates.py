@@ -46,6 +46,10 @@ class AlignRow:
     def key(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "row_idx": self.row_idx}
 
+    @property
+    def ident(self) -> tuple[str, int]:
+        return self.run_id, self.row_idx
+
 
 @dataclass
 class Candidate:
