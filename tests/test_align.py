@@ -311,6 +311,14 @@ def test_only_a_better_candidate_is_promoted_as_the_metrics_next_version(store, 
     assert spec.version == "1" and list(res.rows[f"outputs.{w.METRIC}.{w.METRIC}"]) == [1.0, 5.0]
 
 
+def test_a_judge_that_answers_nothing_stops_alignment_saying_why(store, scripted, tmp_path, monkeypatch):
+    _reviewed_run(store, scripted, tmp_path, monkeypatch)
+    dead = {"model": "m", "provider": "compatible", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0,
+            "timeout": 2}
+    with pytest.raises(UsageError, match="the judge answered none of 1 calls"):
+        align(store, w.RUN_ID, w.METRIC, dead, method="rules")
+
+
 def test_the_cli_refuses_an_unknown_metric_and_too_few_reviews_in_one_line(store, scripted, tmp_path, monkeypatch):
     rows, human = _reviewed_run(store, scripted, tmp_path, monkeypatch, n=6)
 
@@ -320,7 +328,7 @@ def test_the_cli_refuses_an_unknown_metric_and_too_few_reviews_in_one_line(store
                               timeout=120)
     p = cli("--metric", "nope")
     assert p.returncode == 2 and "has no judge metric 'nope'" in p.stderr and "acceptable" in p.stderr, p.stderr
-    p = cli("--metric", w.METRIC)
+    p = cli("--metric", w.METRIC, "--judge-base-url", "http://127.0.0.1:9/v1", "--retries", "0")
     assert p.returncode == 2 and "review more rows" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (tmp_path / "o" / "alignment.json").exists()
 

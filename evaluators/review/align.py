@@ -136,6 +136,7 @@ class _Judging:
     def __init__(self, store: Store, run_id: str, judge: JudgeConfig, api_key: str | None):
         self.store, self.run_id, self.judge, self.api_key = store, run_id, judge, api_key
         self.calls = 0
+        self.errors: list[str] = []  # failed calls' reasons
 
     async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
                    extra: dict | None, hit: Any, usable: Callable[[str], bool]) -> str | None:
@@ -144,7 +145,8 @@ class _Judging:
         async with sem:
             try:
                 reply = await client.complete(messages, extra=extra)
-            except JudgeError:
+            except JudgeError as e:
+                self.errors.append(str(e))
                 return None
         self.calls += 1
         if not usable(reply.text):  # as the runner: only a reply that can be used is cached, so a retry asks again
@@ -169,7 +171,11 @@ class _Judging:
                 return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0]), usable) for j in jobs))
             finally:
                 await client.aclose()
-        return asyncio.run(go())
+        before = len(self.errors)
+        out = asyncio.run(go())
+        if jobs and all(x is None for x in out) and len(self.errors) > before:  # not one answer: say why, stop
+            raise UsageError(f"the judge answered none of {len(jobs)} calls: {self.errors[before]}")
+        return out
 
     def values(self, template: Template, spec: Any, rows: list[tuple[Any, dict]]) -> dict[Any, float | None]:
         """Key -> the value ``template`` gets on each (key, the row's fields); None where the call or its reply
@@ -342,7 +348,8 @@ def align(store: Store, run_id: str, metric: str, judge: JudgeConfig | dict | No
         out["notes"] = reviewed.notes
     if not made:
         out["selected"], out["gate"] = None, None
-        out["note"] = "no candidate: the current judge and the reviewers do not disagree on any train row"
+        out["note"] = ("no candidate could be made from the train rows (the judge and the reviewers disagree on none "
+                       "of them, or the reviewers gave one verdict only)")
         return out
     best = max(range(len(made)), key=lambda n: (_kappa_or(listed[n]["dev"]), -n))
     out["selected"] = made[best].method
@@ -385,11 +392,13 @@ def promote(store: Store, alignment: dict[str, Any], created_by: str | None = No
     chosen = next(c for c in alignment["candidates"] if c["method"] == alignment["selected"])
     if not chosen.get("metric_text"):
         raise UsageError(f"{alignment['metric']} is not a metric file in our template form, so it has no next version "
-                         "to save: copy it into one (`metrics show`), run with it, and align that")
+                         "to save: copy its prompt into a metric file of your own (our template form), run with it, "
+                         "and align that")
     saved = store.save_metric(chosen["metric_text"], "template", created_by=created_by)
     if store.promotion(saved["name"], saved["version"]) is None:  # (promoting the same text twice saves it once)
         store.save_promotion(saved["name"], saved["version"], {
-            "run_id": alignment["run_id"], "metric": alignment["metric"], "method": chosen["method"],
+            "run_id": alignment["run_id"], "runs": alignment.get("runs", [alignment["run_id"]]),
+            "metric": alignment["metric"], "method": chosen["method"],
             "seed": alignment["seed"], "splits": alignment["splits"], "rules": chosen["rules"],
             "examples": chosen["examples"], "gate": {k: v for k, v in g.items() if k != "rows"}}, created_by)
     return saved
