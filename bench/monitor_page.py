@@ -55,6 +55,15 @@ def _texts(rng: random.Random, pool: list[str]) -> tuple[str, str]:
     return a[i:i + rng.randint(40, 200)], b[j:j + rng.randint(200, 900)]
 
 
+def _facts(rng: random.Random, model: str, seen: dt.datetime) -> tuple[int, dict]:
+    """A trace's latency (ms) and facts: its model, service, tokens, 0.5% errors, service.version 1.4.0 until the
+    deploy, then 1.5.0."""
+    latency = rng.randint(300, 4000)
+    return latency, {"model": model, "service_name": "shop-api", "latency_ms": latency,
+                     "tokens": rng.randint(200, 2400), "error": rng.random() < 0.005,
+                     "attributes": {"service.version": "1.4.0" if seen < DEPLOY else "1.5.0"}}
+
+
 def build(url: str, n: int) -> None:
     """The store of the module docstring."""
     from evaluators import load_dataset
@@ -88,10 +97,7 @@ def build(url: str, n: int) -> None:
             fields = {"query": q, "response": r, "model": rng.choice(("gpt-4o-mini", "gpt-4o", "qwen2.5"))} \
                 if content else {"model": "gpt-4o-mini"}
             start_ns = int(seen.replace(tzinfo=dt.timezone.utc).timestamp() * 1e9)
-            latency = rng.randint(300, 4000)
-            facts = {"model": fields["model"], "service_name": "shop-api", "latency_ms": latency,
-                     "tokens": rng.randint(200, 2400), "error": rng.random() < 0.005,
-                     "attributes": {"service.version": "1.4.0" if seen < DEPLOY else "1.5.0"}}
+            latency, facts = _facts(rng, fields["model"], seen)
             traces.append({"facts": None if is_open else facts, **fact_columns(None if is_open else facts), "project": PROJECT, "trace_id": tid, "first_seen": seen, "last_seen": seen, "receipts": 1,
                            "root_ended": True, "start_ns": start_ns, "status": "open" if is_open else "mapped",
                            "completeness": None if is_open else "complete", "mapped_at": None if is_open else seen,

@@ -22,12 +22,12 @@ _WHERE = {
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
     "Runner": "run.runner", "RunSpec": "run.spec",
     "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
-    "Store": "store.store", "metric": "metrics.custom",
+    "Store": "store.store", "metric": "metrics.custom", "align": "review.align",
 }
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
-           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric"]
+           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric", "align"]
 
 # The composition root: the registry (bottom layer) is handed the built-in metrics' loader from here, the one
 # place above every layer, so that no layer imports upward to reach the metrics.
@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from evaluators.run.runner import Runner
     from evaluators.run.spec import RunSpec
     from evaluators.suites.safety import attack_compare, attack_records, fill_responses
+    from evaluators.review.align import align
     from evaluators.store.store import Store
     from evaluators.metrics.custom import metric
 

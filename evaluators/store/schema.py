@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 # The Alembic revision these tables are (migrations/versions); a test checks it is the newest there.
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 # A worker reports twice a second; one silent this long has stopped.
 HEARTBEAT_STALE = dt.timedelta(seconds=30)

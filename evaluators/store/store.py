@@ -19,6 +19,7 @@ from evaluators.data.dataset import Dataset
 from evaluators.store import pgfast
 from evaluators.store.migrate import ensure_current
 from evaluators.store.records import KeySet, StoredRecords, _json_paths
+from evaluators.store.align_splits import AlignSplitsMixin
 from evaluators.store.batches import BatchesMixin
 from evaluators.store.reviews import ReviewsMixin
 from evaluators.store.saved_metrics import SavedMetricsMixin
@@ -50,7 +51,8 @@ def _once_per_object(process):
 
 
 class Store(ReviewsMixin, BatchesMixin, SavedMetricsMixin, TracesMixin, MonitorRulesMixin, MonitorRedactMixin,
-            MonitorConversationsMixin, MonitorClaimsMixin, ManageMixin, MonitorAlertsMixin):
+            MonitorConversationsMixin, MonitorClaimsMixin, ManageMixin, MonitorAlertsMixin,
+            AlignSplitsMixin):
     """All reads and writes of evaluation state (reviews: :class:`ReviewsMixin`). Safe to share across threads."""
 
     def __init__(self, url: str | None = None):
