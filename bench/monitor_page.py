@@ -154,6 +154,22 @@ def timed(fn, reps: int) -> tuple[float, float, object]:
     return times[0], statistics.median(times), out
 
 
+def first_open(store, until_ns: int) -> list:
+    """What the Monitoring page reads when it opens with its defaults (the last 24 hours, 1-hour windows, the first
+    rule's first metric): the traffic counts, the trace list's first page, the slice pickers' values, the traffic
+    per window and the rates (the alert history is one small table)."""
+    from evaluators.read.monitor import trace_page, traffic
+    from evaluators.read.monitor_series import rate_series
+    from evaluators.read.monitor_traffic import slice_values, traffic_series
+
+    day = (until_ns - 86_400 * 10**9, until_ns)
+    traffic(store, PROJECT)
+    trace_page(store, PROJECT)
+    slice_values(store, PROJECT, *day)
+    traffic_series(store, PROJECT, *day, 3600, "quality")
+    return rate_series(store, PROJECT, "quality", None, "coherence", *day, 3600)["points"]
+
+
 def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, float]]:
     from evaluators.read.monitor import TraceFilter, trace_detail, trace_page, traffic
     from evaluators.read.monitor_series import compare_periods, rate_series
@@ -193,6 +209,8 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
             (week[1] - 3 * 86_400 * 10**9, week[1])).get, ("before", "after"))), None),
         ("rates over time: violence (safety), the week by 6 hours", "filter", lambda: rate_series(
             store, PROJECT, "safety", None, "violence", week[0], week[1], 21_600)["points"], None),
+        ("the page's first open, its defaults: every read (counts, list, the last 24 hours by the hour)", "open",
+         lambda: first_open(store, week[1]), None),
         ("traffic per window: the week by the hour, quality's decisions", "open", lambda: traffic_series(
             store, PROJECT, week[0], week[1], 3600, "quality"), None),
         ("traffic per window: the last day by 5 min", "filter", lambda: traffic_series(

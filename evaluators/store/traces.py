@@ -91,7 +91,9 @@ class MonitorTraceRow(Base):
                       Index("ix_monitor_traces_turns", "project", "late", "in_conversation", "conversation_key"),
                       # the Monitoring page (migration 0008): its list newest first, its counts by state
                       Index("ix_monitor_traces_recent", "project", "first_seen", "trace_id"),
-                      Index("ix_monitor_traces_state", "project", "status", "content", "completeness"),
+                      # (0011: with kind and late, so the counts of traces by state and of late turns are read
+                      # from the index alone)
+                      Index("ix_monitor_traces_state", "project", "kind", "status", "content", "completeness", "late"),
                       # its reads over time (migration 0011): a range of a project's traces by their start, with
                       # what the traffic's windows and slices read (an index-only scan on SQLite)
                       Index("ix_monitor_traces_time", "project", "start_ns", "kind", "model", "service",

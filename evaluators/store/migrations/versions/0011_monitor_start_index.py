@@ -22,6 +22,7 @@ depends_on = None
 
 COLUMNS = (("model", sa.String(200)), ("service", sa.String(200)), ("service_version", sa.String(200)),
            ("latency_ms", sa.Float()), ("tokens", sa.BigInteger()), ("error", sa.Boolean()))
+STATE = ["project", "kind", "status", "content", "completeness", "late"]
 INDEX = ["project", "start_ns", "kind", "model", "service", "service_version", "latency_ms", "tokens", "error"]
 # each column from the facts, as fact_columns reads them (a text, a number, a boolean; NULL otherwise)
 FILL = {
@@ -59,6 +60,10 @@ def upgrade() -> None:
             batch.add_column(sa.Column(name, kind, nullable=True))
     op.execute(FILL[op.get_bind().dialect.name])
     op.create_index("ix_monitor_traces_time", "monitor_traces", INDEX)
+    # the traffic counts' index (0008) with kind and late: counts by state of traces only, and of late turns, read
+    # from the index alone (they visited every trace's row: 0.7 s and 0.6 s on a million)
+    op.drop_index("ix_monitor_traces_state", table_name="monitor_traces")
+    op.create_index("ix_monitor_traces_state", "monitor_traces", STATE)
     with op.batch_alter_table("monitor_decisions") as batch:
         batch.add_column(sa.Column("start_ns", sa.BigInteger(), nullable=True))
     op.execute(DECISION_START)
@@ -66,6 +71,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_monitor_traces_state", table_name="monitor_traces")
+    op.create_index("ix_monitor_traces_state", "monitor_traces", ["project", "status", "content", "completeness"])
     op.drop_index("ix_monitor_decisions_time", table_name="monitor_decisions")
     with op.batch_alter_table("monitor_decisions") as batch:
         batch.drop_column("start_ns")
