@@ -22,10 +22,10 @@ with w.guard():
     with st.expander("Add or change a rule", icon=":material/rule:"):
         monitor_rules.rule_form(project)
     st.subheader("Rates over time")
-    monitor_series.rates(project, got["rules"])
+    where = monitor_series.rates(project, got["rules"])  # the slice picked there: the trace list keeps to it
     st.subheader("Alerts")
     monitor_series.alerts_panel(project, loaders_monitor.alert_history(project))
     st.subheader("Traces")
-    opened = monitor_traces.trace_list(project, got["rules"])
+    opened = monitor_traces.trace_list(project, got["rules"], where)
     if opened:
         monitor_traces.trace_view(project, opened)

@@ -35,7 +35,8 @@ def _plant(store, tmp_path, t0: int = T0) -> None:
     for i, (hour, model, version, latency, tokens, error, _) in enumerate(PLANTED):
         tid = hashlib.md5(f"t{i}".encode()).hexdigest()
         start = t0 + hour * HOUR + (i * 7919 % 3600) * 10**9
-        store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "", "name": "chat",
+        store.receive_telemetry("shop", [{"trace_id": tid, "span_id": "a" * 16, "parent_span_id": "",
+                                          "name": "chat" if i % 2 else "retrieve",
                                           "start_ns": start, "end_ns": start + 10**9}])
         facts = {"model": model, "service_name": "shop-api", "latency_ms": latency, "tokens": tokens, "error": error,
                  "attributes": {"service.version": version}}
@@ -130,6 +131,11 @@ def test_the_page_shows_traffic_slices_a_clicked_window_s_traces_and_a_deploy_co
     assert {int(r["start_ns"]): r["traces"] for r in chart(at, "traces per").to_dict("records") if r["traces"]} == \
         {t0 + HOUR: 40}
     assert "Every figure below is of the traces of model gpt-b." in " ".join(c.value for c in at.caption)
+    [listed] = [d.value for d in at.dataframe if "trace" in d.value.columns]
+    assert len(listed) == 40  # the trace list keeps to the slice too
+    at.text_input(key="span").input("retrieve").run()  # and to a span's name: every other planted trace
+    [listed] = [d.value for d in at.dataframe if "trace" in d.value.columns]
+    assert len(listed) == 20
     # a bar clicked: its window in the URL, the trace list keeps the traces that arrived in it (here: all, as the
     # test stored them now; so the window of "now" is picked, holding the 160)
     now_ns = int(time.time()) // 3600 * 3600 * 10**9
@@ -187,3 +193,20 @@ def test_a_store_at_0010_gets_the_fact_columns_filled_from_each_trace_s_facts(st
     # by hand: the first trace's facts as columns, the second's ill-typed ones as NULL
     assert tuple(got[0]) == ("gpt-a", "shop-api", "1.5.0", 812.5, 1234, True)
     assert tuple(got[1]) == (None, None, None, None, None, False)
+
+
+def test_the_trace_list_keeps_to_the_slice_a_span_name_and_a_score_at_most(store, tmp_path):
+    from evaluators.read.monitor import TraceFilter, trace_page
+
+    _plant(store, tmp_path)
+
+    def listed(**kw) -> set[str]:
+        return {r["trace_id"] for r in trace_page(store, "shop", TraceFilter(**kw), limit=500)["rows"]}
+
+    tid = {i: hashlib.md5(f"t{i}".encode()).hexdigest() for i in range(len(PLANTED))}
+    assert listed(model="gpt-b") == {tid[i] for i, p in enumerate(PLANTED) if p[1] == "gpt-b"}
+    assert listed(version="v2", span="retrieve") == {tid[i] for i, p in enumerate(PLANTED) if p[2] == "v2" and i % 2 == 0}
+    # judged (i % 4 != 0) with coherence at most 2 (the planted failing answers)
+    assert listed(metric="coherence", score_at_most=2.0) == {tid[i] for i, p in enumerate(PLANTED)
+                                                             if i % 4 and p[6] <= 2}
+    assert listed(span="nothing-named-so") == set()

@@ -15,9 +15,10 @@ RANGES = {"last 6 hours": 6 * 3600, "last 24 hours": 86_400, "last 7 days": 7 * 
           "last 90 days": 90 * 86_400}
 
 
-def rates(project: str, rules: list[dict]) -> None:
+def rates(project: str, rules: list[dict]):
     """Pickers (in the URL) for a rule's metric, the range, the window and min n, and the slice of traffic; then the
-    traffic per window, the rule's rate with its intervals, its reviews, and two periods compared."""
+    traffic per window, the rule's rate with its intervals, its reviews, and two periods compared. Returns the slice
+    (the trace list below keeps to it)."""
     options = [f"{r['name']} · {m}" for r in rules for m in r["metrics"]]
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
     picked = c1.selectbox("Rule · metric", options, key="series", bind=state.URL) if options else None
@@ -33,7 +34,7 @@ def rates(project: str, rules: list[dict]) -> None:
     monitor_traffic.traffic(project, name, since_ns, until_ns, width, window, where)
     if picked is None:
         st.caption("A rule's judged traces show here as rates over time.")
-        return
+        return where
     rule = next(r for r in rules if r["name"] == name)
     try:
         # None: every version of the rule, each change marked where the next version starts judging
@@ -41,12 +42,13 @@ def rates(project: str, rules: list[dict]) -> None:
                                              where)
     except ValueError as e:
         st.warning(str(e))
-        return
+        return where
     rate_chart(series, rule, metric, window, min_n)
     reviewed_windows(series, loaders_monitor.reviewed_series(project, rule["name"], metric, since_ns, until_ns, width))
     with st.expander("Review a sample of production", icon=":material/rate_review:"):
         monitor_review.review_sample(project, rule["name"], metric, since_ns, until_ns, width)
     periods(project, rule, metric, until, since_ns, until_ns, where)
+    return where
 
 
 def rate_chart(series: dict, rule: dict, metric: str, window: str, min_n: int) -> None:

@@ -26,8 +26,8 @@ def _new_filter() -> None:
     st.query_params.pop("trace", None)
 
 
-def filters(rules: list[dict]) -> TraceFilter:
-    """The list's filters, each bound to the URL."""
+def filters(rules: list[dict], where=None) -> TraceFilter:
+    """The list's filters, each bound to the URL; ``where``: the page's slice (a model, service, version)."""
     options = [ANY] + [f"{r['name']}: {d}" for r in rules for d in DECISIONS]
     c1, c2, c3, c4 = st.columns([1, 1, 1.4, 2])
     since = c1.selectbox("Arrived", list(RANGES), key="range", bind=state.URL, on_change=_new_filter)
@@ -36,6 +36,7 @@ def filters(rules: list[dict]) -> TraceFilter:
     decision = c3.selectbox("Decision of a rule", options, key="decision", bind=state.URL, on_change=_new_filter,
                             format_func=lambda s: s.replace("_", " "))
     text = c4.text_input("Query or response holds", key="text", bind=state.URL, on_change=_new_filter)
+    span, metric, at_most = more_filters(rules)
     rule = version = picked = None
     if decision != ANY:
         name, picked = decision.rsplit(": ", 1)
@@ -54,7 +55,20 @@ def filters(rules: list[dict]) -> TraceFilter:
                 st.query_params.pop(k, None)
             st.rerun()
     return TraceFilter(since=start, until=end, state=None if shown == ANY else shown, rule=rule, rule_version=version,
-                       decision=picked, text=text or "")
+                       decision=picked, text=text or "", model=getattr(where, "model", None),
+                       service=getattr(where, "service", None), version=getattr(where, "version", None),
+                       span=span or "", metric=metric, score_at_most=at_most)
+
+
+def more_filters(rules: list[dict]) -> tuple[str, str | None, float | None]:
+    """A span's name, and a judged score at most a value (a rule's metric): (span, metric, at most)."""
+    metrics = list(dict.fromkeys(m for r in rules for m in r["metrics"]))
+    c1, c2, c3 = st.columns([2, 1.4, 1])
+    span = c1.text_input("Has a span named", key="span", bind=state.URL, on_change=_new_filter)
+    metric = c2.selectbox("Judged score of", [ANY, *metrics], key="score_of", bind=state.URL, on_change=_new_filter)
+    at_most = c3.number_input("at most", value=None, step=1.0, key="score_max", bind=state.URL, on_change=_new_filter,
+                              disabled=metric == ANY)
+    return span, None if metric == ANY else metric, None if metric == ANY or at_most is None else float(at_most)
 
 
 def picked_window() -> tuple[dt.datetime, dt.datetime] | None:
@@ -88,11 +102,12 @@ def _when(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def trace_list(project: str, rules: list[dict]) -> str | None:
-    """The filtered list, a page at a time, newest first; returns the trace the URL opens (None: none)."""
+def trace_list(project: str, rules: list[dict], where=None) -> str | None:
+    """The filtered list (of the page's slice ``where``), a page at a time, newest first; returns the trace the URL
+    opens (None: none)."""
     import pandas as pd
 
-    f = filters(rules)
+    f = filters(rules, where)
     before = _key(st.query_params.get("before"))
     page = loaders.trace_page(project, f, before)
     rows = page["rows"]

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, exists, func, literal, or_, select, tuple_
 
 from evaluators.store.monitor_rules import DECISIONS, MonitorDecisionRow
+from evaluators.store.schema import ResultRow
 from evaluators.store.traces import MonitorLogRow, MonitorSpanRow, MonitorTraceRow
 
 PAGE = 50
@@ -37,10 +38,17 @@ class TraceFilter:
     rule_version: int | None = None
     decision: str | None = None
     text: str = ""
+    model: str | None = None  # the slice of the page (evaluators.read.monitor_traffic.Slice), on the traces' columns
+    service: str | None = None
+    version: str | None = None
+    span: str = ""  # a span of this name
+    metric: str | None = None  # with score_at_most: a judged score of this metric at most that value
+    score_at_most: float | None = None
 
     def residual(self) -> bool:
         """Whether the filter has a part the list's index cannot answer."""
-        return bool(self.state or (self.rule and self.decision) or self.text.strip())
+        return bool(self.state or (self.rule and self.decision) or self.text.strip() or self.model or self.service
+                    or self.version or self.span.strip() or (self.metric and self.score_at_most is not None))
 
 
 def traffic(store, project: str) -> dict[str, Any]:
@@ -82,6 +90,17 @@ def _residual(t, project: str, f: TraceFilter, rare: bool) -> list:
             out.append(t.trace_id.in_(select(d.trace_id).where(*of)))
         else:  # most traces: each one looked up in the decisions' key
             out.append(exists().where(d.trace_id == t.trace_id, *of))
+    for value, column in ((f.model, t.model), (f.service, t.service), (f.version, t.service_version)):
+        if value is not None:
+            out.append(column == value)
+    if f.span.strip():  # a span of that name: looked up in the trace's own spans (their key starts with it)
+        sp = MonitorSpanRow
+        out.append(exists().where(sp.project == project, sp.trace_id == t.trace_id, sp.name == f.span.strip()))
+    if f.metric and f.score_at_most is not None:  # a rule judged it, and the metric's score is at most the value
+        d, r = MonitorDecisionRow, ResultRow
+        out.append(exists().where(d.project == project, d.trace_id == t.trace_id, d.decision == "judged",
+                                  r.run_id == d.run_id, r.row_idx == d.row_idx, r.metric == f.metric, r.turn == 0,
+                                  r.status == "ok", r.value <= f.score_at_most))
     text = f.text.strip()
     if text:
         out.append(or_(t.fields["query"].as_string().icontains(text, autoescape=True),
