@@ -199,6 +199,12 @@ def measure(url: str, n: int, reps: int) -> list[tuple[str, float, float, str, f
         ("filter: failed + text 'python' + one day", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
             since=day, until=day + dt.timedelta(days=1), rule="quality", rule_version=1, decision="failed",
             text="python")), None),
+        ("filter: model gpt-4o (the page's slice, a third)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            model="gpt-4o")), None),
+        ("filter: a span named 'retrieve' (none has one)", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            span="retrieve")), None),
+        ("filter: judged coherence at most 1", "filter", lambda: trace_page(store, PROJECT, TraceFilter(
+            metric="coherence", score_at_most=1.0)), None),
         ("one trace opened", "filter", lambda: trace_detail(store, PROJECT, first["rows"][10]["trace_id"]), None),
         ("rates over time: coherence, the week by the hour", "open", lambda: rate_series(
             store, PROJECT, "quality", None, "coherence", week[0], week[1], 3600)["points"], None),
