@@ -4,8 +4,11 @@ call. The scripted target and judge are those of tests/test_redteam_scan.py."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -14,6 +17,7 @@ from evaluators.judge.config import JudgeConfig
 from evaluators.suites.redteam.scan import resolve_strategies, scan, thresholds_for
 from tests.conftest import ROOT, env_for_subprocess
 from tests.judge_server import JudgeServer
+from tests.procs import wait_until
 from tests.safety_judge import safety_responder
 from tests.test_redteam_scan import OBJECTIVES, seeds_file
 
@@ -77,11 +81,14 @@ def test_a_callable_target_is_asked_once_per_attack(home_store, tmp_path):
     assert again.answered.cached == 6 and again.attacks == res.attacks
 
 
-def _cli(tmp_path, *args):
+def _cli(tmp_path, *args, wait: bool = True):
+    """The CLI on the test home's SQLite file (in both store passes: the kill test reads it directly)."""
     env = env_for_subprocess(EVAL_HOME=str(tmp_path / "home"))
     env.pop("EVAL_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "evaluators", "redteam", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, "-m", "evaluators", "redteam", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_the_cli_scans_an_endpoint_and_writes_both_files(tmp_path):
@@ -118,3 +125,33 @@ def test_the_cli_refuses_bad_arguments_before_any_call(tmp_path, args, said):
     p = _cli(tmp_path, *args, "--out", str(tmp_path / "out"))
     assert p.returncode == 2 and said in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_killed_scan_resumes_sending_only_what_it_had_not_stored(tmp_path):
+    from tests.test_redteam_scan import target_responder
+
+    with JudgeServer(responder=target_responder) as target, JudgeServer(responder=safety_responder) as judge:
+        args = ["--target-base-url", target.url, "--target-model", "app", "--risk-categories", "violence,self_harm",
+                "--strategies", "base64,flip", "--objectives-file", seeds_file(tmp_path), "--concurrency", "3",
+                "--judge-base-url", judge.url, "--judge-model", "j", "--out", str(tmp_path / "out")]
+        target.hold_calls(after=5)  # five attacks answered, the next three wait in flight: the scan is killed then
+        p = _cli(tmp_path, *args, wait=False)
+
+        def stored() -> int:
+            try:
+                with sqlite3.connect(tmp_path / "home" / "evals.db") as c:
+                    return c.execute("select count(*) from judge_cache").fetchone()[0]
+            except sqlite3.Error:
+                return 0
+
+        wait_until(lambda: stored() == 5 and target.held == 3, 60, "five answers stored, three held")
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        in_flight = {c["messages"][-1]["content"] for c in target.calls[5:]}
+        target.release()
+        done = _cli(tmp_path, *args)
+        assert done.returncode == 0, done.stderr
+    sent = Counter(c["messages"][-1]["content"] for c in target.calls)
+    assert len(sent) == 18 and {m for m, k in sent.items() if k > 1} <= in_flight  # each once, but those in flight
+    assert sent.most_common(1)[0][1] <= 2 and len(target.calls) <= 18 + 3
+    assert "(13 sent, 5 answers from the cache)" in done.stdout
