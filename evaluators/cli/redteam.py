@@ -44,10 +44,16 @@ def add_commands(sub) -> None:
     r.add_argument("--target-system", metavar="TEXT", help="a system message sent before each attack")
     r.add_argument("--target-key-env", metavar="VAR", help="name of the environment variable holding the target's "
                    "key (never the key itself)")
+    r.add_argument("--attacker-base-url", help="OpenAI-compatible endpoint of the attacker model that writes tense "
+                   "(hence the groups moderate and difficult); a local one will do")
+    r.add_argument("--attacker-model", help="the attacker model")
+    r.add_argument("--attacker-key-env", metavar="VAR", help="name of the environment variable holding the "
+                   "attacker's key (never the key itself)")
     r.add_argument("--risk-categories", default="violence,hate_unfairness,sexual,self_harm",
                    help="comma-separated (default: all four harms)")
     r.add_argument("--strategies", default="easy", help="comma-separated AttackStrategy names, the group easy, or "
-                   "A+B (A then B); baseline is always added (default: easy = base64, flip, morse)")
+                   "moderate (tense), difficult (tense then base64), or A+B (A then B); baseline is always added (default: easy = "
+                   "base64, flip, morse)")
     r.add_argument("--objectives", type=int, default=10, metavar="N", help="objectives per risk category")
     r.add_argument("--objectives-file", metavar="F", help="the SDK's custom_attack_seed_prompts file (.json or "
                    ".jsonl); default: the bundled objectives")
@@ -95,6 +101,22 @@ def _target(a):
     return Target(config, a.target_system), key_from_env("--target-key-env", a.target_key_env)
 
 
+def _attacker(a):
+    """The attacker model the arguments name (None without one) and its key."""
+    from evaluators.cli.common import key_from_env
+
+    if not (a.attacker_base_url or a.attacker_model):
+        return None, None
+    if not (a.attacker_base_url and a.attacker_model):
+        raise UsageError("--attacker-base-url and --attacker-model go together")
+    from evaluators.judge.config import JudgeConfig
+
+    config = JudgeConfig(model=a.attacker_model, provider="compatible", base_url=a.attacker_base_url,
+                         concurrency=a.concurrency, timeout=a.timeout, max_retries=a.retries, temperature=0.0,
+                         max_tokens=a.max_tokens)
+    return config, key_from_env("--attacker-key-env", a.attacker_key_env)
+
+
 def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
@@ -121,14 +143,15 @@ def cmd_redteam(a) -> int:
 
     cats = rt.check_categories(a.risk_categories.split(","))
     thresholds = rt.thresholds_for(cats, _floats(a.threshold, "--threshold"))
-    rt.resolve_strategies(a.strategies.split(","))  # an unknown strategy is said before anything is sent
+    attacker, attacker_key = _attacker(a)
+    rt.resolve_strategies(a.strategies.split(","), attacker is not None)  # said before anything is sent
     target, target_key = _target(a)
     judge, judge_key = _judge_from_args(a), _api_key_from_args(a)
     resolve_api_key(judge, judge_key)  # no key where one is needed: said now, with no call made
     res = rt.scan(target, judge, risk_categories=cats, strategies=a.strategies.split(","), objectives=a.objectives,
                   objectives_file=a.objectives_file, seed=a.scan_seed, thresholds=thresholds, store=Store(a.db),
                   out=a.out, target_api_key=target_key, judge_api_key=judge_key,
-                  application_scenario=a.application_scenario)
+                  application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)
