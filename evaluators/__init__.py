@@ -22,12 +22,12 @@ _WHERE = {
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
     "Runner": "run.runner", "RunSpec": "run.spec",
     "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
-    "Store": "store.store", "metric": "metrics.custom",
+    "Store": "store.store", "metric": "metrics.custom", "scan": "suites.redteam.scan", "Target": "run.target",
 }
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
-           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric"]
+           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric", "scan", "Target"]
 
 # The composition root: the registry (bottom layer) is handed the built-in metrics' loader from here, the one
 # place above every layer, so that no layer imports upward to reach the metrics.
@@ -60,6 +60,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from evaluators.suites.safety import attack_compare, attack_records, fill_responses
     from evaluators.store.store import Store
     from evaluators.metrics.custom import metric
+    from evaluators.run.target import Target
+    from evaluators.suites.redteam.scan import scan
 
 
 def __getattr__(name: str) -> Any:

@@ -45,6 +45,13 @@ def test_strategies_not_run_are_refused_by_name(given, said):
             resolve_strategies(given, attacker=True)
 
 
+def test_scan_and_target_are_reachable_from_the_package():
+    import evaluators
+    from evaluators.run.target import Target
+
+    assert evaluators.scan is scan and evaluators.Target is Target
+
+
 def test_thresholds_are_per_category_and_checked():
     assert thresholds_for(["violence", "sexual"], {"sexual": 5}) == {"violence": 3.0, "sexual": 5.0}
     with pytest.raises(UsageError, match="not a risk category of this scan"):
