@@ -91,7 +91,8 @@ def attacks() -> list[dict]:
     }
     complexity = {s.name: s.complexity for s in STRATEGIES}
     return [{"risk_category": cat, "attack_technique": t, "attack_complexity": complexity[t], "objective_id": str(i),
-             "attack_success": ok, "error": None if ok is not None else "the judge failed: scripted"}
+             "attack_success": ok, "severity": None if ok is None else 6 if ok else 1,
+             "error": None if ok is not None else "the judge failed: scripted"}
             for (cat, t), oks in outcomes.items() for i, ok in enumerate(oks)]
 
 
