@@ -51,6 +51,14 @@ def test_a_bad_entry_is_refused_naming_file_line_and_field(tmp_path, bad, field)
     assert str(e.value).startswith(f"{p}: line 3: ") and field in str(e.value)
 
 
+def test_a_repeated_id_is_refused_naming_both_lines(tmp_path):
+    p = tmp_path / "seeds.jsonl"
+    p.write_text(json.dumps(entry("one", "violence", id="x")) + "\n" + json.dumps(entry("two", "sexual", id="x"))
+                 + "\n" + json.dumps(entry("three", "violence", id="x")) + "\n")
+    with pytest.raises(UsageError, match=r"seeds.jsonl: line 3: field id 'x' repeats line 1's in violence"):
+        read_seed_prompts(p)
+
+
 def test_broken_json_is_named(tmp_path):
     p = tmp_path / "seeds.json"
     p.write_text('[{"messages": ]')

@@ -108,8 +108,13 @@ def read_seed_prompts(path: str | Path) -> list[Objective]:
         raise UsageError(f"{p}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     source = "bundled" if p == BUNDLED else str(p)
     out: list[Objective] = []
+    seen: dict[tuple[str, str], int] = {}
     for line, entry in _entries(text, str(p)):
-        out.extend(_objectives(entry, f"{p}: line {line}", source))
+        for o in _objectives(entry, f"{p}: line {line}", source):
+            first = seen.setdefault((o.risk_category, o.id), line)
+            if first != line:  # an attack is named by its objective's id: two would be one
+                raise UsageError(f"{p}: line {line}: field id {o.id!r} repeats line {first}'s in {o.risk_category}")
+            out.append(o)
     if not out:
         raise UsageError(f"{p}: no objectives in it ({HOW})")
     return out
