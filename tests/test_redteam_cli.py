@@ -35,6 +35,7 @@ def test_strategies_by_the_sdk_s_names(given, names, complexities):
 
 @pytest.mark.parametrize("given, said", [(["moderate"], "'tense' needs an attacker model"),
                                          (["crescendo"], "not run by this scan yet"),
+                                         (["indirect_jailbreak"], "not run by this scan yet"),
                                          (["base64+tense"], None), (["rot14"], "unknown strategy"),
                                          (["a+b+c"], "unknown strategy"), (["flip+flip+flip"], "at most two")])
 def test_strategies_not_run_are_refused_by_name(given, said):
@@ -50,6 +51,19 @@ def test_scan_and_target_are_reachable_from_the_package():
     from evaluators.run.target import Target
 
     assert evaluators.scan is scan and evaluators.Target is Target
+
+
+def test_jailbreak_puts_a_template_of_the_library_before_the_objective_chosen_by_the_seed():
+    from evaluators.suites.redteam.strategies import apply
+    from evaluators.suites.safety import JAILBREAKS
+
+    texts = [f"objective number {i}" for i in range(12)]
+    got = [apply("jailbreak", t, seed=3) for t in texts]
+    assert got == [apply("jailbreak", t, seed=3) for t in texts]
+    used = {g[: -len(t) - 1] for g, t in zip(got, texts)}
+    assert all(g.endswith(" " + t) for g, t in zip(got, texts)) and used <= set(JAILBREAKS) and len(used) > 1
+    assert got != [apply("jailbreak", t, seed=4) for t in texts]
+    assert resolve_strategies(["jailbreak"])[1].complexity == "easy"
 
 
 def test_thresholds_are_per_category_and_checked():
