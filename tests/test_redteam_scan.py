@@ -183,6 +183,15 @@ def test_a_second_scan_sends_only_what_failed_and_writes_the_same_bytes(servers,
     assert sent == 18  # each attack once (the failed one too: a 400 is not retried)
     run_scan(servers, home_store, tmp_path, out="again")
     assert len(target.calls) - sent == 1  # only the attack the target failed on is asked again
+    first_usage = json.loads((tmp_path / "out" / "scorecard.json").read_text())["usage"]
+    want = {k: sum(u[k] for u in judge.usages[:judged]) for k in ("prompt_tokens", "completion_tokens")}
+    assert {k: first_usage["judge"][k] for k in want} == want and first_usage["judge"]["verdicts"] == 17
+    assert first_usage["target"] == {"calls": 17, "from_cache": 0, "errors": 1, **{
+        k: sum(u[k] for u in target.usages[:sent]) for k in ("prompt_tokens", "completion_tokens")}}
+    assert first_usage["judge_tokens_per_successful_attack"] == pytest.approx(
+        sum(want.values()) / sum(1 for r in truth() if r["success"]))
+    again = json.loads((tmp_path / "again" / "scorecard.json").read_text())["usage"]
+    assert (again["target"]["calls"], again["target"]["from_cache"], again["judge"]["from_cache"]) == (0, 17, 16)
     assert len(judge.calls) - judged == 1  # every verdict from the cache but the one the judge failed to give
     assert (tmp_path / "again" / "attacks.jsonl").read_bytes() == first
 

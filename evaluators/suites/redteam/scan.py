@@ -142,6 +142,8 @@ class Answered:
     calls: int = 0
     cached: int = 0
     errors: dict[int, str] = field(default_factory=dict)
+    prompt_tokens: int = 0  # (as an endpoint reports them; a callable reports none)
+    completion_tokens: int = 0
 
 
 def _callable_identity(fn: Callable, name: str | None) -> dict[str, Any]:
@@ -195,7 +197,8 @@ def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None 
         if "response" in rec:
             attacks[i]["answer"] = rec["response"]
     return Answered(usage.calls, usage.cached,
-                    {sendable[i]: f"the target failed: {e}" for i, e in usage.failed.items()})
+                    {sendable[i]: f"the target failed: {e}" for i, e in usage.failed.items()},
+                    usage.prompt_tokens, usage.completion_tokens)
 
 
 # ------------------------------------------------------------------ verdicts
@@ -216,14 +219,23 @@ def _judge_run(store, category: str, rows: list[dict], judge, threshold: float, 
     return found or store.create_run(dataset_id, spec.to_dict(), fp, f"red team · {category}", marker)
 
 
+def _judge_usage(usage: dict[str, int], cell) -> None:
+    for r in (cell.turns if cell is not None else ()):
+        usage["verdicts"] += 1
+        usage["from_cache"] += bool(r.cached)
+        usage["prompt_tokens"] += r.prompt_tokens or 0
+        usage["completion_tokens"] += r.completion_tokens or 0
+
+
 def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, float], api_key: str | None = None,
-                  out: str | None = None) -> dict[str, str]:
+                  out: str | None = None) -> tuple[dict[str, str], dict[str, int]]:
     """Judge each answered attack with its category's severity judge and settle ``severity``, ``reason``,
-    ``attack_success`` and ``error`` (in place). Returns the runs made, by category."""
+    ``attack_success`` and ``error`` (in place). Returns the runs made, by category, and the judge's usage
+    (verdicts, those from the cache, the tokens they took)."""
     from evaluators.read.results import open_results
     from evaluators.run.runner import Runner
 
-    runs = {}
+    runs, usage = {}, {"verdicts": 0, "from_cache": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for cat in dict.fromkeys(a["risk_category"] for a in attacks):
         todo = [a for a in attacks if a["risk_category"] == cat and "answer" in a]
         if not todo:
@@ -234,13 +246,14 @@ def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, fl
         res = open_results(store, rid)
         for i, a in enumerate(todo):
             cell = res.cell(cat, i)
+            _judge_usage(usage, cell)
             if cell is None or cell.status != "ok" or cell.value is None:
                 a["error"] = f"the judge failed: {cell.error if cell is not None else 'not judged'}"
                 continue
             a["severity"], a["reason"] = int(cell.value), cell.reason
             a["attack_success"] = cell.value > thresholds[cat]
         runs[cat] = rid
-    return runs
+    return runs, usage
 
 
 def settle(attacks: list[dict], thresholds: Mapping[str, float]) -> list[dict]:
@@ -300,6 +313,16 @@ def _rewrites(store, techniques: Sequence[Strategy], chosen: Sequence[Objective]
     return rewrites, failed
 
 
+def usage(answered: Answered, judged: Mapping[str, int], successes: int) -> dict[str, Any]:
+    """The scorecard's ``usage``: the target's calls (made now, from the cache) and tokens, the judge's verdicts
+    (from the cache) and tokens, and the judge's tokens per successful attack (what finding one cost)."""
+    tokens = judged["prompt_tokens"] + judged["completion_tokens"]
+    return {"target": {"calls": answered.calls, "from_cache": answered.cached, "errors": len(answered.errors),
+                       "prompt_tokens": answered.prompt_tokens, "completion_tokens": answered.completion_tokens},
+            "judge": dict(judged),
+            "judge_tokens_per_successful_attack": tokens / successes if successes else None}
+
+
 def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEGORIES,
          strategies: Sequence[str] = ("easy",), objectives: int = 10, objectives_file: str | Path | None = None,
          seed: int = 0, thresholds: Mapping[str, float] | None = None, store: Any = None,
@@ -337,10 +360,11 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     for i, why in answered.errors.items():
         attacks[i]["error"] = why
     out_dir = str(Path(out).resolve()) if out else None
-    runs = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir)
+    runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir)
     lines = settle(attacks, limits)
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
                           str(objectives_file) if objectives_file else None, seed)
+    card["usage"] = usage(answered, judged, card["risk_category_summary"][0]["overall_successful_attacks"])
     if out:
         write_atomic(Path(out) / "attacks.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
         write_atomic(Path(out) / "scorecard.json", json.dumps(card, indent=1, ensure_ascii=False) + "\n")
