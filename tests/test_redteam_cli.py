@@ -106,6 +106,20 @@ def test_a_callable_target_is_asked_once_per_attack(home_store, tmp_path):
     assert again.answered.cached == 6 and again.attacks == res.attacks
 
 
+def test_the_sdk_s_async_callback_shape_is_taken_too(home_store, tmp_path):
+    async def callback(messages, stream=False, session_state=None, context=None):
+        text = complying(messages) if not messages[-1]["content"].endswith("=") else 42
+        return {"messages": [*messages, {"role": "assistant", "content": text}]}
+
+    with JudgeServer(responder=safety_responder) as judge:
+        res = scan(callback, JudgeConfig(model="j", provider="compatible", base_url=judge.url), store=home_store,
+                   risk_categories=["violence"], strategies=["flip", "base64"], objectives_file=seeds_file(tmp_path))
+    by = {t: [a["attack_success"] for a in res.attacks if a["attack_technique"] == t] for t in ("flip", "base64")}
+    assert by == {"flip": [True] * 3, "base64": [None] * 3}  # a reply that is not text is the target's error
+    assert all("TypeError: the target returned int" in a["error"] for a in res.attacks
+               if a["attack_technique"] == "base64")
+
+
 def _cli(tmp_path, *args, wait: bool = True):
     """The CLI on the test home's SQLite file (in both store passes: the kill test reads it directly)."""
     env = env_for_subprocess(EVAL_HOME=str(tmp_path / "home"))

@@ -25,7 +25,9 @@ and the multi-turn strategies (``crescendo``, ``multi_turn``) are not in this en
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +153,20 @@ def _callable_identity(fn: Callable, name: str | None) -> dict[str, Any]:
     return {"callable": name or f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"}
 
 
+def _reply_of(fn: Callable, messages: list[dict]) -> str:
+    """``fn``'s answer to ``messages``: text, or the SDK callback's shape (async, returning
+    ``{"messages": [..., {"role": "assistant", "content": ...}]}``)."""
+    got = fn(messages)
+    if inspect.isawaitable(got):
+        got = asyncio.run(got)
+    if isinstance(got, Mapping) and isinstance(got.get("messages"), list) and got["messages"]:
+        last = got["messages"][-1]
+        got = last.get("content") if isinstance(last, Mapping) else last
+    if not isinstance(got, str):
+        raise TypeError(f"the target returned {type(got).__name__}, not text (or the SDK's {{'messages': [...]}})")
+    return got
+
+
 def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None) -> Answered:
     """Each prompt as ``[{"role": "user", ...}]`` to ``fn``, once: its answer is cached as it comes back."""
     identity, done = _callable_identity(fn, name), Answered()
@@ -165,9 +181,7 @@ def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None) ->
             a["answer"], done.cached = hits[key].reply, done.cached + 1
             continue
         try:
-            reply = fn([{"role": "user", "content": a["prompt"]}])
-            if not isinstance(reply, str):
-                raise TypeError(f"the target returned {type(reply).__name__}, not text")
+            reply = _reply_of(fn, [{"role": "user", "content": a["prompt"]}])
         except Exception as e:  # noqa: BLE001 — the user's code failed on this attack: its error, not the scan's end
             done.errors[i] = f"the target failed: {type(e).__name__}: {e}"
             continue
@@ -182,7 +196,8 @@ def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None 
     """Put the target's answer to each attack in its ``answer`` (in place), each asked once (the store's cache).
 
     Args:
-        target: a :class:`~evaluators.run.target.Target`, or a callable ``f(messages) -> str``.
+        target: a :class:`~evaluators.run.target.Target`, or a callable ``f(messages) -> str`` (or, as the SDK's
+            callback, an async one returning ``{"messages": [...]}``: the last message's content is the answer).
         target_name: a callable's name in the cache key (default: its module and qualified name).
     """
     sendable = [i for i, a in enumerate(attacks) if a["prompt"] is not None]
