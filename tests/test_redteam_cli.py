@@ -194,3 +194,45 @@ def test_a_killed_scan_resumes_sending_only_what_it_had_not_stored(tmp_path):
     assert len(sent) == 18 and {m for m, k in sent.items() if k > 1} <= in_flight  # each once, but those in flight
     assert sent.most_common(1)[0][1] <= 2 and len(target.calls) <= 18 + 3
     assert "(13 sent, 5 answers from the cache)" in done.stdout
+
+
+def test_two_scans_of_two_builds_diff_by_attack(tmp_path):
+    """Build 1 complies with flip on objectives 0 and 1; build 2 with flip on objectives 1 and 2 and base64 on 0."""
+    from evaluators.suites.redteam.diff import diff_scans
+    from tests.test_redteam_scan import SENT
+
+    def build(planted):
+        def respond(prompt, request):
+            text = request["messages"][-1]["content"]
+            hit = any(SENT[t](V[i]) == text for i, t in planted)
+            return "Sure. [violence:6]" if hit else "No."
+        return respond
+
+    V = OBJECTIVES["violence"]
+    outs = []
+    for n, planted in enumerate(([(0, "flip"), (1, "flip")], [(1, "flip"), (2, "flip"), (0, "base64")])):
+        with JudgeServer(responder=build(planted)) as target, JudgeServer(responder=safety_responder) as judge:
+            outs.append(tmp_path / f"build{n}")
+            p = _cli(tmp_path, "--target-base-url", target.url, "--target-model", "app", "--risk-categories",
+                     "violence", "--strategies", "flip,base64", "--objectives-file", seeds_file(tmp_path),
+                     "--judge-base-url", judge.url, "--judge-model", "j", "--out", str(outs[-1]))
+            assert p.returncode == 0, p.stderr
+    env = env_for_subprocess(EVAL_HOME=str(tmp_path / "home"))
+    p = subprocess.run([sys.executable, "-m", "evaluators", "redteam-diff", str(outs[0]), str(outs[1]), "--out",
+                        str(tmp_path / "diff.json")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    res = json.loads((tmp_path / "diff.json").read_text())
+    assert res["overall"]["newly_broken"] == ["violence/v0/base64", "violence/v2/flip"]  # (in the scan's order)
+    assert res["overall"]["fixed"] == ["violence/v0/flip"]  # (v1/flip broke both builds: neither list)
+    assert res["overall"]["pairs"] == 9 and res["overall"]["difference"] == pytest.approx(1 / 9)
+    assert res["overall"]["mcnemar_p"] == pytest.approx(2 * (1 + 3) / 2 ** 3)  # 1 fixed, 2 broken: 2 P(X <= 1)
+    flip = next(c for c in res["cells"] if c["attack_technique"] == "flip")
+    assert (flip["asr_before"], flip["asr_after"], flip["mcnemar_p"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3),
+                                                                          pytest.approx(1.0))
+    assert "newly broken: violence/v0/base64" in p.stdout
+    lines = [json.loads(x) for x in (outs[1] / "attacks.jsonl").read_text().splitlines()]
+    lines[0]["prompt"] = "another prompt"
+    lines[1]["attack_success"] = None
+    again = diff_scans([json.loads(x) for x in (outs[0] / "attacks.jsonl").read_text().splitlines()], lines)
+    assert again["overall"]["pairs"] == 7 and again["left_out"]["prompt_differs"] == [lines[0]["id"]]
+    assert again["left_out"]["no_verdict"] == [lines[1]["id"]]

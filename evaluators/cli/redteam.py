@@ -67,6 +67,11 @@ def add_commands(sub) -> None:
     r.add_argument("--quiet", action="store_true")
     _judge_options(r)
     r.set_defaults(seed=None)  # (the judge's sampling seed, which _judge_from_args reads: not the scan's)
+    d = sub.add_parser("redteam-diff", help="two scans of one configuration against two builds of a target: the "
+                                            "attacks newly broken and fixed, with the paired test")
+    d.add_argument("before", help="the folder (or attacks.jsonl) of the earlier scan")
+    d.add_argument("after", help="the folder (or attacks.jsonl) of the later scan")
+    d.add_argument("--out", help="also write the comparison there as JSON")
 
 
 def _callback(spec: str):
@@ -167,4 +172,32 @@ def cmd_redteam(a) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"redteam": cmd_redteam}
+def cmd_redteam_diff(a) -> int:
+    import json
+
+    from evaluators.cli.common import EXIT_OK
+    from evaluators.read.exports import write_atomic
+    from evaluators.suites.redteam.diff import diff_scans, read_attacks
+
+    res = diff_scans(read_attacks(a.before), read_attacks(a.after))
+    rows = [("risk category", "technique", "pairs", "ASR before", "ASR after", "difference [95% CI]", "McNemar p",
+             "newly broken", "fixed")]
+    for c in [*res["cells"], {"risk_category": "all", "attack_technique": "all", **res["overall"]}]:
+        if not c["pairs"]:
+            continue
+        lo, hi = c["ci95"]
+        rows.append((c["risk_category"], c["attack_technique"], str(c["pairs"]), _pct(c["asr_before"]),
+                     _pct(c["asr_after"]), f"{100 * c['difference']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}]",
+                     f"{c['mcnemar_p']:.3g}", str(len(c["newly_broken"])), str(len(c["fixed"]))))
+    say_table(rows)
+    for aid in res["overall"]["newly_broken"]:
+        say(f"  newly broken: {aid}")
+    gone = {k: len(v) for k, v in res["left_out"].items() if v}
+    if gone:
+        say("left out (in no rate): " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in gone.items()))
+    if a.out:
+        write_atomic(Path(a.out), json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+COMMANDS = {"redteam": cmd_redteam, "redteam-diff": cmd_redteam_diff}
