@@ -206,3 +206,17 @@ def test_same_seed_same_attacks_other_seed_other_attacks(servers, home_store, tm
     prompts = lambda r: [x["prompt"] for x in r.attacks]  # noqa: E731
     assert prompts(a) == prompts(b) and prompts(a) != prompts(c)
     assert [x["objective"] for x in a.attacks] == [x["objective"] for x in c.attacks] and len(a.attacks) == 9
+
+
+def test_every_deterministic_strategy_runs_end_to_end_and_the_line_says_what_was_sent(home_store, tmp_path):
+    from evaluators.suites.redteam.strategies import STRATEGIES
+
+    with JudgeServer(responder=lambda p, r: "No.") as target, JudgeServer(responder=safety_responder) as judge:
+        res = scan(Target(JudgeConfig(model="app", provider="compatible", base_url=target.url)),
+                   JudgeConfig(model="judge", provider="compatible", base_url=judge.url), store=home_store,
+                   risk_categories=["violence"], strategies=[*STRATEGIES, "base64+rot13"], objectives=2)
+        received = [c["messages"][-1]["content"] for c in target.calls]
+    techniques = {a["attack_technique"] for a in res.attacks}
+    assert techniques == {*STRATEGIES, "base64_rot13"} and len(res.attacks) == 2 * len(techniques)
+    assert sorted(received) == sorted(a["prompt"] for a in res.attacks)  # each prompt as sent, byte for byte
+    assert all(a["error"] is None and a["attack_success"] is False for a in res.attacks)
