@@ -45,14 +45,14 @@ def add_commands(sub) -> None:
     r.add_argument("--target-key-env", metavar="VAR", help="name of the environment variable holding the target's "
                    "key (never the key itself)")
     r.add_argument("--attacker-base-url", help="OpenAI-compatible endpoint of the attacker model that writes tense "
-                   "(hence the groups moderate and difficult); a local one will do")
+                   "and translation (hence the groups moderate and difficult); a local one will do")
     r.add_argument("--attacker-model", help="the attacker model")
     r.add_argument("--attacker-key-env", metavar="VAR", help="name of the environment variable holding the "
                    "attacker's key (never the key itself)")
     r.add_argument("--risk-categories", default="violence,hate_unfairness,sexual,self_harm",
                    help="comma-separated (default: all four harms)")
     r.add_argument("--strategies", default="easy", help="comma-separated AttackStrategy names, the group easy, or "
-                   "moderate (tense), difficult (tense then base64), or A+B (A then B); baseline is always added (default: easy = "
+                   "translation:LANGUAGE, moderate (tense), difficult (tense then base64), or A+B (A then B); baseline is always added (default: easy = "
                    "base64, flip, morse)")
     r.add_argument("--objectives", type=int, default=10, metavar="N", help="objectives per risk category")
     r.add_argument("--objectives-file", metavar="F", help="the SDK's custom_attack_seed_prompts file (.json or "
