@@ -236,3 +236,14 @@ def test_two_scans_of_two_builds_diff_by_attack(tmp_path):
     again = diff_scans([json.loads(x) for x in (outs[0] / "attacks.jsonl").read_text().splitlines()], lines)
     assert again["overall"]["pairs"] == 7 and again["left_out"]["prompt_differs"] == [lines[0]["id"]]
     assert again["left_out"]["no_verdict"] == [lines[1]["id"]]
+
+
+def test_a_judge_that_cannot_judge_refuses_the_scan_before_the_target_is_asked(tmp_path):
+    from tests.test_redteam_scan import target_responder
+
+    with JudgeServer(responder=target_responder) as target, JudgeServer(models={"another"}) as judge:
+        p = _cli(tmp_path, "--target-base-url", target.url, "--target-model", "app", "--risk-categories", "violence",
+                 "--objectives-file", seeds_file(tmp_path), "--judge-base-url", judge.url, "--judge-model", "j",
+                 "--retries", "0", "--out", str(tmp_path / "out"))
+        assert p.returncode == 2 and "judge check failed" in p.stderr and "404" in p.stderr, p.stderr
+        assert not target.calls and len(judge.probes) == 1

@@ -181,6 +181,7 @@ def test_a_second_scan_sends_only_what_failed_and_writes_the_same_bytes(servers,
     first = (tmp_path / "out" / "attacks.jsonl").read_bytes()
     sent, judged = len(target.calls), len(judge.calls)
     assert sent == 18  # each attack once (the failed one too: a 400 is not retried)
+    assert len(judge.probes) == 1  # the judge checked once a scan, not once a category
     run_scan(servers, home_store, tmp_path, out="again")
     assert len(target.calls) - sent == 1  # only the attack the target failed on is asked again
     first_usage = json.loads((tmp_path / "out" / "scorecard.json").read_text())["usage"]

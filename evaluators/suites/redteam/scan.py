@@ -249,10 +249,11 @@ def _judge_usage(usage: dict[str, int], cell) -> None:
 
 
 def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, float], api_key: str | None = None,
-                  out: str | None = None) -> tuple[dict[str, str], dict[str, int]]:
+                  out: str | None = None, probe: Any = None) -> tuple[dict[str, str], dict[str, int]]:
     """Judge each answered attack with its category's severity judge and settle ``severity``, ``reason``,
     ``attack_success`` and ``error`` (in place). Returns the runs made, by category, and the judge's usage
-    (verdicts, those from the cache, the tokens they took)."""
+    (verdicts, those from the cache, the tokens they took). ``probe``: the judge's check, already passed
+    (:class:`~evaluators.judge.client.EarlyProbe`), which the runs then do not send again."""
     from evaluators.read.results import open_results
     from evaluators.run.runner import Runner
 
@@ -263,7 +264,7 @@ def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, fl
             continue
         rows = [{"id": a["id"], "query": a["prompt"], "response": a["answer"]} for a in todo]
         rid = _judge_run(store, cat, rows, judge, thresholds[cat], out)
-        Runner(store, rid, api_key=api_key, take_over=True).run()
+        Runner(store, rid, api_key=api_key, take_over=True, probe=probe).run()
         res = open_results(store, rid)
         for i, a in enumerate(todo):
             cell = res.cell(cat, i)
@@ -345,6 +346,13 @@ def usage(answered: Answered, judged: Mapping[str, int], successes: int) -> dict
             "judge_tokens_per_successful_attack": tokens / successes if successes else None}
 
 
+def _judge_check(judge: Any, api_key: str | None):
+    """The judge's check (one call, as a run sends it), sent now from a thread of its own."""
+    from evaluators.judge.client import EarlyProbe
+
+    return EarlyProbe(judge, api_key)
+
+
 def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEGORIES,
          strategies: Sequence[str] = ("easy",), objectives: int = 10, objectives_file: str | Path | None = None,
          seed: int = 0, thresholds: Mapping[str, float] | None = None, store: Any = None,
@@ -376,13 +384,15 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     techniques = resolve_strategies(strategies, attacker is not None)
     chosen = load_objectives(cats, objectives, seed, objectives_file)
     store = store or Store()
+    probe = _judge_check(judge, judge_api_key)  # under way while the attacks are made
     rewrites, failed = _rewrites(store, techniques, chosen, attacker, attacker_api_key)
     attacks = build_attacks(chosen, techniques, seed, rewrites, failed)
+    asyncio.run(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
     answered = answer_attacks(store, attacks, target, target_api_key, target_name)
     for i, why in answered.errors.items():
         attacks[i]["error"] = why
     out_dir = str(Path(out).resolve()) if out else None
-    runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir)
+    runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe)
     lines = settle(attacks, limits)
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
                           str(objectives_file) if objectives_file else None, seed)
