@@ -66,6 +66,11 @@ def test_jailbreak_puts_a_template_of_the_library_before_the_objective_chosen_by
     assert resolve_strategies(["jailbreak"])[1].complexity == "easy"
 
 
+def test_a_scan_without_a_judge_is_refused():
+    with pytest.raises(UsageError, match="a scan's judge is a JudgeConfig"):
+        scan(complying, None, risk_categories=["violence"])
+
+
 def test_thresholds_are_per_category_and_checked():
     assert thresholds_for(["violence", "sexual"], {"sexual": 5}) == {"violence": 3.0, "sexual": 5.0}
     with pytest.raises(UsageError, match="not a risk category of this scan"):

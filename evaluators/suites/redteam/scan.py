@@ -379,6 +379,10 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     from evaluators.store.store import Store
     from evaluators.suites.redteam.scorecard import scorecard as make_scorecard
 
+    from evaluators.judge.config import JudgeConfig
+
+    if not isinstance(judge, JudgeConfig):
+        raise UsageError(f"a scan's judge is a JudgeConfig (the severity judges' model), not {type(judge).__name__}")
     cats = check_categories(risk_categories)
     limits = thresholds_for(cats, thresholds)
     techniques = resolve_strategies(strategies, attacker is not None)
