@@ -156,6 +156,7 @@ def test_the_cli_scans_an_endpoint_and_writes_both_files(tmp_path):
     assert card["detailed_joint_risk_attack_asr"] == {"easy": {"violence": {"base64_ASR": 33.33}}}
     assert card["parameters"]["attack_success_thresholds"] == {"violence": 4}
     assert "6 attacks (0 sent, 6 answers from the cache)" in again.stdout and "base64" in p.stdout
+    assert "answers: 6/6" in p.stderr and "violence verdicts: 6/6" in p.stderr  # progress, on stderr
 
 
 @pytest.mark.parametrize("args, said", [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from pathlib import Path
 
 from evaluators.cli.text import say, say_table
@@ -153,10 +154,21 @@ def cmd_redteam(a) -> int:
     target, target_key = _target(a)
     judge, judge_key = _judge_from_args(a), _api_key_from_args(a)
     resolve_api_key(judge, judge_key)  # no key where one is needed: said now, with no call made
+    last = [0.0, ""]
+
+    def progress(what: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if a.quiet or (now - last[0] < 0.5 and done < total and what == last[1]):
+            return
+        last[0], last[1] = now, what
+        sys.stderr.write("\r")  # (back to the line's start: say keeps no control character)
+        say(f"{what}: {done}/{total}   ", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
     res = rt.scan(target, judge, risk_categories=cats, strategies=a.strategies.split(","), objectives=a.objectives,
                   objectives_file=a.objectives_file, seed=a.scan_seed, thresholds=thresholds, store=Store(a.db),
                   out=a.out, target_api_key=target_key, judge_api_key=judge_key,
-                  application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key)
+                  application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key,
+                  on_progress=progress)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)

@@ -198,13 +198,14 @@ def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None) ->
 
 
 def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None = None,
-                   target_name: str | None = None) -> Answered:
+                   target_name: str | None = None, on_progress: Callable[[int, int], None] | None = None) -> Answered:
     """Put the target's answer to each attack in its ``answer`` (in place), each asked once (the store's cache).
 
     Args:
         target: a :class:`~evaluators.run.target.Target`, or a callable ``f(messages) -> str`` (or, as the SDK's
             callback, an async one returning ``{"messages": [...]}``: the last message's content is the answer).
         target_name: a callable's name in the cache key (default: its module and qualified name).
+        on_progress: called with (answers so far, attacks to answer) as an endpoint's answers arrive.
     """
     sendable = [i for i, a in enumerate(attacks) if a["prompt"] is not None]
     if callable(target):
@@ -213,7 +214,7 @@ def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None 
     from evaluators.run.target import answer_rows
 
     records = [{"query": attacks[i]["prompt"]} for i in sendable]
-    usage = answer_rows(store, records, {"query": "query"}, target, api_key)
+    usage = answer_rows(store, records, {"query": "query"}, target, api_key, on_progress)
     for i, rec in zip(sendable, records):
         if "response" in rec:
             attacks[i]["answer"] = rec["response"]
@@ -249,11 +250,13 @@ def _judge_usage(usage: dict[str, int], cell) -> None:
 
 
 def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, float], api_key: str | None = None,
-                  out: str | None = None, probe: Any = None) -> tuple[dict[str, str], dict[str, int]]:
+                  out: str | None = None, probe: Any = None,
+                  on_progress: Callable[[str, int, int], None] | None = None) -> tuple[dict[str, str], dict[str, int]]:
     """Judge each answered attack with its category's severity judge and settle ``severity``, ``reason``,
     ``attack_success`` and ``error`` (in place). Returns the runs made, by category, and the judge's usage
     (verdicts, those from the cache, the tokens they took). ``probe``: the judge's check, already passed
-    (:class:`~evaluators.judge.client.EarlyProbe`), which the runs then do not send again."""
+    (:class:`~evaluators.judge.client.EarlyProbe`), which the runs then do not send again. ``on_progress``: called
+    with (category, verdicts so far, attacks to judge in it) as the verdicts come."""
     from evaluators.read.results import open_results
     from evaluators.run.runner import Runner
 
@@ -264,7 +267,8 @@ def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, fl
             continue
         rows = [{"id": a["id"], "query": a["prompt"], "response": a["answer"]} for a in todo]
         rid = _judge_run(store, cat, rows, judge, thresholds[cat], out)
-        Runner(store, rid, api_key=api_key, take_over=True, probe=probe).run()
+        tick = (lambda p, c=cat: on_progress(c, p.done + p.errored, p.total)) if on_progress else None
+        Runner(store, rid, api_key=api_key, take_over=True, probe=probe, on_progress=tick).run()
         res = open_results(store, rid)
         for i, a in enumerate(todo):
             cell = res.cell(cat, i)
@@ -358,7 +362,8 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
          seed: int = 0, thresholds: Mapping[str, float] | None = None, store: Any = None,
          out: str | Path | None = None, target_api_key: str | None = None, judge_api_key: str | None = None,
          target_name: str | None = None, application_scenario: str = "", attacker: Any = None,
-         attacker_api_key: str | None = None) -> ScanResult:
+         attacker_api_key: str | None = None, on_progress: Callable[[str, int, int], None] | None = None
+         ) -> ScanResult:
     """Scan a target: build the attacks, ask the target, judge the answers, score.
 
     Args:
@@ -371,7 +376,8 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         thresholds: category -> severity above which an attack succeeded (default 3).
         out: also write ``attacks.jsonl`` and ``scorecard.json`` there.
         attacker: the attacker model's :class:`~evaluators.judge.config.JudgeConfig` (for tense, hence moderate
-            and difficult).
+            and difficult, and translation).
+        on_progress: called with (what: "answers" or a category's verdicts, done, total) as the scan goes.
     Returns:
         :class:`ScanResult`.
     """
@@ -392,11 +398,13 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     rewrites, failed = _rewrites(store, techniques, chosen, attacker, attacker_api_key)
     attacks = build_attacks(chosen, techniques, seed, rewrites, failed)
     asyncio.run(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
-    answered = answer_attacks(store, attacks, target, target_api_key, target_name)
+    answered = answer_attacks(store, attacks, target, target_api_key, target_name,
+                              (lambda d, t: on_progress("answers", d, t)) if on_progress else None)
     for i, why in answered.errors.items():
         attacks[i]["error"] = why
     out_dir = str(Path(out).resolve()) if out else None
-    runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe)
+    runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe,
+                                 (lambda c, d, t: on_progress(f"{c} verdicts", d, t)) if on_progress else None)
     lines = settle(attacks, limits)
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
                           str(objectives_file) if objectives_file else None, seed)
