@@ -14,6 +14,7 @@ import pytest
 
 from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
+from evaluators.run.target import Target
 from evaluators.suites.redteam.scan import resolve_strategies, scan, thresholds_for
 from tests.conftest import ROOT, env_for_subprocess
 from tests.judge_server import JudgeServer
@@ -165,6 +166,8 @@ def test_the_cli_scans_an_endpoint_and_writes_both_files(tmp_path):
     (["--target-callback", "json:dumps", "--strategies", "tense"], "needs an attacker model"),
     (["--target-callback", "json:dumps", "--risk-categories", "weather"], "risk category weather"),
     (["--target-callback", "json:dumps", "--threshold", "violence=x"], "is not a number"),
+    (["--target-callback", "json:dumps", "--judge-base-url", "http://127.0.0.1:9/v1", "--budget", "1"],
+     "--budget needs the price"),
 ])
 def test_the_cli_refuses_bad_arguments_before_any_call(tmp_path, args, said):
     p = _cli(tmp_path, *args, "--out", str(tmp_path / "out"))
@@ -253,3 +256,27 @@ def test_a_judge_that_cannot_judge_refuses_the_scan_before_the_target_is_asked(t
                  "--retries", "0", "--out", str(tmp_path / "out"))
         assert p.returncode == 2 and "judge check failed" in p.stderr and "404" in p.stderr, p.stderr
         assert not target.calls and len(judge.probes) == 1
+
+
+def test_a_budget_stops_the_judging_and_the_same_scan_with_more_goes_on(home_store, tmp_path):
+    from evaluators.judge.prices import Price
+    from evaluators.read.cost import run_cost
+    from tests.test_redteam_scan import target_responder
+
+    price = {"judge": Price.parse("1000,,1000").to_dict()}  # USD per 1M tokens: a verdict costs about $0.5
+    with JudgeServer(responder=target_responder) as target, JudgeServer(responder=safety_responder) as judge:
+        kw = dict(risk_categories=["violence", "self_harm"], strategies=["flip"], objectives_file=seeds_file(tmp_path),
+                  store=home_store, out=tmp_path / "out")
+        app = JudgeConfig(model="app", provider="compatible", base_url=target.url)
+        jc = JudgeConfig(model="judge", provider="compatible", base_url=judge.url, concurrency=1)
+        res = scan(Target(app), jc, cost={"prices": price, "budget": 2.0}, **kw)
+        spent = sum(run_cost(home_store, rid)["cost.usd"] for rid in res.runs.values())
+        left = [a for a in res.attacks if a["attack_success"] is None]
+        assert spent <= 2.0 and 0 < len(left) < 12 and len(judge.calls) == 12 - len(left)
+        assert all("not judged (budget" in a["error"] for a in left)
+        assert res.scorecard["errors"]["judge"] == len(left)  # counted apart, in no rate
+        asked = len(judge.calls)
+        more = scan(Target(app), jc, cost={"prices": price, "budget": 100.0}, **kw)
+    assert len(judge.calls) - asked == len(left)  # only what the budget had left unjudged
+    assert all(a["attack_success"] is not None for a in more.attacks)
+    assert more.runs == res.runs  # the same runs, resumed

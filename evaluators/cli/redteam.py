@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from evaluators.cli import cost as cli_cost
 from evaluators.cli.text import say, say_table
 from evaluators.core.errors import UsageError
 
@@ -31,6 +32,11 @@ def _judge_options(r) -> None:
     r.add_argument("--retries", type=int, default=5, help="retries per call (judge and target)")
     r.add_argument("--concurrency", type=int, default=8, help="calls in flight (judge and target)")
     r.add_argument("--rpm", type=float, default=None, help="judge requests a minute never to exceed")
+    r.add_argument("--price", metavar="IN,CACHED,OUT[,BATCH]", help="the judge model's price in USD per 1M tokens "
+                   "(input, cached input, output); else prices.toml's entry for the model")
+    r.add_argument("--budget", type=float, metavar="USD", help="stop judging before the scan's judge calls would "
+                   "cost more than this; the attacks left are errors, judged by the same command with a higher budget")
+    r.set_defaults(batch=False, batch_direct_retry=False)  # (read by cli.cost.settings: the Batch API is not offered)
     r.add_argument("--tpm", type=float, default=None, help="judge tokens a minute never to exceed")
 
 
@@ -154,6 +160,7 @@ def cmd_redteam(a) -> int:
     target, target_key = _target(a)
     judge, judge_key = _judge_from_args(a), _api_key_from_args(a)
     resolve_api_key(judge, judge_key)  # no key where one is needed: said now, with no call made
+    cost = cli_cost.settings(a, judge, [])  # (a budget with no price: refused now)
     last = [0.0, ""]
 
     def progress(what: str, done: int, total: int) -> None:
@@ -168,7 +175,7 @@ def cmd_redteam(a) -> int:
                   objectives_file=a.objectives_file, seed=a.scan_seed, thresholds=thresholds, store=Store(a.db),
                   out=a.out, target_api_key=target_key, judge_api_key=judge_key,
                   application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key,
-                  on_progress=progress)
+                  on_progress=progress, cost=cost)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)

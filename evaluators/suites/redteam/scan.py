@@ -224,21 +224,40 @@ def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None 
 
 
 # ------------------------------------------------------------------ verdicts
-def _judge_run(store, category: str, rows: list[dict], judge, threshold: float, out: str | None) -> str:
+def _judge_run(store, category: str, rows: list[dict], judge, threshold: float, out: str | None,
+               cost: Mapping[str, Any] | None = None) -> str:
     """The run of ``category``'s judge over ``rows`` (id, query, response): the one written for the same rows and
-    settings before (``out``: the scan's folder), else a new one."""
+    settings before (``out``: the scan's folder; its prices and budget replaced by these), else a new one."""
     from evaluators.data.loading import load_dataset
     from evaluators.run.spec import RunSpec
 
     ds = load_dataset(rows, name=f"red team · {category}")
-    spec = RunSpec(metrics=[category], thresholds={category: float(threshold)}, judge=judge.for_storage())
+    spec = RunSpec(metrics=[category], thresholds={category: float(threshold)}, judge=judge.for_storage(),
+                   prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"))
     spec.read_templates()
     spec.validate()
     dataset_id = store.save_dataset(ds)
-    fp = spec.fingerprint()
+    fp = spec.fingerprint()  # (prices and budget are not in it: they never change a verdict)
     marker = f"{out}#redteam-{category}" if out else None
     found = store.find_run_for_out_dir(marker, dataset_id, fp) if marker else None
-    return found or store.create_run(dataset_id, spec.to_dict(), fp, f"red team · {category}", marker)
+    if found:
+        store.update_run(found, spec=spec.to_dict())
+        return found
+    return store.create_run(dataset_id, spec.to_dict(), fp, f"red team · {category}", marker)
+
+
+def _spent(store, rid: str) -> float:
+    from evaluators.read.cost import run_cost
+
+    return run_cost(store, rid).get("cost.usd") or 0.0
+
+
+def _share_budget(store, rid: str, rids: Sequence[str], budget: float) -> None:
+    """Give run ``rid`` what the scan's budget leaves once the scan's other runs' spending is taken off (a run's
+    budget counts its own earlier spending), so the scan's judging as a whole stays within ``budget``."""
+    spec = dict(store.get_run(rid)["spec"])
+    spec["budget"] = max(0.0, float(budget) - sum(_spent(store, r) for r in rids if r != rid))
+    store.update_run(rid, spec=spec)
 
 
 def _judge_usage(usage: dict[str, int], cell) -> None:
@@ -249,36 +268,51 @@ def _judge_usage(usage: dict[str, int], cell) -> None:
         usage["completion_tokens"] += r.completion_tokens or 0
 
 
+def _settle_category(store, rid: str, cat: str, todo: list[dict], threshold: float, usage: dict[str, int]) -> None:
+    """Each attack of ``todo`` (the run's rows, in order) with its verdict, or the judge's error."""
+    from evaluators.read.results import open_results
+
+    res, run = open_results(store, rid), store.get_run(rid)
+    for i, a in enumerate(todo):
+        cell = res.cell(cat, i)
+        _judge_usage(usage, cell)
+        if cell is None or cell.status != "ok" or cell.value is None:
+            why = cell.error if cell is not None else (
+                f"not judged ({run['error']})" if run["status"] == "stopped" else "not judged")
+            a["error"] = f"the judge failed: {why}"
+            continue
+        a["severity"], a["reason"] = int(cell.value), cell.reason
+        a["attack_success"] = cell.value > threshold
+
+
 def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, float], api_key: str | None = None,
                   out: str | None = None, probe: Any = None,
-                  on_progress: Callable[[str, int, int], None] | None = None) -> tuple[dict[str, str], dict[str, int]]:
+                  on_progress: Callable[[str, int, int], None] | None = None,
+                  cost: Mapping[str, Any] | None = None) -> tuple[dict[str, str], dict[str, int]]:
     """Judge each answered attack with its category's severity judge and settle ``severity``, ``reason``,
     ``attack_success`` and ``error`` (in place). Returns the runs made, by category, and the judge's usage
-    (verdicts, those from the cache, the tokens they took). ``probe``: the judge's check, already passed
-    (:class:`~evaluators.judge.client.EarlyProbe`), which the runs then do not send again. ``on_progress``: called
-    with (category, verdicts so far, attacks to judge in it) as the verdicts come."""
-    from evaluators.read.results import open_results
+    (verdicts, those from the cache, the tokens they took).
+
+    Args:
+        probe: the judge's check, already under way (:class:`~evaluators.judge.client.EarlyProbe`), which the
+            runs then do not send again.
+        on_progress: called with (category, verdicts so far, attacks to judge in it) as the verdicts come.
+        cost: ``prices`` (model -> price dict) and ``budget`` (USD the scan's judging stops before exceeding,
+            shared by the categories' runs).
+    """
     from evaluators.run.runner import Runner
 
-    runs, usage = {}, {"verdicts": 0, "from_cache": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for cat in dict.fromkeys(a["risk_category"] for a in attacks):
-        todo = [a for a in attacks if a["risk_category"] == cat and "answer" in a]
-        if not todo:
-            continue
-        rows = [{"id": a["id"], "query": a["prompt"], "response": a["answer"]} for a in todo]
-        rid = _judge_run(store, cat, rows, judge, thresholds[cat], out)
+    todo = {c: [a for a in attacks if a["risk_category"] == c and "answer" in a]
+            for c in dict.fromkeys(a["risk_category"] for a in attacks)}
+    runs = {c: _judge_run(store, c, [{"id": a["id"], "query": a["prompt"], "response": a["answer"]} for a in rows],
+                          judge, thresholds[c], out, cost) for c, rows in todo.items() if rows}
+    usage = {"verdicts": 0, "from_cache": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for cat, rid in runs.items():
+        if (cost or {}).get("budget") is not None:
+            _share_budget(store, rid, list(runs.values()), cost["budget"])
         tick = (lambda p, c=cat: on_progress(c, p.done + p.errored, p.total)) if on_progress else None
         Runner(store, rid, api_key=api_key, take_over=True, probe=probe, on_progress=tick).run()
-        res = open_results(store, rid)
-        for i, a in enumerate(todo):
-            cell = res.cell(cat, i)
-            _judge_usage(usage, cell)
-            if cell is None or cell.status != "ok" or cell.value is None:
-                a["error"] = f"the judge failed: {cell.error if cell is not None else 'not judged'}"
-                continue
-            a["severity"], a["reason"] = int(cell.value), cell.reason
-            a["attack_success"] = cell.value > thresholds[cat]
-        runs[cat] = rid
+        _settle_category(store, rid, cat, todo[cat], thresholds[cat], usage)
     return runs, usage
 
 
@@ -362,8 +396,8 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
          seed: int = 0, thresholds: Mapping[str, float] | None = None, store: Any = None,
          out: str | Path | None = None, target_api_key: str | None = None, judge_api_key: str | None = None,
          target_name: str | None = None, application_scenario: str = "", attacker: Any = None,
-         attacker_api_key: str | None = None, on_progress: Callable[[str, int, int], None] | None = None
-         ) -> ScanResult:
+         attacker_api_key: str | None = None, on_progress: Callable[[str, int, int], None] | None = None,
+         cost: Mapping[str, Any] | None = None) -> ScanResult:
     """Scan a target: build the attacks, ask the target, judge the answers, score.
 
     Args:
@@ -378,6 +412,9 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         attacker: the attacker model's :class:`~evaluators.judge.config.JudgeConfig` (for tense, hence moderate
             and difficult, and translation).
         on_progress: called with (what: "answers" or a category's verdicts, done, total) as the scan goes.
+        cost: ``prices`` (judge model -> price dict, as ``--price`` gives it) and ``budget`` (USD the scan's
+            judging stops before exceeding: the attacks left unjudged are errors, judged by the same scan again
+            with a higher budget).
     Returns:
         :class:`ScanResult`.
     """
@@ -404,7 +441,8 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         attacks[i]["error"] = why
     out_dir = str(Path(out).resolve()) if out else None
     runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe,
-                                 (lambda c, d, t: on_progress(f"{c} verdicts", d, t)) if on_progress else None)
+                                 (lambda c, d, t: on_progress(f"{c} verdicts", d, t)) if on_progress else None,
+                                 cost)
     lines = settle(attacks, limits)
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
                           str(objectives_file) if objectives_file else None, seed)
