@@ -280,3 +280,19 @@ def test_a_budget_stops_the_judging_and_the_same_scan_with_more_goes_on(home_sto
     assert len(judge.calls) - asked == len(left)  # only what the budget had left unjudged
     assert all(a["attack_success"] is not None for a in more.attacks)
     assert more.runs == res.runs  # the same runs, resumed
+
+
+def test_a_callable_target_is_asked_several_at_once(home_store, tmp_path):
+    import threading
+
+    meet = threading.Barrier(3, timeout=10)  # three calls must be in flight together to get past it
+
+    def target(messages):
+        meet.wait()
+        return "No."
+
+    with JudgeServer(responder=safety_responder) as judge:
+        res = scan(target, JudgeConfig(model="j", provider="compatible", base_url=judge.url), store=home_store,
+                   risk_categories=["violence"], strategies=["flip", "base64"], objectives_file=seeds_file(tmp_path),
+                   target_concurrency=3)
+    assert [a["error"] for a in res.attacks] == [None] * 9 and res.answered.calls == 9

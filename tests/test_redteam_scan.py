@@ -213,7 +213,7 @@ def test_every_deterministic_strategy_runs_end_to_end_and_the_line_says_what_was
     from evaluators.suites.redteam.strategies import STRATEGIES
 
     with JudgeServer(responder=lambda p, r: "No.") as target, JudgeServer(responder=safety_responder) as judge:
-        res = scan(Target(JudgeConfig(model="app", provider="compatible", base_url=target.url)),
+        res = scan(JudgeConfig(model="app", provider="compatible", base_url=target.url),  # (the model as it is)
                    JudgeConfig(model="judge", provider="compatible", base_url=judge.url), store=home_store,
                    risk_categories=["violence"], strategies=[*STRATEGIES, "base64+rot13"], objectives=2)
         received = [c["messages"][-1]["content"] for c in target.calls]

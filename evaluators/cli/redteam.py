@@ -175,7 +175,8 @@ def cmd_redteam(a) -> int:
                   objectives_file=a.objectives_file, seed=a.scan_seed, thresholds=thresholds, store=Store(a.db),
                   out=a.out, target_api_key=target_key, judge_api_key=judge_key,
                   application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key,
-                  on_progress=progress, cost=cost)
+                  on_progress=progress, cost=cost,
+                  target_concurrency=a.concurrency)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)

@@ -159,12 +159,12 @@ def _callable_identity(fn: Callable, name: str | None) -> dict[str, Any]:
     return {"callable": name or f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"}
 
 
-def _reply_of(fn: Callable, messages: list[dict]) -> str:
-    """``fn``'s answer to ``messages``: text, or the SDK callback's shape (async, returning
-    ``{"messages": [..., {"role": "assistant", "content": ...}]}``)."""
-    got = fn(messages)
+async def _reply_of(fn: Callable, messages: list[dict]) -> str:
+    """``fn``'s answer to ``messages`` (a plain function runs in a thread of its own): text, or the SDK callback's
+    shape (async, returning ``{"messages": [..., {"role": "assistant", "content": ...}]}``)."""
+    got = await (fn(messages) if inspect.iscoroutinefunction(fn) else asyncio.to_thread(fn, messages))
     if inspect.isawaitable(got):
-        got = asyncio.run(got)
+        got = await got
     if isinstance(got, Mapping) and isinstance(got.get("messages"), list) and got["messages"]:
         last = got["messages"][-1]
         got = last.get("content") if isinstance(last, Mapping) else last
@@ -173,8 +173,10 @@ def _reply_of(fn: Callable, messages: list[dict]) -> str:
     return got
 
 
-def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None) -> Answered:
-    """Each prompt as ``[{"role": "user", ...}]`` to ``fn``, once: its answer is cached as it comes back."""
+def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None, concurrency: int = 8,
+                  on_progress: Callable[[int, int], None] | None = None) -> Answered:
+    """Each prompt as ``[{"role": "user", ...}]`` to ``fn``, once, ``concurrency`` at a time: each answer is
+    cached as it comes back."""
     identity, done = _callable_identity(fn, name), Answered()
     keys = []
     for a in attacks:  # (only attacks with a prompt are handed here)
@@ -182,34 +184,47 @@ def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None) ->
                           ensure_ascii=False)
         keys.append(hashlib.sha256(blob.encode()).hexdigest())
     hits = store.cache_get_many(keys)
-    for i, (a, key) in enumerate(zip(attacks, keys)):
+    for a, key in zip(attacks, keys):
         if key in hits:
             a["answer"], done.cached = hits[key].reply, done.cached + 1
-            continue
-        try:
-            reply = _reply_of(fn, [{"role": "user", "content": a["prompt"]}])
-        except Exception as e:  # noqa: BLE001 — the user's code failed on this attack: its error, not the scan's end
-            done.errors[i] = f"the target failed: {type(e).__name__}: {e}"
-            continue
+
+    async def ask(i: int, sem: asyncio.Semaphore) -> None:
+        async with sem:
+            try:
+                reply = await _reply_of(fn, [{"role": "user", "content": attacks[i]["prompt"]}])
+            except Exception as e:  # noqa: BLE001 — the user's code failed on this attack: its error, not the scan's
+                done.errors[i] = f"the target failed: {type(e).__name__}: {e}"
+                return
+        attacks[i]["answer"] = reply
         done.calls += 1
-        a["answer"] = reply
-        store.write_results("", [], [dict(key=key, model=identity["callable"], reply=reply)])
+        await asyncio.to_thread(store.write_results, "", [], [dict(key=keys[i], model=identity["callable"],
+                                                                   reply=reply)])
+        if on_progress:
+            on_progress(done.cached + done.calls, len(attacks))
+
+    async def run() -> None:
+        sem = asyncio.Semaphore(max(1, concurrency))
+        await asyncio.gather(*(ask(i, sem) for i, key in enumerate(keys) if key not in hits))
+
+    asyncio.run(run())
     return done
 
 
 def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None = None,
-                   target_name: str | None = None, on_progress: Callable[[int, int], None] | None = None) -> Answered:
+                   target_name: str | None = None, on_progress: Callable[[int, int], None] | None = None,
+                   concurrency: int = 8) -> Answered:
     """Put the target's answer to each attack in its ``answer`` (in place), each asked once (the store's cache).
 
     Args:
         target: a :class:`~evaluators.run.target.Target`, or a callable ``f(messages) -> str`` (or, as the SDK's
             callback, an async one returning ``{"messages": [...]}``: the last message's content is the answer).
         target_name: a callable's name in the cache key (default: its module and qualified name).
-        on_progress: called with (answers so far, attacks to answer) as an endpoint's answers arrive.
+        on_progress: called with (answers so far, attacks to answer) as the answers arrive.
+        concurrency: a callable's calls at once (an endpoint's: its configuration's).
     """
     sendable = [i for i, a in enumerate(attacks) if a["prompt"] is not None]
     if callable(target):
-        got = _ask_callable(store, [attacks[i] for i in sendable], target, target_name)
+        got = _ask_callable(store, [attacks[i] for i in sendable], target, target_name, concurrency, on_progress)
         return Answered(got.calls, got.cached, {sendable[i]: e for i, e in got.errors.items()})
     from evaluators.run.target import answer_rows
 
@@ -397,11 +412,12 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
          out: str | Path | None = None, target_api_key: str | None = None, judge_api_key: str | None = None,
          target_name: str | None = None, application_scenario: str = "", attacker: Any = None,
          attacker_api_key: str | None = None, on_progress: Callable[[str, int, int], None] | None = None,
-         cost: Mapping[str, Any] | None = None) -> ScanResult:
+         cost: Mapping[str, Any] | None = None, target_concurrency: int = 8) -> ScanResult:
     """Scan a target: build the attacks, ask the target, judge the answers, score.
 
     Args:
-        target: a :class:`~evaluators.run.target.Target` or a callable ``f(messages) -> str``.
+        target: a :class:`~evaluators.run.target.Target` (or its :class:`~evaluators.judge.config.JudgeConfig`),
+            or a callable ``f(messages) -> str`` (or the SDK's async callback), asked ``target_concurrency`` at once.
         judge: the severity judge (a :class:`~evaluators.judge.config.JudgeConfig`).
         risk_categories: among violence, hate_unfairness, sexual, self_harm.
         strategies: AttackStrategy names, ``easy``, ``a+b``; ``baseline`` is always added.
@@ -424,6 +440,10 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
 
     from evaluators.judge.config import JudgeConfig
 
+    if isinstance(target, JudgeConfig):  # the model itself, asked as it is
+        from evaluators.run.target import Target
+
+        target = Target(target)
     if not isinstance(judge, JudgeConfig):
         raise UsageError(f"a scan's judge is a JudgeConfig (the severity judges' model), not {type(judge).__name__}")
     cats = check_categories(risk_categories)
@@ -436,7 +456,7 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     attacks = build_attacks(chosen, techniques, seed, rewrites, failed)
     asyncio.run(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
     answered = answer_attacks(store, attacks, target, target_api_key, target_name,
-                              (lambda d, t: on_progress("answers", d, t)) if on_progress else None)
+                              (lambda d, t: on_progress("answers", d, t)) if on_progress else None, target_concurrency)
     for i, why in answered.errors.items():
         attacks[i]["error"] = why
     out_dir = str(Path(out).resolve()) if out else None
