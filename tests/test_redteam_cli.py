@@ -296,3 +296,16 @@ def test_a_callable_target_is_asked_several_at_once(home_store, tmp_path):
                    risk_categories=["violence"], strategies=["flip", "base64"], objectives_file=seeds_file(tmp_path),
                    target_concurrency=3)
     assert [a["error"] for a in res.attacks] == [None] * 9 and res.answered.calls == 9
+
+
+def test_a_scan_runs_inside_a_running_event_loop_as_in_a_notebook(home_store, tmp_path):
+    import asyncio
+
+    async def notebook_cell():
+        with JudgeServer(responder=safety_responder) as judge:
+            return scan(complying, JudgeConfig(model="j", provider="compatible", base_url=judge.url),
+                        store=home_store, risk_categories=["violence"], strategies=["flip"],
+                        objectives_file=seeds_file(tmp_path))
+
+    res = asyncio.run(notebook_cell())
+    assert [a["attack_success"] for a in res.attacks] == [False, True] * 3

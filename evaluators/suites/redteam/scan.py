@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.suites.redteam import strategies as S
 from evaluators.suites.redteam.attacker import MODEL_STRATEGIES, base, system_for, technique_name
@@ -206,7 +207,7 @@ def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None, co
         sem = asyncio.Semaphore(max(1, concurrency))
         await asyncio.gather(*(ask(i, sem) for i, key in enumerate(keys) if key not in hits))
 
-    asyncio.run(run())
+    run_to_end(run())
     return done
 
 
@@ -454,7 +455,7 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     probe = _judge_check(judge, judge_api_key)  # under way while the attacks are made
     rewrites, failed = _rewrites(store, techniques, chosen, attacker, attacker_api_key)
     attacks = build_attacks(chosen, techniques, seed, rewrites, failed)
-    asyncio.run(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
+    run_to_end(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
     answered = answer_attacks(store, attacks, target, target_api_key, target_name,
                               (lambda d, t: on_progress("answers", d, t)) if on_progress else None, target_concurrency)
     for i, why in answered.errors.items():
