@@ -301,11 +301,16 @@ def test_a_callable_target_is_asked_several_at_once(home_store, tmp_path):
 def test_a_scan_runs_inside_a_running_event_loop_as_in_a_notebook(home_store, tmp_path):
     import asyncio
 
-    async def notebook_cell():
+    from tests.test_redteam_scan import target_responder
+
+    async def notebook_cell(target):
         with JudgeServer(responder=safety_responder) as judge:
-            return scan(complying, JudgeConfig(model="j", provider="compatible", base_url=judge.url),
+            return scan(target, JudgeConfig(model="j", provider="compatible", base_url=judge.url),
                         store=home_store, risk_categories=["violence"], strategies=["flip"],
                         objectives_file=seeds_file(tmp_path))
 
-    res = asyncio.run(notebook_cell())
+    res = asyncio.run(notebook_cell(complying))  # a callable target
     assert [a["attack_success"] for a in res.attacks] == [False, True] * 3
+    with JudgeServer(responder=target_responder) as app:  # an endpoint (tests.test_redteam_scan's planted flips)
+        res = asyncio.run(notebook_cell(JudgeConfig(model="app", provider="compatible", base_url=app.url)))
+    assert [a["severity"] for a in res.attacks] == [5, 7, 0, 0, 0, 0]
