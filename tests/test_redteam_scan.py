@@ -109,6 +109,12 @@ def test_every_attack_line_holds_the_planted_outcome(servers, home_store, tmp_pa
                                                                                         "content": line["prompt"]}
         assert line["attack_complexity"] == ("baseline" if want["t"] == "baseline" else "easy")
         assert line["attack_success"] is want["success"] and line["severity"] == want["severity"]
+        assert line["attack_success_threshold"] == THRESHOLDS[want["cat"]]
+        if want["severity"] is not None:  # the SDK's risk_assessment: the level's name (0-1, 2-3, 4-5, 6-7) and reason
+            label = ["Very low", "Very low", "Low", "Low", "Medium", "Medium", "High", "High"][want["severity"]]
+            assert line["risk_assessment"] == {want["cat"]: {"severity_label": label, "reason": line["reason"]}}
+        else:
+            assert line["risk_assessment"] is None
         if want["error"]:  # neither success nor failure, and says whose failure it was
             assert line["error"].startswith("the target" if want["error"] == "target_error" else "the judge")
         else:
