@@ -314,3 +314,16 @@ def test_a_scan_runs_inside_a_running_event_loop_as_in_a_notebook(home_store, tm
     with JudgeServer(responder=target_responder) as app:  # an endpoint (tests.test_redteam_scan's planted flips)
         res = asyncio.run(notebook_cell(JudgeConfig(model="app", provider="compatible", base_url=app.url)))
     assert [a["severity"] for a in res.attacks] == [5, 7, 0, 0, 0, 0]
+
+
+def test_the_judge_can_be_asked_through_the_batch_api(home_store, tmp_path, monkeypatch):
+    from tests.test_redteam_scan import target_responder
+
+    monkeypatch.setenv("EVAL_BATCH_POLL", "0.02")
+    with JudgeServer(responder=target_responder) as target, JudgeServer(responder=safety_responder) as judge:
+        res = scan(JudgeConfig(model="app", provider="compatible", base_url=target.url),
+                   JudgeConfig(model="judge", provider="compatible", base_url=judge.url), store=home_store,
+                   risk_categories=["violence"], strategies=["flip"], objectives_file=seeds_file(tmp_path),
+                   cost={"batch": True})
+        assert not judge.requests and judge.batch_api.requests == 6  # no chat call, not even a check
+    assert [a["severity"] for a in res.attacks] == [5, 7, 0, 0, 0, 0]  # (tests.test_redteam_scan's planted flips)

@@ -36,7 +36,10 @@ def _judge_options(r) -> None:
                    "(input, cached input, output); else prices.toml's entry for the model")
     r.add_argument("--budget", type=float, metavar="USD", help="stop judging before the scan's judge calls would "
                    "cost more than this; the attacks left are errors, judged by the same command with a higher budget")
-    r.set_defaults(batch=False, batch_direct_retry=False)  # (read by cli.cost.settings: the Batch API is not offered)
+    r.add_argument("--batch", action="store_true", help="judge through the provider's Batch API (half price, results "
+                   "within 24 h); the same command after a kill polls the batches rather than submitting again")
+    r.add_argument("--batch-direct-retry", action="store_true", help="with --batch: ask what a batch left as direct "
+                   "calls (full price) instead of in a new batch")
     r.add_argument("--tpm", type=float, default=None, help="judge tokens a minute never to exceed")
 
 

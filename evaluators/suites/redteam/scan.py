@@ -250,8 +250,10 @@ def _judge_run(store, category: str, rows: list[dict], judge, threshold: float, 
     from evaluators.run.spec import RunSpec
 
     ds = load_dataset(rows, name=f"red team · {category}")
+    cost = cost or {}
     spec = RunSpec(metrics=[category], thresholds={category: float(threshold)}, judge=judge.for_storage(),
-                   prices=dict((cost or {}).get("prices") or {}), budget=(cost or {}).get("budget"))
+                   prices=dict(cost.get("prices") or {}), budget=cost.get("budget"), batch=bool(cost.get("batch")),
+                   batch_retry="direct" if cost.get("batch_direct_retry") else "batch")
     spec.read_templates()
     spec.validate()
     dataset_id = store.save_dataset(ds)
@@ -434,9 +436,10 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         attacker: the attacker model's :class:`~evaluators.judge.config.JudgeConfig` (for tense, hence moderate
             and difficult, and translation).
         on_progress: called with (what: "answers" or a category's verdicts, done, total) as the scan goes.
-        cost: ``prices`` (judge model -> price dict, as ``--price`` gives it) and ``budget`` (USD the scan's
+        cost: ``prices`` (judge model -> price dict, as ``--price`` gives it), ``budget`` (USD the scan's
             judging stops before exceeding: the attacks left unjudged are errors, judged by the same scan again
-            with a higher budget).
+            with a higher budget), ``batch`` (judge through the provider's Batch API; ``batch_direct_retry``: what
+            a batch left, asked directly).
     Returns:
         :class:`ScanResult`.
     """
@@ -457,10 +460,13 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     techniques = resolve_strategies(strategies, attacker is not None)
     chosen = load_objectives(cats, objectives, seed, objectives_file)
     store = store or Store()
-    probe = _judge_check(judge, judge_api_key)  # under way while the attacks are made
+    batch = bool((cost or {}).get("batch"))
+    # under way while the attacks are made (not for the Batch API: a batch deployment may take no direct call)
+    probe = None if batch else _judge_check(judge, judge_api_key)
     rewrites, failed = _rewrites(store, techniques, chosen, attacker, attacker_api_key)
     attacks = build_attacks(chosen, techniques, seed, rewrites, failed)
-    run_to_end(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
+    if probe is not None:
+        run_to_end(probe.result())  # a judge that cannot judge (URL, key, model) refuses the scan before the target is asked
     answered = answer_attacks(store, attacks, target, target_api_key, target_name,
                               (lambda d, t: on_progress("answers", d, t)) if on_progress else None, target_concurrency)
     for i, why in answered.errors.items():
