@@ -166,6 +166,7 @@ def test_the_cli_scans_an_endpoint_and_writes_both_files(tmp_path):
     (["--target-callback", "json:dumps", "--strategies", "tense"], "needs an attacker model"),
     (["--target-callback", "json:dumps", "--risk-categories", "weather"], "risk category weather"),
     (["--target-callback", "json:dumps", "--threshold", "violence=x"], "is not a number"),
+    (["--target-callback", "json:dumps", "--judge", "a", "--judge", "b"], "a scan has one judge"),
     (["--target-callback", "json:dumps", "--judge-base-url", "http://127.0.0.1:9/v1", "--budget", "1"],
      "--budget needs the price"),
 ])

@@ -161,6 +161,8 @@ def cmd_redteam(a) -> int:
     attacker, attacker_key = _attacker(a)
     rt.resolve_strategies(a.strategies.split(","), attacker is not None)  # said before anything is sent
     target, target_key = _target(a)
+    if len(a.judge or []) > 1:
+        raise UsageError("--judge given twice: a scan has one judge (a jury is not offered for scans yet)")
     judge, judge_key = _judge_from_args(a), _api_key_from_args(a)
     resolve_api_key(judge, judge_key)  # no key where one is needed: said now, with no call made
     cost = cli_cost.settings(a, judge, [])  # (a budget with no price: refused now)
