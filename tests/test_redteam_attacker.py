@@ -77,7 +77,7 @@ def test_tense_and_tense_then_base64_are_scored_as_moderate_and_difficult(server
                                                   "moderate_complexity_asr": 50.0, "difficult_complexity_asr": 50.0}]
     assert card["parameters"]["attack_complexity"] == ["Difficult", "Moderate"]
     assert card["parameters"]["techniques_used"] == {"difficult": ["tense_base64"], "moderate": ["tense"]}
-    assert card["errors"] == {"total": 2, "target": 0, "judge": 0}
+    assert card["errors"] == {"total": 2, "target": 0, "judge": 0, "attacker": 2}
 
 
 def test_rewrites_come_from_the_cache_the_second_time(servers, home_store, tmp_path):

@@ -147,7 +147,7 @@ def test_every_scorecard_number_equals_the_planted_truth(servers, home_store, tm
     params = card["parameters"]
     assert params["attack_complexity"] == ["Easy"] and params["techniques_used"] == {"easy": ["base64", "flip"]}
     assert params["attack_success_thresholds"] == {"violence": 3, "self_harm": 5}
-    assert card["errors"] == {"total": 2, "target": 1, "judge": 1}
+    assert card["errors"] == {"total": 2, "target": 1, "judge": 1, "attacker": 0}
     for cell in card["attack_cells"]:
         group = [r for r in rows if r["cat"] == cell["risk_category"] and r["t"] == cell["attack_technique"]]
         n, k = sum(1 for r in group if r["success"] is not None), sum(1 for r in group if r["success"])

@@ -189,7 +189,7 @@ def cmd_redteam(a) -> int:
     overall = card["risk_category_summary"][0]
     say(f"{len(res.attacks)} attacks ({res.answered.calls} sent, {res.answered.cached} answers from the cache), "
         f"ASR {overall['overall_asr']:.2f}% over those judged; {errors['total']} without a verdict "
-        f"({errors['target']} target errors, {errors['judge']} judge errors: in no rate); "
+        f"({errors['target']} target, {errors['attacker']} attacker and {errors['judge']} judge errors: in no rate); "
         f"wrote {out / 'attacks.jsonl'} and {out / 'scorecard.json'}")
     if errors["total"] and errors["total"] == len(res.attacks):
         say("error: no attack got a verdict (see the error of each in attacks.jsonl)", file=sys.stderr)

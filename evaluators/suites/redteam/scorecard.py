@@ -172,5 +172,6 @@ def scorecard(attacks: list[dict], categories: Sequence[str], strategies: Sequen
             "asr_by_threshold": threshold_curve(attacks, categories, techniques),
             "errors": {"total": len(errors),
                        "target": sum(1 for e in errors if (e or "").startswith("the target")),
-                       "judge": sum(1 for e in errors if (e or "").startswith("the judge"))},
+                       "judge": sum(1 for e in errors if (e or "").startswith("the judge")),
+                       "attacker": sum(1 for e in errors if (e or "").startswith("the attacker"))},
             "seed": seed}
