@@ -142,9 +142,12 @@ def test_the_cli_scans_an_endpoint_and_writes_both_files(tmp_path):
     with JudgeServer(responder=target_responder) as target, JudgeServer(responder=safety_responder) as judge:
         args = ["--target-base-url", target.url, "--target-model", "app", "--risk-categories", "violence",
                 "--strategies", "base64", "--objectives-file", seeds_file(tmp_path), "--threshold", "violence=4",
-                "--judge-base-url", judge.url, "--judge-model", "j", "--out", str(tmp_path / "out")]
+                "--judge-base-url", judge.url, "--judge-model", "j", "--out", str(tmp_path / "out"),
+                "--target-system", "You are the support bot of a bank."]
         p = _cli(tmp_path, *args)
         assert p.returncode == 0, p.stderr
+        assert all(c["messages"][0] == {"role": "system", "content": "You are the support bot of a bank."}
+                   and len(c["messages"]) == 2 for c in target.calls)
         sent = len(target.calls)
         again = _cli(tmp_path, *args)
         assert again.returncode == 0 and len(target.calls) == sent == 6  # 3 objectives x (baseline, base64)
