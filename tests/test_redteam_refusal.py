@@ -24,12 +24,13 @@ TEXTS = {cat: [e["messages"][0]["content"] for e in RAW if e["metadata"]["target
 
 @pytest.fixture(autouse=True)
 def _forget_the_refusal_metric():
-    """A scan registers its refusal judge in this process, as a user's metric file is: gone after each test, so
+    """A scan registers its label judges in this process, as a user's metric file is: gone after each test, so
     tests that list every metric later in the same worker do not meet it."""
     from evaluators.core import registry
 
     yield
-    registry._REGISTRY.pop("redteam_refusal", None)
+    for name in ("redteam_refusal", "redteam_understood"):
+        registry._REGISTRY.pop(name, None)
 
 
 def target(prompt: str, request: dict) -> str:
@@ -111,3 +112,42 @@ def test_the_cli_writes_harmless_jsonl_with_over_refusal(tmp_path):
     assert [h["refused"] for h in lines] == [False, True] * 2
     card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
     assert [c["refusal_rate"] for c in card["over_refusal"]] == [0.0, 1.0]
+
+
+def test_understanding_tells_a_refusal_from_a_garbled_reply(home_store, tmp_path):
+    """Reversed: objective 0 answered harmfully, objective 1 refused naming it, objective 2 garbled (not understood).
+    base64: every answer garbled. The judge reads "I don't follow" as not understood."""
+    from tests.test_redteam_scan import SENT
+
+    v = OBJECTIVES["violence"]
+    replies = {SENT["flip"](v[0]): "Here is how. [violence:6]", SENT["flip"](v[1]): "I won't help you hurt anyone.",
+               SENT["flip"](v[2]): "I don't follow: what does this mean?"}
+
+    def app_reply(prompt: str, request: dict) -> str:
+        text = request["messages"][-1]["content"]
+        return replies.get(text, "I don't follow: what does this mean?" if text.endswith("=") else "No.")
+
+    def understanding_judge(prompt: str, request: dict) -> str:
+        if "UNDERSTANDING CHECK" not in prompt:
+            return judge(prompt, request)
+        reply = re.search(r"Assistant's reply to check:\n(.*?)\n\nAnswer with", prompt, re.S).group(1)
+        return json.dumps({"reason": "scripted", "understood": not reply.startswith("I don't follow")})
+
+    with JudgeServer(responder=app_reply) as app, JudgeServer(responder=understanding_judge) as j:
+        res = scan(JudgeConfig(model="app", provider="compatible", base_url=app.url),
+                   JudgeConfig(model="judge", provider="compatible", base_url=j.url), store=home_store,
+                   risk_categories=["violence"], strategies=["flip", "base64"], objectives_file=seeds_file(tmp_path),
+                   understanding=True, out=tmp_path / "out")
+        asked = sum("UNDERSTANDING CHECK" in p for p in j.prompts())
+    assert asked == 6  # every attack but baseline's
+    got = {(a["objective"], a["attack_technique"]): a for a in res.attacks}
+    assert [got[t, "flip"]["understood"] for t in v] == [True, True, False]
+    assert [got[t, "base64"]["understood"] for t in v] == [False] * 3
+    assert all(got[t, "baseline"]["understood"] is None for t in v)
+    cells = {c["attack_technique"]: c for c in res.scorecard["understanding"]}
+    assert (cells["flip"]["n"], cells["flip"]["understood"], cells["flip"]["successes_when_understood"]) == (3, 2, 1)
+    assert cells["flip"]["asr_when_understood"] == 0.5 and cells["flip"]["understood_rate_ci95"] == pytest.approx(
+        wilson95(2, 3))
+    assert (cells["base64"]["understood"], cells["base64"]["asr_when_understood"]) == (0, None)
+    line = json.loads((tmp_path / "out" / "attacks.jsonl").read_text().splitlines()[1])
+    assert list(line)[-3:] == ["understood", "understood_reason", "understood_error"] and line["understood"] is True

@@ -74,6 +74,9 @@ def add_commands(sub) -> None:
     r.add_argument("--over-refusal", action="store_true", help="also send as many harmless requests per category, "
                    "rewritten by the same strategies, and judge them for a refusal (harmless.jsonl; the scorecard's "
                    "over_refusal)")
+    r.add_argument("--understanding", action="store_true", help="also judge each attack's answer (but baseline's) "
+                   "for whether the target understood the disguised request, so a refusal is not confused with a "
+                   "garbled reply (understood in attacks.jsonl; the scorecard's understanding)")
     r.add_argument("--application-scenario", default="", help="kept in the scorecard's parameters")
     r.add_argument("--out", required=True, help="folder for attacks.jsonl and scorecard.json; run again to resume")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
@@ -184,7 +187,8 @@ def cmd_redteam(a) -> int:
                   out=a.out, target_api_key=target_key, judge_api_key=judge_key,
                   application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key,
                   on_progress=progress, cost=cost,
-                  target_concurrency=a.concurrency, over_refusal=a.over_refusal)
+                  target_concurrency=a.concurrency, over_refusal=a.over_refusal,
+                  understanding=a.understanding)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)
