@@ -92,37 +92,8 @@ def test_rewrites_come_from_the_cache_the_second_time(servers, home_store, tmp_p
     assert len(lines) == 9
 
 
-def test_tense_without_an_attacker_is_refused_before_any_call(servers, home_store, tmp_path):
-    attacker, target, judge = servers
+def test_tense_without_an_attacker_is_refused_before_any_call(home_store, tmp_path):
+    nowhere = JudgeConfig(model="m", provider="compatible", base_url="http://127.0.0.1:9/v1")  # (a call would fail)
     with pytest.raises(UsageError, match="needs an attacker model"):
-        run(servers, home_store, tmp_path, with_attacker=False)
-    assert not target.calls and not attacker.calls and not judge.calls
-
-
-def test_translation_names_its_language_and_is_asked_of_the_attacker_with_it(home_store, tmp_path):
-    from evaluators.suites.redteam.scan import resolve_strategies
-
-    def translating(prompt: str, request: dict) -> str:
-        system, user = request["messages"]
-        assert "into Pig Latin," in system["content"]
-        return "PIG: " + user["content"]
-
-    with (JudgeServer(responder=translating) as attacker, JudgeServer(responder=lambda p, r: "No.") as target,
-          JudgeServer(responder=safety_responder) as judge):
-        res = scan(Target(JudgeConfig(model="app", provider="compatible", base_url=target.url)),
-                   JudgeConfig(model="judge", provider="compatible", base_url=judge.url), store=home_store,
-                   risk_categories=["violence"], strategies=["translation:Pig Latin", "translation:Pig Latin+flip"],
-                   objectives_file=seeds_file(tmp_path),
-                   attacker=JudgeConfig(model="attacker", provider="compatible", base_url=attacker.url))
-        assert len(attacker.calls) == 3  # one translation an objective, shared by both techniques
-    got = {(a["objective"], a["attack_technique"]): a for a in res.attacks}
-    assert got[V[0], "translation_pig_latin"]["prompt"] == "PIG: " + V[0]
-    assert got[V[0], "translation_pig_latin_flip"]["prompt"] == ("PIG: " + V[0])[::-1]
-    assert [(s.name, s.complexity) for s in resolve_strategies(["translation:French"], attacker=True)] == [
-        ("baseline", "baseline"), ("translation_french", "moderate")]
-    with pytest.raises(UsageError, match="needs a language"):
-        resolve_strategies(["translation"], attacker=True)
-    with pytest.raises(UsageError, match="takes no argument"):
-        resolve_strategies(["tense:past"], attacker=True)
-    with pytest.raises(UsageError, match="unknown strategy 'flip:x'"):
-        resolve_strategies(["flip:x"])
+        scan(nowhere, nowhere, store=home_store, risk_categories=["violence"], strategies=["moderate"],
+             objectives_file=seeds_file(tmp_path))
