@@ -22,12 +22,14 @@ _WHERE = {
     "MetricSpec": "core.registry", "all_metrics": "core.registry", "get_metric": "core.registry",
     "Runner": "run.runner", "RunSpec": "run.spec",
     "attack_compare": "suites.safety", "attack_records": "suites.safety", "fill_responses": "suites.safety",
-    "Store": "store.store", "metric": "metrics.custom", "align": "review.align",
+    "Store": "store.store", "metric": "metrics.custom", "align": "review.align", "scan": "suites.redteam.scan",
+    "Target": "run.target",
 }
 
 __all__ = ["evaluate", "open_results", "prepare_run", "EvalResult", "Dataset", "load_dataset", "JudgeConfig",
            "MetricSpec", "all_metrics", "get_metric", "Runner", "RunSpec", "Store", "EvalError", "UsageError",
-           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric", "align"]
+           "DataValidationError", "attack_compare", "attack_records", "fill_responses", "metric", "align", "scan",
+           "Target"]
 
 # The composition root: the registry (bottom layer) is handed the built-in metrics' loader from here, the one
 # place above every layer, so that no layer imports upward to reach the metrics.
@@ -61,6 +63,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from evaluators.review.align import align
     from evaluators.store.store import Store
     from evaluators.metrics.custom import metric
+    from evaluators.run.target import Target
+    from evaluators.suites.redteam.scan import scan
 
 
 def __getattr__(name: str) -> Any:

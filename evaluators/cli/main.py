@@ -16,7 +16,7 @@ import time
 
 from evaluators.cli import cost as cli_cost, review as cli_review, safety as cli_safety, wildbench as cli_wildbench
 from evaluators.cli import custom_metrics as cli_custom, db as cli_db, monitor as cli_monitor, queue as cli_queue
-from evaluators.cli import manage as cli_manage, target as cli_target
+from evaluators.cli import manage as cli_manage, redteam as cli_redteam, target as cli_target
 from evaluators.cli import align as cli_align
 from evaluators.core.errors import DataValidationError, EvalError, UsageError
 from evaluators.cli.text import say
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_queue.add_commands(sub, r)
     cli_manage.add_commands(sub)
     cli_align.add_commands(sub)
+    cli_redteam.add_commands(sub)
     return p
 
 
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"run": cmd_run, "metrics": lambda a: cli_custom.cmd_metrics(a, cmd_metrics), "worker": cmd_worker,
                     "views": cmd_views, **cli_safety.COMMANDS, **cli_wildbench.COMMANDS, **cli_review.COMMANDS,
                     **cli_db.COMMANDS, **cli_queue.COMMANDS, **cli_monitor.COMMANDS, **cli_manage.COMMANDS,
-                    **cli_align.COMMANDS}
+                    **cli_align.COMMANDS, **cli_redteam.COMMANDS}
         return commands[a.command](a)
     except DataValidationError as e:
         say(f"error: {e.one_line()}", file=sys.stderr)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.judge.config import JudgeConfig
 
@@ -181,7 +182,7 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
             await client.aclose()
 
     if todo:
-        asyncio.run(run())
+        run_to_end(run())  # (also from inside a running event loop: a notebook, the dashboard)
     return usage
 
 

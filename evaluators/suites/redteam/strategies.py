@@ -14,10 +14,11 @@ transform does what the converter the SDK maps it to (PyRIT's) does, written her
   (each character moved into the Unicode block starting at U+E0000), ``ascii_smuggler`` (printable ASCII as
   invisible Unicode tag characters), ``ascii_art`` (the text drawn in a FIGlet font, by pyfiglet);
 - framings: ``suffix_append`` (an adversarial suffix after the request), ``ansi_attack`` (the request wrapped in
-  terminal escape sequences);
+  terminal escape sequences), ``jailbreak`` (a role-play or override template before the request, from the
+  library of :mod:`evaluators.suites.safety`, written in our own words, as the SDK prefixes one from its service);
 - ``baseline``: the objective as it is; ``compose``: two of these, the first applied first.
 
-Those that choose (``leetspeak``, ``char_swap``, ``unicode_confusable``, ``ansi_attack``) choose with a random
+Those that choose (``leetspeak``, ``char_swap``, ``unicode_confusable``, ``ansi_attack``, ``jailbreak``) choose with a random
 generator seeded by the scan's seed and the text: the same seed and objective give the same attack, byte for byte.
 """
 from __future__ import annotations
@@ -29,6 +30,8 @@ import string
 import unicodedata
 import urllib.parse
 from typing import Callable
+
+from evaluators.suites.safety import JAILBREAKS
 
 # ------------------------------------------------------------------ encodings
 MORSE = {
@@ -179,6 +182,10 @@ def ansi_attack(text: str, rng: random.Random) -> str:
     return f"{rng.choice(ANSI_ASKS)}{start}{text}{end}"
 
 
+def jailbreak(text: str, rng: random.Random) -> str:
+    return f"{rng.choice(JAILBREAKS)} {text}"  # (the SDK joins its prefix and the objective with a space)
+
+
 def baseline(text: str, rng: random.Random | None = None) -> str:
     return text
 
@@ -189,7 +196,7 @@ STRATEGIES: dict[str, Callable[..., str]] = {
     "string_join": string_join, "leetspeak": leetspeak, "char_swap": char_swap, "diacritic": diacritic,
     "unicode_confusable": unicode_confusable, "unicode_substitution": unicode_substitution,
     "ascii_smuggler": ascii_smuggler, "ascii_art": ascii_art, "suffix_append": suffix_append,
-    "ansi_attack": ansi_attack,
+    "ansi_attack": ansi_attack, "jailbreak": jailbreak,
 }
 GROUPS = {"easy": ("base64", "flip", "morse")}  # the SDK's; moderate and difficult use the attacker model (tense)
 COMPLEXITY = {**{name: "easy" for name in STRATEGIES}, "baseline": "baseline"}
