@@ -1,0 +1,160 @@
+"""Issue 32's done-when, walked in Debian's headless Chromium: an instrumented app's traffic (tests/monitor_app.py, the
+``openai`` client and opentelemetry-instrumentation-openai-v2) arrives through the receiver (`monitor serve`) in two
+batches an hour apart (tests/monitor_walk_app.py moves its clock), a monitor rule judges it with the loopback judge,
+whose verdicts plant a shift (the first batch passes 36 of 40, the second 16 of 40); the Monitoring page shows the
+rate per window with its Wilson interval and the number judged; an alert rule made with the CLI fires on the shift
+and its webhook reaches a loopback receiver with a valid X-Signature; the page's Alerts panel shows it; a reviewer
+makes a review sample on the page, reviews its 20 traces on the Review page with the keyboard, and the rate
+corrected by their reviews appears on the Monitoring page; a click on a bar of the traffic chart lists that window's
+traces. Every value asserted is the one planted or computed here (statsmodels' Wilson interval, ppi-python's
+corrected rate, the test's own HMAC and CUSUM). Screenshots: artifacts/screenshots/monitoring-walk-*.png."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import io
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from tests.browser import needs_chromium, screenshot, settle, start_dashboard, stop
+from tests.conftest import ROOT, default_store, env_for_subprocess, home_url
+from tests.judge_server import JudgeServer
+from tests.monitor_procs import ReceiverProcess
+from tests.procs import wait_until
+from tests.test_monitor_alerts_webhooks import SECRET, Receiver
+
+pytestmark = needs_chromium
+SHOTS = ROOT / "artifacts" / "screenshots"
+HOUR = 3600 * 10**9
+N = 40  # calls a batch
+
+
+def bad_first(i: int) -> bool:  # the first batch: 4 bad answers of 40 (questions 3, 13, 23, 33)
+    return i % 10 == 3
+
+
+def bad_then(i: int) -> bool:  # an hour later: 24 of 40
+    return i % 10 < 6
+
+
+def cusum(bad: list[bool], bound: float, h: float = 3.0, min_n: int = 30) -> tuple[int, int]:
+    """The alert's reference (as tests/test_monitor_alerts_e2e.py's): a Bernoulli CUSUM of p1 = bound + 0.4
+    min(bound, 1 - bound) against the bound; (the index it fires at, the index its excursion began at)."""
+    p1 = bound + 0.4 * min(bound, 1 - bound)
+    s, began = 0.0, 0
+    for i, b in enumerate(bad):
+        s = max(0.0, s + (np.log(p1 / bound) if b else np.log((1 - p1) / (1 - bound))))
+        if s == 0.0:
+            began = i + 1
+        elif s >= h and i + 1 >= min_n:
+            return i, began
+    raise AssertionError("the planted shift does not fire the reference")
+
+
+def pct(rate: float, lo: float, hi: float) -> str:
+    return f"{rate:.1%} [{lo:.1%}, {hi:.1%}]"
+
+
+def _main(*args: str) -> None:
+    from evaluators.cli.main import main
+
+    assert main(["monitor", *args]) == 0
+
+
+def _run_app(tmp_path, receiver, token: str, model_url: str, start_ns: int, name: str) -> list[dict]:
+    sent = tmp_path / f"{name}.jsonl"
+    env = env_for_subprocess(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{receiver.port}",
+                             OTEL_EXPORTER_OTLP_HEADERS=f"Authorization=Bearer%20{token}",
+                             OTEL_SEMCONV_STABILITY_OPT_IN="gen_ai_latest_experimental",
+                             OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="SPAN_ONLY")
+    app = subprocess.run([sys.executable, str(ROOT / "tests" / "monitor_walk_app.py"), str(start_ns), model_url,
+                          str(N), str(sent)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert app.returncode == 0, app.stderr
+    return [json.loads(line) for line in sent.read_text(encoding="utf-8").splitlines()]
+
+
+def _marks(page, chart, rgb: tuple[int, int, int], tol: int = 12) -> list[tuple[float, float]]:
+    """The page coordinates of the centres of the separate runs of columns in ``chart`` (a canvas) painted in
+    ``rgb``: where vega drew that colour's bars or points, found in the element's own screenshot."""
+    from PIL import Image
+
+    box = chart.bounding_box()
+    img = Image.open(io.BytesIO(chart.screenshot())).convert("RGB")
+    sx, sy = box["width"] / img.width, box["height"] / img.height
+    px = np.asarray(img).astype(int)
+    hit = (np.abs(px - np.array(rgb)).max(axis=2) <= tol)
+    cols = np.flatnonzero(hit.any(axis=0))
+    runs, out = np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1) if cols.size else [], []
+    for run in runs:
+        ys = np.flatnonzero(hit[:, run].any(axis=1))
+        out.append((box["x"] + (run[0] + run[-1]) / 2 * sx, box["y"] + (ys[0] + ys[-1]) / 2 * sy))
+    return out
+
+
+def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(browser, tmp_path, monkeypatch):
+    home = tmp_path / "evalhome"
+    url_db = home_url(home)
+    store = default_store(home)
+    store.ensure_monitor_project("shop", quiet_seconds=0)  # mapped once its root span has ended
+    _, token = store.create_ingest_token("shop")
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    now = dt.datetime.now(dt.timezone.utc)
+    hour0 = int(now.timestamp()) // 3600 * 3600 * 10**9  # this hour's window
+    w1, w2 = hour0 - 2 * HOUR, hour0 - HOUR  # the two batches' windows
+    schedule = {"bad": bad_first}
+
+    def model(prompt: str, request: dict) -> str:
+        i = int(re.search(r"Question (\d+):", prompt).group(1))
+        return ("BAD answer" if schedule["bad"](i) else "fine answer") + f" to question {i}"
+
+    with JudgeServer(responder=model) as llm, \
+            JudgeServer(responder=lambda prompt, req: json.dumps(
+                {"reason": "planted", "score": 1 if "BAD answer" in prompt else 5})) as judge, \
+            ReceiverProcess(url_db, "--assemble-every", "0.2") as receiver, Receiver() as hook:
+        db = ("--db", url_db)
+        _main("rule", "add", "--project", "shop", "--name", "quality", "--metrics", "coherence",
+              "--judge-base-url", judge.url, *db)
+        _main("alert", "add", "--project", "shop", "--name", "low", "--metric", "coherence", "--below", "80",
+              "--webhook", hook.url, "--secret-env", "HOOK_SECRET", *db)
+        # 1. the app's two batches, a minute into each window; the second's answers are mostly bad
+        first = _run_app(tmp_path, receiver, token, llm.url, w1 + 60 * 10**9, "first")
+        schedule["bad"] = bad_then
+        then = _run_app(tmp_path, receiver, token, llm.url, w2 + 60 * 10**9, "then")
+        assert sum("BAD" in r["response"] for r in first) == 4 and sum("BAD" in r["response"] for r in then) == 24
+        wait_until(lambda: store.trace_counts("shop")["mapped"] == 2 * N, what="both batches mapped", timeout=60)
+        _main("rule", "run", "--project", "shop", *db)  # the rule's round: judged, then the alert rules
+        assert len(judge.calls) == 2 * N
+
+    # 3. (the round above) the alert fired on the shift, its webhook signed with the rule's secret
+    stream = [("BAD" in r["response"]) for r in first + then]  # in event time: the calls were made in order
+    fired, began = cusum(stream, 0.2)
+    [alert] = store.alert_events("shop")
+    n, passed = fired - began + 1, sum(not b for b in stream[began:fired + 1])
+    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
+    assert (alert["n"], alert["rate"]) == (n, pytest.approx(passed / n))
+    assert (alert["low"], alert["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
+    assert alert["delivery"] == "delivered" and fired >= N  # fired in the second batch
+    [(body, sig, verified)] = hook.got
+    assert verified and hmac.compare_digest(sig, hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest())
+    sent = json.loads(body)
+    assert (sent["alert"], sent["id"], sent["n"], sent["text"]) == ("low", alert["id"], n, alert["text"])
+    assert SECRET not in body.decode()
+
+    proc, url = start_dashboard(home)
+    try:
+        page = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
+        # 2. the rate per window, its interval and n
+        page.goto(f"{url}/monitoring?project=shop")
+        settle(page, "Rates over time")
+        settle(page, f"{2 * N} judged traces in the range")
+        print(page.locator('[data-testid="stMain"]').inner_text())
+        screenshot(page, SHOTS, "monitoring-walk-1-rates")
+    finally:
+        stop(proc)
