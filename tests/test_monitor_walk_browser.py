@@ -29,6 +29,7 @@ from tests.judge_server import JudgeServer
 from tests.monitor_procs import ReceiverProcess
 from tests.procs import wait_until
 from tests.test_monitor_alerts_webhooks import SECRET, Receiver
+from evaluators.read.monitor_reviewed import judged_in_windows
 
 pytestmark = needs_chromium
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -150,11 +151,93 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
     proc, url = start_dashboard(home)
     try:
         page = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
-        # 2. the rate per window, its interval and n
-        page.goto(f"{url}/monitoring?project=shop")
-        settle(page, "Rates over time")
-        settle(page, f"{2 * N} judged traces in the range")
-        print(page.locator('[data-testid="stMain"]').inner_text())
+        # 2. the rate per window with its Wilson interval, and the number judged under each point
+        rates = _open_monitoring(page, url, f"{2 * N} judged traces in the range")
+        points = rates.locator(".layer_4_marks path")
+        assert points.count() == 2
+        for p, (w, k) in zip(points.all(), ((w1, 36), (w2, 16))):
+            lo, hi = proportion_confint(k, N, alpha=0.05, method="wilson")
+            assert p.get_attribute("aria-label").endswith(
+                f"pass rate: {k / N:.6%}; window: {_hm(w)}; 95% low: {lo:.1%}; 95% high: {hi:.1%}; judged: {N}")
+        assert rates.locator(".layer_5_marks text").all_text_contents() == [str(N), str(N)]  # n under the points
+        assert rates.locator(".layer_1_marks path").count() == 1  # the band (both windows one stretch)
         screenshot(page, SHOTS, "monitoring-walk-1-rates")
+
+        # 3. the Alerts panel: the alert that fired, in its own words, delivered
+        main = page.locator('[data-testid="stMain"]')
+        assert f"#{alert['id']} {alert['text']}" in main.inner_text()
+        page.get_by_text(f"#{alert['id']} {alert['text']}").scroll_into_view_if_needed()
+        screenshot(page, SHOTS, "monitoring-walk-2-alert")
+
+        # 4. a review sample of production made on the page, 10 traces a window
+        page.get_by_text("Review a sample of production").click()
+        page.get_by_role("button", name="Review a sample of these windows").click()
+        settle(page, "20 traces to review in 1 queue(s).")
+        [q] = _queues(store)
+        link = page.get_by_role("link", name=f"Review 20 traces (queue {q['id']})")
+        review = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
+        review.goto(f"{url}/{link.get_attribute('href')}")
+        settle(review, "Your name")
+        review.get_by_label("Your name", exact=True).and_(review.get_by_test_id("stTextInputField")).fill("ann")
+        review.keyboard.press("Enter")
+        settle(review, "0 of 20 rows reviewed by you")
+        assert review.get_by_text("hidden until you answer").count() == 1  # blind
+        since = hour0 + HOUR - 86_400 * 10**9
+        judged, _ = judged_in_windows(store, "shop", "quality", 1, "coherence", since, hour0 + HOUR, HOUR)
+        window_of = {row: int(w) for w, _, row, _ in judged}
+        judge_of = {row: float(v) for _, _, row, v in judged}
+        overruled = set(q["rows"][:2] + q["rows"][12:13])  # the reviewer disagrees with the judge on 3 rows
+        mine = {row: (6.0 - judge_of[row]) if row in overruled else judge_of[row] for row in q["rows"]}
+        for k, row in enumerate(q["rows"]):  # in the queue's order, a digit each
+            review.keyboard.press(str(int(mine[row])))
+            wait_until(lambda: len(store.reviews(q["run_id"], reviewer="ann")) == k + 1, 30, f"verdict {k + 1}")
+            settle(review, f"{k + 1} of 20 rows reviewed by you")
+        assert {r["row_idx"]: r["value"] for r in store.reviews(q["run_id"], reviewer="ann")} == mine
+        screenshot(review, SHOTS, "monitoring-walk-3-reviewed")
+
+        # the corrected rate per window, as ppi-python computes it from these verdicts
+        import ppi_py
+
+        reviewed = _open_monitoring(page, url, "Windows people reviewed", then=lambda: _grid_text(page))
+        for w in sorted(set(window_of.values())):
+            rows = [r for r in window_of if window_of[r] == w]
+            sampled = [r for r in rows if r in mine]
+            y = np.array([mine[r] >= 3 for r in sampled], float)
+            f = np.array([judge_of[r] >= 3 for r in sampled], float)
+            rest = np.array([judge_of[r] >= 3 for r in rows if r not in mine], float)
+            lo, hi = ppi_py.ppi_mean_ci(y, f, rest, alpha=0.05)
+            est = float(ppi_py.ppi_mean_pointestimate(y, f, rest)[0])
+            assert len(sampled) == 10 and pct(est, float(lo[0]), float(hi[0])) in reviewed, (w, reviewed)
+        screenshot(page, SHOTS, "monitoring-walk-4-corrected")
     finally:
         stop(proc)
+
+
+def _hm(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns // 10**9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _queues(store) -> list[dict]:
+    import sqlalchemy as sa
+
+    with store.engine.connect() as c:
+        ids = [r[0] for r in c.execute(sa.text("SELECT id FROM review_queues"))]
+    return [{**store.get_queue(i), "id": i} for i in ids]
+
+
+def _grid_text(page) -> str:
+    return "\n".join(page.locator('[data-testid="stDataFrame"]').all_text_contents())
+
+
+def _open_monitoring(page, url: str, text: str, then=None):
+    """The Monitoring page loaded (again: its reads are cached 5 s) until ``text`` shows; its charts drawn. Returns
+    the rate chart (an SVG), or what ``then`` reads."""
+    def shown() -> bool:
+        page.goto(f"{url}/monitoring?project=shop")
+        settle(page, "Rates over time")
+        return page.get_by_text(text).count() > 0
+    wait_until(shown, what=text, timeout=60)
+    page.wait_for_function("() => document.querySelectorAll('.vega-embed svg.marks').length >= 3")
+    if then is not None:
+        return then()
+    return page.locator(".vega-embed svg.marks").filter(has_text="pass rate per 1 hour")
