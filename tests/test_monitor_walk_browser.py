@@ -10,6 +10,7 @@ traces. Every value asserted is the one planted or computed here (statsmodels' W
 corrected rate, the test's own HMAC and CUSUM). Screenshots: artifacts/screenshots/monitoring-walk-*.png."""
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import hashlib
 import hmac
@@ -18,6 +19,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +31,7 @@ from tests.judge_server import JudgeServer
 from tests.monitor_procs import ReceiverProcess
 from tests.procs import wait_until
 from tests.test_monitor_alerts_webhooks import SECRET, Receiver
-from evaluators.read.monitor_reviewed import judged_in_windows
+from evaluators.read.monitor_reviewed import judged_in_windows, reviewed_series
 
 pytestmark = needs_chromium
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -150,7 +152,9 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
 
     proc, url = start_dashboard(home)
     try:
-        page = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
+        page = browser.new_context(viewport={"width": 1500, "height": 1400}, accept_downloads=True).new_page()
+        # a table's CSV as a plain download (else Chromium offers its save-file picker, which headless cannot answer)
+        page.add_init_script("delete window.showSaveFilePicker")
         # 2. the rate per window with its Wilson interval, and the number judged under each point
         rates = _open_monitoring(page, url, f"{2 * N} judged traces in the range")
         points = rates.locator(".layer_4_marks path")
@@ -195,19 +199,31 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
         assert {r["row_idx"]: r["value"] for r in store.reviews(q["run_id"], reviewer="ann")} == mine
         screenshot(review, SHOTS, "monitoring-walk-3-reviewed")
 
-        # the corrected rate per window, as ppi-python computes it from these verdicts
+        # the corrected rate per window: the point ppi-python computes from these verdicts (PPI++), its interval at
+        # least ppi-python's cut to [0, 1] (the engine widens it when a verdict's reviews hold few disagreements,
+        # as here: evaluators.core.inference's guard), and the same numbers the engine's read gives
         import ppi_py
 
-        reviewed = _open_monitoring(page, url, "Windows people reviewed", then=lambda: _grid_text(page))
-        for w in sorted(set(window_of.values())):
+        table = _open_monitoring(page, url, "Windows people reviewed", then=lambda: _grid_text(page, "corrected by reviews"))
+        shown = {line.split(",", 1)[0]: next(csv.reader([line])) for line in table.splitlines()[1:]}
+        engine = reviewed_series(store, "shop", "quality", "coherence", since, hour0 + HOUR, 3600)
+        assert sorted(shown) == [_hm(w1), _hm(w2)] and sorted(engine) == [w1, w2]
+        for w_ns in (w1, w2):
+            w = (w_ns - since) // HOUR
             rows = [r for r in window_of if window_of[r] == w]
             sampled = [r for r in rows if r in mine]
             y = np.array([mine[r] >= 3 for r in sampled], float)
             f = np.array([judge_of[r] >= 3 for r in sampled], float)
             rest = np.array([judge_of[r] >= 3 for r in rows if r not in mine], float)
-            lo, hi = ppi_py.ppi_mean_ci(y, f, rest, alpha=0.05)
+            lo, hi = (float(x[0]) for x in ppi_py.ppi_mean_ci(y, f, rest, alpha=0.05))
             est = float(ppi_py.ppi_mean_pointestimate(y, f, rest)[0])
-            assert len(sampled) == 10 and pct(est, float(lo[0]), float(hi[0])) in reviewed, (w, reviewed)
+            got = engine[w_ns]
+            assert len(sampled) == got["reviews"] == 10
+            assert got["corrected"] == pytest.approx(est, abs=1e-9)
+            assert got["low"] <= max(0.0, lo) + 1e-9 and got["high"] >= min(1.0, hi) - 1e-9
+            k = {w1: 36, w2: 16}[w_ns]
+            judge_line = pct(k / N, *proportion_confint(k, N, alpha=0.05, method="wilson"))
+            assert shown[_hm(w_ns)][1:5] == [str(N), judge_line, "10", pct(got["corrected"], got["low"], got["high"])]
         screenshot(page, SHOTS, "monitoring-walk-4-corrected")
     finally:
         stop(proc)
@@ -225,8 +241,21 @@ def _queues(store) -> list[dict]:
     return [{**store.get_queue(i), "id": i} for i in ids]
 
 
-def _grid_text(page) -> str:
-    return "\n".join(page.locator('[data-testid="stDataFrame"]').all_text_contents())
+def _grid_text(page, heading: str) -> str:
+    """The CSV of the page's table whose columns include ``heading``, as its toolbar's download gives it (the grid
+    is drawn on a canvas: its cells are not in the DOM)."""
+    seen = []
+    frames = page.locator('[data-testid="stFullScreenFrame"]').filter(has=page.locator('[data-testid="stDataFrame"]'))
+    for frame in frames.all():
+        frame.scroll_into_view_if_needed()
+        frame.locator('[data-testid="stDataFrame"]').hover()
+        with page.expect_download(timeout=15_000) as got:
+            frame.get_by_role("button", name="Download as CSV").click()
+        text = Path(got.value.path()).read_text(encoding="utf-8-sig")
+        if heading in text.splitlines()[0]:
+            return text
+        seen.append(text.splitlines()[0])
+    raise AssertionError(f"no table with {heading!r}: {seen}")
 
 
 def _open_monitoring(page, url: str, text: str, then=None):
