@@ -219,12 +219,31 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
             est = float(ppi_py.ppi_mean_pointestimate(y, f, rest)[0])
             got = engine[w_ns]
             assert len(sampled) == got["reviews"] == 10
-            assert got["corrected"] == pytest.approx(est, abs=1e-9)
+            assert got["corrected"] == pytest.approx(min(1.0, max(0.0, est)), abs=1e-9)  # a rate, cut to [0, 1]
             assert got["low"] <= max(0.0, lo) + 1e-9 and got["high"] >= min(1.0, hi) - 1e-9
             k = {w1: 36, w2: 16}[w_ns]
             judge_line = pct(k / N, *proportion_confint(k, N, alpha=0.05, method="wilson"))
             assert shown[_hm(w_ns)][1:5] == [str(N), judge_line, "10", pct(got["corrected"], got["low"], got["high"])]
+        page.get_by_text("Windows people reviewed").scroll_into_view_if_needed()
         screenshot(page, SHOTS, "monitoring-walk-4-corrected")
+
+        # 5. a click on the second window's bar lists the 40 traces it counts (they started in it, arrived later)
+        traffic = page.locator(".vega-embed svg.marks").filter(has_text="traces per 1 hour")
+        traffic.scroll_into_view_if_needed()
+        # the bar, clicked where it is drawn (the judged part over it: the rule judged every trace), as a person does
+        [bar] = [b for b in traffic.locator(".layer_0_marks path").all()
+                 if f"window: {_hm(w2)};" in b.get_attribute("aria-label")]
+        assert {f"traces: {N}", f"judged: {N}"} <= set(bar.get_attribute("aria-label").split("; "))
+        box = bar.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_url(f"**at={w2}**", timeout=30_000)
+        settle(page, f"The traces that started from {_hm(w2)}:00 to {_hm(w2 + HOUR)}:00 UTC")
+        listed = list(csv.DictReader(io.StringIO(_grid_text(page, "arrived (UTC)"))))
+        started = {tid for tid, start in _starts(store) if w2 <= start < w2 + HOUR}
+        assert len(started) == N and {r["trace"] for r in listed} == started
+        assert sorted(r["response"] for r in listed) == sorted(r["response"] for r in then)  # what the app got
+        page.get_by_text("The traces that started from").scroll_into_view_if_needed()
+        screenshot(page, SHOTS, "monitoring-walk-5-window")
     finally:
         stop(proc)
 
@@ -241,6 +260,13 @@ def _queues(store) -> list[dict]:
     return [{**store.get_queue(i), "id": i} for i in ids]
 
 
+def _starts(store) -> list[tuple[str, int]]:
+    import sqlalchemy as sa
+
+    with store.engine.connect() as c:
+        return [tuple(r) for r in c.execute(sa.text("SELECT trace_id, start_ns FROM monitor_traces"))]
+
+
 def _grid_text(page, heading: str) -> str:
     """The CSV of the page's table whose columns include ``heading``, as its toolbar's download gives it (the grid
     is drawn on a canvas: its cells are not in the DOM)."""
@@ -250,7 +276,8 @@ def _grid_text(page, heading: str) -> str:
         frame.scroll_into_view_if_needed()
         frame.locator('[data-testid="stDataFrame"]').hover()
         with page.expect_download(timeout=15_000) as got:
-            frame.get_by_role("button", name="Download as CSV").click()
+            # (dispatched: the toolbar shows on hover, and a sticky header may lie over it)
+            frame.get_by_role("button", name="Download as CSV").dispatch_event("click")
         text = Path(got.value.path()).read_text(encoding="utf-8-sig")
         if heading in text.splitlines()[0]:
             return text
