@@ -204,7 +204,8 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
         # as here: evaluators.core.inference's guard), and the same numbers the engine's read gives
         import ppi_py
 
-        table = _open_monitoring(page, url, "Windows people reviewed", then=lambda: _grid_text(page, "corrected by reviews"))
+        table = _open_monitoring(page, url, "Windows people reviewed",
+                                 then=lambda: _grid_text(page, "corrected by reviews"))
         shown = {line.split(",", 1)[0]: next(csv.reader([line])) for line in table.splitlines()[1:]}
         engine = reviewed_series(store, "shop", "quality", "coherence", since, hour0 + HOUR, 3600)
         assert sorted(shown) == [_hm(w1), _hm(w2)] and sorted(engine) == [w1, w2]

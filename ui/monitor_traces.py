@@ -100,7 +100,8 @@ def trace_list(project: str, rules: list[dict]) -> str | None:
     page = loaders.trace_page(project, f, before)
     rows = page["rows"]
     if not rows:
-        st.info("No trace matches." if f.residual() or f.since or f.started_from is not None else "No trace yet: instrument your app (above).")
+        narrowed = f.residual() or f.since or f.started_from is not None
+        st.info("No trace matches." if narrowed else "No trace yet: instrument your app (above).")
     else:
         frame = pd.DataFrame([{"arrived (UTC)": _when(r["first_seen"]), "trace": r["trace_id"],
                                "state": _state(r), **{f"rule {k}": v.replace("_", " ") for k, v in r["decisions"].items()},
