@@ -83,24 +83,6 @@ def _run_app(tmp_path, receiver, token: str, model_url: str, start_ns: int, name
     return [json.loads(line) for line in sent.read_text(encoding="utf-8").splitlines()]
 
 
-def _marks(page, chart, rgb: tuple[int, int, int], tol: int = 12) -> list[tuple[float, float]]:
-    """The page coordinates of the centres of the separate runs of columns in ``chart`` (a canvas) painted in
-    ``rgb``: where vega drew that colour's bars or points, found in the element's own screenshot."""
-    from PIL import Image
-
-    box = chart.bounding_box()
-    img = Image.open(io.BytesIO(chart.screenshot())).convert("RGB")
-    sx, sy = box["width"] / img.width, box["height"] / img.height
-    px = np.asarray(img).astype(int)
-    hit = (np.abs(px - np.array(rgb)).max(axis=2) <= tol)
-    cols = np.flatnonzero(hit.any(axis=0))
-    runs, out = np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1) if cols.size else [], []
-    for run in runs:
-        ys = np.flatnonzero(hit[:, run].any(axis=1))
-        out.append((box["x"] + (run[0] + run[-1]) / 2 * sx, box["y"] + (ys[0] + ys[-1]) / 2 * sy))
-    return out
-
-
 def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(browser, tmp_path, monkeypatch):
     home = tmp_path / "evalhome"
     url_db = home_url(home)
@@ -144,6 +126,7 @@ def test_traffic_judged_alerted_reviewed_and_drilled_in_the_monitoring_page(brow
     assert (alert["n"], alert["rate"]) == (n, pytest.approx(passed / n))
     assert (alert["low"], alert["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
     assert alert["delivery"] == "delivered" and fired >= N  # fired in the second batch
+    assert alert["fired_ns"] == sorted(start for _, start in _starts(store))[fired]  # in event time
     [(body, sig, verified)] = hook.got
     assert verified and hmac.compare_digest(sig, hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest())
     sent = json.loads(body)
