@@ -42,22 +42,26 @@ def filters(rules: list[dict], where=None) -> TraceFilter:
         name, picked = decision.rsplit(": ", 1)
         rule = next(r for r in rules if r["name"] == name)
         rule, version = rule["name"], rule["version"]
-    start = end = None
+    start = end = started = None
     if RANGES[since] is not None:  # to the minute, so a page is cached for a minute's reruns, not one
         start = utcnow().replace(second=0, microsecond=0) - RANGES[since]
     window = picked_window()
-    if window is not None:  # a bar of the traffic chart: that window's traces (by arrival, as the list is ordered)
-        start, end = window
-        st.caption(f"The traces that arrived from {_when(start)} to {_when(end)} UTC (the window picked on the traffic "
-                   "chart; a trace arrives with its spans, seconds after it starts, later for a late batch).")
+    if window is not None:  # a bar of the traffic chart: the traces it counts, those that started in its window
+        start = None  # (the arrival range gives way to the window, as the bar's count is of every arrival)
+        started = [(t - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1) * 1000 for t in window]
+        st.caption(f"The traces that started from {_when(window[0])} to {_when(window[1])} UTC (the window picked on "
+                   "the traffic chart, whose bars count traces by their start time, a late batch's too), newest "
+                   "arrival first.")
         if st.button("Show every window", key="monitor.all_windows"):
             for k in ("at", "at_w", "before", "trace"):
                 st.query_params.pop(k, None)
             st.rerun()
-    return TraceFilter(since=start, until=end, state=None if shown == ANY else shown, rule=rule, rule_version=version,
-                       decision=picked, text=text or "", model=getattr(where, "model", None),
-                       service=getattr(where, "service", None), version=getattr(where, "version", None),
-                       span=span or "", metric=metric, score_at_most=at_most)
+    return TraceFilter(since=start, until=end, started_from=started and started[0],
+                       started_until=started and started[1], state=None if shown == ANY else shown,
+                       rule=rule, rule_version=version, decision=picked, text=text or "",
+                       model=getattr(where, "model", None), service=getattr(where, "service", None),
+                       version=getattr(where, "version", None), span=span or "", metric=metric,
+                       score_at_most=at_most)
 
 
 def more_filters(rules: list[dict]) -> tuple[str, str | None, float | None]:
@@ -112,7 +116,8 @@ def trace_list(project: str, rules: list[dict], where=None) -> str | None:
     page = loaders.trace_page(project, f, before)
     rows = page["rows"]
     if not rows:
-        st.info("No trace matches." if f.residual() or f.since else "No trace yet: instrument your app (above).")
+        narrowed = f.residual() or f.since or f.started_from is not None
+        st.info("No trace matches." if narrowed else "No trace yet: instrument your app (above).")
     else:
         frame = pd.DataFrame([{"arrived (UTC)": _when(r["first_seen"]), "trace": r["trace_id"],
                                "state": _state(r), **{f"rule {k}": v.replace("_", " ") for k, v in r["decisions"].items()},

@@ -28,11 +28,14 @@ RARE = 20_000  # a decision of at most this many traces is read from its index f
 
 @dataclass(frozen=True)
 class TraceFilter:
-    """What the list keeps: traces that arrived in [since, until), in a state, with a decision of a rule (its
-    latest version), holding ``text`` in their query or response (case-insensitive)."""
+    """What the list keeps: traces that arrived in [since, until), that started (their event time, ns) in
+    [started_from, started_until) (a window of the traffic chart, whose bars count traces by start), in a state,
+    with a decision of a rule (its latest version), holding ``text`` in their query or response (case-insensitive)."""
 
     since: dt.datetime | None = None
     until: dt.datetime | None = None
+    started_from: int | None = None
+    started_until: int | None = None
     state: str | None = None
     rule: str | None = None
     rule_version: int | None = None
@@ -128,6 +131,10 @@ def trace_page(store, project: str, f: TraceFilter = TraceFilter(), before: tupl
         where.append(t.first_seen >= f.since)
     if f.until is not None:
         where.append(t.first_seen < f.until)
+    if f.started_from is not None:  # on the index of migration 0011 (project, start_ns)
+        where.append(t.start_ns >= f.started_from)
+    if f.started_until is not None:
+        where.append(t.start_ns < f.started_until)
     if before is not None:
         where.append(key < tuple_(literal(before[0], t.first_seen.type), literal(before[1])))
     order = (t.first_seen.desc(), t.trace_id.desc())
