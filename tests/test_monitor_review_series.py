@@ -86,3 +86,21 @@ def test_each_reviewed_window_s_kappa_and_ppi_corrected_rate(store, tmp_path):
     assert w2["reviews"] == 3 and w2["corrected"] is None and w2["low"] is None
     assert w2["kappa"] == pytest.approx(_kappa(np.array([1.0, 1, 0]), np.array([1.0, 0, 0])), abs=1e-12)
     assert reviewed_series(store, "shop", "nope", "coherence", T0, T0 + HOUR, 3600) == {}
+
+
+def test_a_window_where_the_judge_gave_one_verdict_has_kappa_without_an_interval(store, tmp_path):
+    """The judge passed every reviewed trace of window 1 and a reviewer failed two: κ is 0 by its formula (as
+    scikit-learn's), and every bootstrap resample is 0 too, so "[0.00, 0.00]" would read as certainty: no interval."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from evaluators.read.monitor_reviewed import reviewed_series
+
+    _plant(store, tmp_path)
+    run_id = store.list_runs()[0]["id"]
+    rows = [N0, N0 + 1, N0 + 2]  # window 1: the judge said 4.0 (pass) to all five
+    q = store.create_queue(run_id, "window 1", "random", ["coherence"], rows, {"": rows})
+    for i, v in zip(rows, (4.0, 2.0, 2.0)):
+        store.save_review(run_id, i, "coherence", "cy", v, queue_id=q)
+    w1 = reviewed_series(store, "shop", "quality", "coherence", T0, T0 + 3 * HOUR, 3600)[T0 + HOUR]
+    assert w1["kappa"] == pytest.approx(cohen_kappa_score([1, 1, 1], [1, 0, 0])) == 0.0
+    assert (w1["kappa_low"], w1["kappa_high"], w1["one_verdict"]) == (None, None, True)

@@ -94,6 +94,7 @@ def reviewed_windows(series: dict, reviewed: dict) -> None:
     for start, r in sorted(reviewed.items()):
         p = judged.get(start, {})
         k = "–" if r["kappa"] is None else f"{r['kappa']:.2f}" + (
+            " (one side gave one verdict: no interval)" if r.get("one_verdict") else
             "" if r["kappa_low"] is None else f" [{r['kappa_low']:.2f}, {r['kappa_high']:.2f}]")
         lines.append({"window": dt.datetime.fromtimestamp(start // 10**9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
                       "judged": p.get("n", 0), f"judge's {series['measure']}": pct(p.get("rate"), p.get("low"), p.get("high")),

@@ -86,6 +86,10 @@ def reviewed_series(store, project: str, rule: str, metric: str, since_ns: int, 
         hp = np.array([int(human_pass(spec, consensus(spec, vs), thr)) for vs in human])
         values = np.array([v for _, v in rows])[seen]
         k, k_low, k_high = agreement_numbers(values, values, jp, hp, None, seed=seed)["kappa"]
+        if len(set(jp.tolist())) < 2 or len(set(hp.tolist())) < 2:
+            # one side gave every reviewed trace one verdict: κ is 0 (or undefined) by construction, and every
+            # resample the same, so a bootstrap "[0.00, 0.00]" would read as certainty: no interval, said why
+            k_low = k_high = None
         # the correction: each sampled row's human pass share (reviewers may split) against the judge's verdict
         use = [j for j, i in enumerate(seen) if any(s for _, _, s in by_row[rows[i][0]])]
         hfrac = np.array([np.mean([human_pass(spec, v, thr) for _, v, _ in by_row[rows[seen[j]][0]]])
@@ -93,5 +97,6 @@ def reviewed_series(store, project: str, rule: str, metric: str, since_ns: int, 
         c = ppi_mean(sign(verdicts), sign(jp[use].astype(float)), sign(hfrac)) if use else None
         out[since_ns + w * width] = {"corrected": c.corrected if c else None, "low": c.low if c else None,
                                      "high": c.high if c else None, "kappa": k, "kappa_low": k_low,
-                                     "kappa_high": k_high, "reviews": len(seen)}
+                                     "kappa_high": k_high, "reviews": len(seen),
+                                     "one_verdict": len(set(jp.tolist())) < 2 or len(set(hp.tolist())) < 2}
     return out
