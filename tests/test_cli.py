@@ -353,3 +353,22 @@ def test_a_finished_cli_run_has_its_results_page_columns_built_in_the_background
     view = open_view(store, rid)  # the first open reads them: nothing is built again
     assert built() == before
     assert len(view) == 31 and os.environ.get("OPENAI_API_KEY") is None
+
+
+def test_every_command_s_help_is_printed():
+    """`monitor --help` printed a traceback: a help text's "95% interval" is a %-format to argparse. Every
+    command's and subcommand's help is formatted here, as --help formats it."""
+    import argparse
+
+    from evaluators.cli.main import build_parser
+
+    def walk(p, path):
+        p.format_help()  # raises on a stray % in any help text of this parser's options or subcommands
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    yield path + [name]
+                    yield from walk(sub, path + [name])
+
+    seen = list(walk(build_parser(), []))
+    assert ["monitor", "series"] in seen and ["monitor", "alert", "add"] in seen and ["redteam"] in seen

@@ -14,7 +14,7 @@ UNITS = {"m": 60, "h": 3600, "d": 86_400}
 
 
 def add_command(ms) -> None:
-    s = ms.add_parser("series", help="a rule's metric per window: rate, 95% interval, n judged, the rule's changes")
+    s = ms.add_parser("series", help="a rule's metric per window: rate, 95%% interval, n judged, the rule's changes")
     s.add_argument("--project", required=True)
     s.add_argument("--metric", required=True, help="the metric's name (one of the rule's)")
     s.add_argument("--rule", help="the rule (default: the project's one rule judging the metric)")
