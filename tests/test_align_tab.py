@@ -10,7 +10,7 @@ from evaluators.review.align import align, align_baseline, promoted_rates
 from tests import align_world as w
 from tests.apptest import app, shown_text
 from tests.judge_server import JudgeServer
-from ui.align_tab import card_rows, num, pct, with_ci
+from ui.align_tab import card_rows, num, pct, pvalue, with_ci
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -28,10 +28,11 @@ def server():
         yield s
 
 
-def _judged(store, server, tmp_path, monkeypatch, blame: str = w.PLANTED, **world) -> None:
-    """The world's 120 rows judged by the scripted loopback judge as run w.RUN_ID in the dashboard's store, and
-    the reviewers' verdicts on every row."""
-    rows, human = w.world(120, 0, **world)
+def _judged(store, server, tmp_path, monkeypatch, blame: str = w.PLANTED, n: int = 120,
+            reviewed: list[int] | None = None, **world) -> None:
+    """The world's ``n`` rows judged by the scripted loopback judge as run w.RUN_ID in the dashboard's store, and
+    the reviewers' verdicts on the ``reviewed`` rows (default: every row)."""
+    rows, human = w.world(n, 0, reviewed=reviewed, **world)
     path = tmp_path / "acceptable.md"
     path.write_text(w.METRIC_FILE, encoding="utf-8")
     judge = {"model": "m", "provider": "compatible", "base_url": server.url, "max_retries": 0}
@@ -39,7 +40,7 @@ def _judged(store, server, tmp_path, monkeypatch, blame: str = w.PLANTED, **worl
         m.setattr("evaluators.store.store.new_id", lambda: w.RUN_ID)
         res = evaluate(rows, [w.METRIC], judge=judge, store=store, metric_files=[str(path)])
     assert res.status == "completed"
-    store.save_reviews(w.RUN_ID, w.reviews(rows, human, blame=blame))
+    store.save_reviews(w.RUN_ID, w.reviews(rows, human, None if reviewed is None else set(reviewed), blame=blame))
 
 
 @pytest.fixture
@@ -84,10 +85,10 @@ def test_the_align_tab_shows_the_engines_numbers_from_baseline_to_promotion(worl
     assert gate["κ of the current judge"] == num(g["kappa_current"]) and gate["difference"] == num(g["delta"])
     assert gate["95% interval of the difference (paired bootstrap)"] == \
         f"[{num(g['delta_ci95_low'])}, {num(g['delta_ci95_high'])}]"
-    assert gate["McNemar's p"] == num(g["mcnemar_p"], 4) and gate["verdict"] == "better"
+    assert gate["McNemar's p"] == pvalue(g["mcnemar_p"]) and gate["verdict"] == "better"
     assert gate["rows the two judges disagree on"] == str(g["disagreements"])
     text = shown_text(at)
-    assert g["sentence"] in text and "Test split used 1 time:" in text
+    assert g["sentence"] in text and "Test split used 1 time:" in text and "test split used 1 time ·" in text
     assert {c["method"] for c in out["candidates"]} == {"rules", "examples", "both"}
     for c in out["candidates"]:
         assert f"Candidate: {c['method']}" in text

@@ -32,6 +32,10 @@ def num(v, digits: int = 3) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
+def pvalue(v) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}"
+
+
 def pct(v) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}%"
 
@@ -113,8 +117,8 @@ def candidate(c: dict, current: str, selected: bool) -> None:
                    + ", ".join(f"row {e['row_idx'] + 1} ({e['human']})" for e in c["examples"]))
     diff = "".join(difflib.unified_diff(current.splitlines(keepends=True), c["template"].splitlines(keepends=True),
                                         "current template", f"candidate ({c['method']})"))
-    st.caption("Its template against the current one:")
-    st.code(diff or "(the same text)", language="diff")
+    with st.expander(f"Its template against the current one ({c['method']})", expanded=selected):
+        st.code(diff or "(the same text)", language="diff")
 
 
 def gate_panel(g: dict) -> None:
@@ -126,7 +130,7 @@ def gate_panel(g: dict) -> None:
         "κ of the current judge": num(g["kappa_current"]), "κ of the candidate": num(g["kappa_candidate"]),
         "difference": num(g["delta"]), "95% interval of the difference (paired bootstrap)":
             f"[{num(g['delta_ci95_low'])}, {num(g['delta_ci95_high'])}]",
-        "McNemar's p": num(g["mcnemar_p"], 4), "rows the two judges disagree on": str(g["disagreements"]),
+        "McNemar's p": pvalue(g["mcnemar_p"]), "rows the two judges disagree on": str(g["disagreements"]),
         "test rows": str(g["test_rows"]), "verdict": g["verdict"]}})))
     st.caption(f"Test split used {_times(g['test_uses'])}: each gate is one more look at the held-out rows, and "
                "the more looks, the likelier one of them is lucky.")
@@ -148,7 +152,8 @@ def rates_panel(saved: dict, rates: dict) -> None:
     st.table(plain_table(pd.DataFrame(table).T))
     st.caption(f"The promoted judge judged {count(rates['judged_rows'], 'row')} of the run (replies already asked "
                "for were read from the cache). A judge that agrees with your reviewers more lets the same reviews "
-               "correct its rate with a narrower interval.")
+               "correct its rate with a narrower interval (where every row is reviewed, the reviews alone make the "
+               "rate, whichever the judge).")
 
 
 def align_panel(run: dict, res: RunResults) -> None:
@@ -187,7 +192,8 @@ def align_panel(run: dict, res: RunResults) -> None:
         except EvalError as e:
             st.error("Alignment stopped: " + literal(e))
         else:
-            here = kept[(run["id"], metric)] = {"alignment": out, "judge": judge, "key": key}
+            kept[(run["id"], metric)] = {"alignment": out, "judge": judge, "key": key}
+            st.rerun()  # drawn again from the session: the card above then counts this use of the test split
     if here is None:
         return
     out = here["alignment"]
