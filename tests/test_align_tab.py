@@ -120,3 +120,26 @@ def test_promote_is_disabled_when_the_gate_does_not_say_better(home_store, serve
     assert gate["verdict"] != "better" and any(e.value.startswith(("No detectable", "Worse")) for e in at.warning)
     assert next(b for b in at.button if b.label == "Promote").disabled
     assert home_store.saved_metrics() == []
+
+
+def test_what_the_proposer_wrote_is_shown_as_text_only(home_store, tmp_path, monkeypatch):
+    """A proposer whose rules carry Markdown and HTML: on the tab they are text (st.text, the diff's st.code),
+    never Markdown."""
+    import json
+
+    from tests.test_dashboard_security import HOSTILE, _no_payload_in_markdown
+
+    def hostile_proposer(prompt: str, request: dict) -> str:
+        reply = w.responder(prompt, request)
+        if '{"rules": [' in prompt and "Case C1" in prompt:
+            rules = json.loads(reply)["rules"]
+            return json.dumps({"rules": [dict(r, rule=f"{r['rule']} {HOSTILE}") for r in rules]})
+        return reply
+
+    with JudgeServer(responder=hostile_proposer) as server:
+        _judged(home_store, server, tmp_path, monkeypatch)
+        at = app("pages/review.py", run=w.RUN_ID, view="Align")
+        at.radio(key="align.method").set_value("rules")
+        _click(at, "Build candidates")
+    assert any(HOSTILE in t.value for t in at.text) and any(HOSTILE in c.value for c in at.code)
+    _no_payload_in_markdown(at)
