@@ -143,3 +143,21 @@ def test_what_the_proposer_wrote_is_shown_as_text_only(home_store, tmp_path, mon
         _click(at, "Build candidates")
     assert any(HOSTILE in t.value for t in at.text) and any(HOSTILE in c.value for c in at.code)
     _no_payload_in_markdown(at)
+
+
+def test_another_judge_set_on_the_tab_judges_the_candidates(world, tmp_path):
+    store, server = world
+    with JudgeServer(responder=w.responder) as other:
+        at = app("pages/review.py", run=w.RUN_ID, view="Align")
+        assert not any(b.label == "Build candidates" and b.disabled for b in at.button)
+        at.toggle(key="align.other").set_value(True).run()
+        assert at.text_input(key="align.judge.base_url").value == server.url  # starts from the run's judge
+        at.text_input(key="align.judge.model").input("").run()
+        assert next(b for b in at.button if b.label == "Build candidates").disabled  # no model: nothing to ask
+        at.text_input(key="align.judge.model").input("m")
+        at.text_input(key="align.judge.base_url").input(other.url)
+        at.run()
+        before = len(server.calls)
+        _click(at, "Build candidates")
+        assert len(other.calls) > 100 and len(server.calls) == before  # the run's own judge asked nothing
+    assert "Better: " in shown_text(at) and not next(b for b in at.button if b.label == "Promote").disabled
