@@ -161,3 +161,11 @@ def test_another_judge_set_on_the_tab_judges_the_candidates(world, tmp_path):
         _click(at, "Build candidates")
         assert len(other.calls) > 100 and len(server.calls) == before  # the run's own judge asked nothing
     assert "Better: " in shown_text(at) and not next(b for b in at.button if b.label == "Promote").disabled
+
+
+@pytest.mark.no_store
+def test_an_error_the_tab_shows_carries_no_key():
+    from ui.align_tab import said
+
+    assert said(Exception("401: key typed-secret-1 refused"), "typed-secret-1") == "401: key *** refused"
+    assert "sk-***" in said(Exception("Incorrect API key provided: sk-abcd****wxyz"), None)

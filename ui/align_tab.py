@@ -19,7 +19,7 @@ from evaluators.core.scales import reviewable
 from evaluators.judge.config import JudgeConfig, judge_url
 from evaluators.read.results import RunResults
 from ui import loaders, loaders_align
-from ui.judge_form import judge_settings
+from ui.judge_form import _SECRET, judge_settings
 from ui.widgets import count, literal, plain, plain_table, session_key
 
 RESULT = "align.result"  # session state: (run, metric) -> what Build candidates and Promote gave
@@ -56,6 +56,12 @@ def card_rows(card: dict) -> dict[str, str]:
             "majority baseline (always the commoner verdict)":
                 "–" if card.get("majority_verdict") is None else
                 f"{pct(card['majority_accuracy'])} (always {card['majority_verdict']})"}
+
+
+def said(error: Exception, api_key: str | None) -> str:
+    """An error's message with no key in it (a provider may echo the key, or a masked one, in its error)."""
+    msg = str(error).replace(api_key, "***") if api_key else str(error)
+    return _SECRET.sub(r"\1***", msg)
 
 
 def _times(n: int) -> str:
@@ -190,7 +196,7 @@ def align_panel(run: dict, res: RunResults) -> None:
                 out = align(loaders.store(), run["id"], metric, judge, api_key=key, method=method)
                 status.update(label="Candidates built and gated", state="complete")
         except EvalError as e:
-            st.error("Alignment stopped: " + literal(e))
+            st.error("Alignment stopped: " + literal(said(e, key)))
         else:
             kept[(run["id"], metric)] = {"alignment": out, "judge": judge, "key": key}
             st.rerun()  # drawn again from the session: the card above then counts this use of the test split
@@ -212,10 +218,11 @@ def align_panel(run: dict, res: RunResults) -> None:
         try:
             with st.spinner("Saving the next version, then judging the run's rows with it…"):
                 saved = promote(loaders.store(), out, created_by=reviewer_if_known())
+                loaders.forget_saved_metrics()  # New evaluation's picker offers the new version at once
                 here["saved"] = saved
                 here["rates"] = promoted_rates(loaders.store(), out, here["judge"], api_key=here["key"])
         except EvalError as e:
-            st.error("Not promoted: " + literal(e))
+            st.error("Not promoted: " + literal(said(e, here["key"])))
         else:
             st.rerun()  # drawn again with Promote done (disabled) and the rates below
     if here.get("rates"):
