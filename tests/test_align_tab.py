@@ -10,7 +10,7 @@ from evaluators.review.align import align, align_baseline, promoted_rates
 from tests import align_world as w
 from tests.apptest import app, shown_text
 from tests.judge_server import JudgeServer
-from ui.align_tab import card_rows, num, pct, pvalue, with_ci
+from ui.align_tab import bias_line, card_rows, num, pct, pvalue, with_ci
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -106,6 +106,8 @@ def test_the_align_tab_shows_the_engines_numbers_from_baseline_to_promotion(worl
         assert shown["corrected"][who] == pct(x["corrected"])
         assert shown["95% interval"][who] == f"[{pct(x['ci95_low'])}, {pct(x['ci95_high'])}]"
     assert next(b for b in at.button if b.label == "Promote").disabled
+    assert bias_line("Length bias with the promoted judge", rates["length_bias"]) in shown_text(at)
+    assert bias_line("Length bias", base["baseline"]["length_bias"]) in shown_text(at)
     assert with_ci([None, None, None]) == "–"
 
 

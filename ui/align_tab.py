@@ -77,18 +77,20 @@ def baseline_card(base: dict) -> None:
                f"by its reviewers' verdict, and never moved) · test split used {_times(base['test_uses'])} · judge "
                + (literal(b["judge_model"]) if b.get("judge_model") else "not recorded"))
     st.table(plain_table(pd.DataFrame({"dev": card_rows(b["dev"]), "test": card_rows(b["test"])})))
-    lb = b["length_bias"]
-    if lb.get("slope_per_1000_chars") is None:
-        st.caption("Length bias: not measurable here (the answers' lengths do not vary).")
-    else:
-        st.caption(f"Length bias: the judge's score minus the reviewers' changes by "
-                   f"{lb['slope_per_1000_chars']:+.3f} per 1,000 characters of answer "
-                   f"[{num(lb['ci95_low'])}, {num(lb['ci95_high'])}] over {lb['rows']} reviewed rows (above 0: kinder "
-                   "to longer answers).")
+    st.caption(bias_line("Length bias", b["length_bias"]))
     sc = b.get("self_consistency")
     if sc:
         st.caption(f"Self-consistency: asked {sc.get('repeat')} times, the judge changed its verdict on "
                    f"{pct(sc.get('flip_share'))} of {sc.get('rows')} rows.")
+
+
+def bias_line(lead: str, lb: dict) -> str:
+    """The length bias in a sentence (evaluators.review.align_stats.length_bias)."""
+    if lb.get("slope_per_1000_chars") is None:
+        return f"{lead}: not measurable here (the answers' lengths do not vary)."
+    return (f"{lead}: the judge's score minus the reviewers' changes by {lb['slope_per_1000_chars']:+.3f} per 1,000 "
+            f"characters of answer [{num(lb['ci95_low'])}, {num(lb['ci95_high'])}] over {lb['rows']} reviewed rows "
+            "(above 0: kinder to longer answers).")
 
 
 def _judge(run: dict) -> tuple[JudgeConfig | None, str | None, bool]:
@@ -143,6 +145,7 @@ def gate_panel(g: dict) -> None:
 
 
 def rates_panel(saved: dict, rates: dict) -> None:
+    """The promoted version, the run's corrected rate with each judge, and the length bias measured again."""
     import pandas as pd
 
     what = rates["rate"].replace("_", " ")
@@ -160,6 +163,8 @@ def rates_panel(saved: dict, rates: dict) -> None:
                "for were read from the cache). A judge that agrees with your reviewers more lets the same reviews "
                "correct its rate with a narrower interval (where every row is reviewed, the reviews alone make the "
                "rate, whichever the judge).")
+    if rates.get("length_bias"):
+        st.caption(bias_line("Length bias with the promoted judge", rates["length_bias"]))
 
 
 def align_panel(run: dict, res: RunResults) -> None:

@@ -212,14 +212,18 @@ def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[tuple, int | No
 def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dict[str, Any]:
     """The current judge's card: dev and test numbers, the length bias over every reviewed row and, where the
     run asked each task more than once, the judge's agreement with itself (``self_consistency``)."""
-    lengths = [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v)))
-               for r in reviewed.rows]
+    lengths = _lengths(reviewed.rows)
     return {"metric_version": reviewed.spec.version, "judge_model": judge_model,
             "dev": _card(reviewed, reviewed.split("dev"), seed=seed),
             "test": _card(reviewed, reviewed.split("test"), seed=seed),
             "length_bias": length_bias([r.judge_value for r in reviewed.rows], [r.human_value for r in reviewed.rows],
                                        lengths, seed),
             "self_consistency": reviewed.self_consistency}
+
+
+def _lengths(rows: list[AlignRow]) -> list[int]:
+    """Each row's answer length in characters (its response, else all its fields), as the length bias reads it."""
+    return [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v))) for r in rows]
 
 
 def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
@@ -460,7 +464,8 @@ def _selected_template(reviewed: _Reviewed, alignment: dict[str, Any]) -> Templa
 def promoted_rates(store: Store, alignment: dict[str, Any], judge: JudgeConfig | dict | None = None, *,
                    api_key: str | None = None) -> dict[str, Any]:
     """After :func:`promote`: the run's corrected rate with the gated candidate judging every row, beside the
-    current judge's, on the same reviews (:func:`rates_with`: replies already cached are not asked again).
+    current judge's, on the same reviews (:func:`rates_with`: replies already cached are not asked again), and the
+    length bias measured again with the candidate (``length_bias``, as the baseline card's).
 
     Args:
         alignment: what :func:`align` returned (its gate said "better").
@@ -469,4 +474,11 @@ def promoted_rates(store: Store, alignment: dict[str, Any], judge: JudgeConfig |
     reviewed = _Reviewed(store, alignment["run_id"], alignment["metric"], alignment["seed"],
                          tuple(alignment.get("runs", ())))
     judging = _Judging(store, alignment["run_id"], _judge_of(reviewed, judge), api_key)
-    return rates_with(judging, reviewed, _selected_template(reviewed, alignment), alignment["seed"])
+    template, seed = _selected_template(reviewed, alignment), alignment["seed"]
+    out = rates_with(judging, reviewed, template, seed)
+    # the length bias again, with the promoted judge's values on the reviewed rows (all in the cache by now)
+    got = judging.values(template, reviewed.spec, [(r.ident, r.values) for r in reviewed.rows])
+    kept = [r for r in reviewed.rows if got.get(r.ident) is not None]
+    out["length_bias"] = length_bias([float(snap(reviewed.spec, got[r.ident])) for r in kept],
+                                     [r.human_value for r in kept], _lengths(kept), seed)
+    return out
