@@ -4,7 +4,7 @@ import streamlit as st
 from evaluators.core.registry import all_metrics
 from evaluators.core.scales import reviewable
 from evaluators.run.spec import run_metric
-from ui import loaders, review_page, state, widgets as w
+from ui import align_tab, loaders, review_page, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -30,7 +30,8 @@ with w.guard():
                 "violence...), or start one: it needs a judge model (any OpenAI-compatible server, e.g. Ollama).")
         st.page_link("pages/new.py", label="Start a new evaluation", icon=":material/play_arrow:")
         st.stop()
-    tab_review, tab_agreement, tab_queues = st.tabs(["Review", "Agreement", "Queues"], key="view", bind=state.URL)
+    tab_review, tab_agreement, tab_queues, tab_align = st.tabs(["Review", "Agreement", "Queues", "Align"], key="view",
+                                                               bind=state.URL)
     if tab_review.open is not False:
         with tab_review:
             who = review_page.reviewer()  # asked here only: reading the agreement needs no name
@@ -46,3 +47,6 @@ with w.guard():
     if tab_queues.open is not False:
         with tab_queues:
             review_page.new_queue_form(run, res, review_page.reviewer_if_known())
+    if tab_align.open is not False:
+        with tab_align:
+            align_tab.align_panel(run, res)

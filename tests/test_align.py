@@ -373,3 +373,28 @@ def test_a_built_in_templates_candidate_keeps_every_placeholder():
 
 def template_count(t, what: str) -> int:
     return ((t.system or "") + t.user).count(what)
+
+
+def test_the_baseline_alone_and_the_rates_after_promotion_are_alignments_own(store, scripted, tmp_path, monkeypatch):
+    """align_baseline (the Align tab's first card) uses neither the judge nor the test split, and equals align's
+    card; promoted_rates (after Promote) equals align(rates=True)'s rates, asking only for rows not yet judged."""
+    from evaluators.review.align import align_baseline, promoted_rates
+
+    _reviewed_run(store, scripted, tmp_path, monkeypatch, n=120)
+    served = len(scripted.calls)
+    first = align_baseline(store, w.RUN_ID, w.METRIC)
+    assert len(scripted.calls) == served and store.test_split_uses(w.METRIC) == 0 and first["test_uses"] == 0
+    out = align(store, w.RUN_ID, w.METRIC, method="rules", rates=True)
+    assert first["baseline"] == out["baseline"] and first["splits"] == out["splits"]
+    assert align_baseline(store, w.RUN_ID, w.METRIC)["test_uses"] == 1
+    served = len(scripted.calls)
+    after = promoted_rates(store, out)
+    assert {k: v for k, v in after.items() if k != "length_bias"} == out["rates"]
+    assert len(scripted.calls) == served  # every row's reply is cached: the same template, the same keys
+    # the length bias again, with the promoted judge's values: SciPy's slope of (judge - human) on length
+    rows, human = w.world(120, 0)
+    judged = [1.0 if w.PLANTED in r["response"].split() else 5.0 for r in rows]
+    x = [len(r["response"]) / 1000 for r in rows]
+    ref = scipy_stats.linregress(x, [j - (5.0 if h else 1.0) for j, h in zip(judged, human)])
+    assert after["length_bias"]["slope_per_1000_chars"] == pytest.approx(ref.slope, rel=1e-9)
+    assert after["length_bias"]["rows"] == 120

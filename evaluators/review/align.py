@@ -30,7 +30,7 @@ from evaluators.read.view import open_view
 from evaluators.review import dataset_reviews
 from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, build, choose_examples, disagreements,
                                                 draft_metric, proposer_messages, read_rules, shapers,
-                                                template_text)
+                                                template_text, with_section)
 from evaluators.review.align_rates import corrected_rates
 from evaluators.review.align_stats import gate, length_bias, split_card
 from evaluators.run.planning import _Task, cache_key, iter_tasks
@@ -212,14 +212,18 @@ def _card(reviewed: _Reviewed, rows: list[AlignRow], judge: dict[tuple, int | No
 def baseline(reviewed: _Reviewed, judge_model: str | None, seed: int = 0) -> dict[str, Any]:
     """The current judge's card: dev and test numbers, the length bias over every reviewed row and, where the
     run asked each task more than once, the judge's agreement with itself (``self_consistency``)."""
-    lengths = [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v)))
-               for r in reviewed.rows]
+    lengths = _lengths(reviewed.rows)
     return {"metric_version": reviewed.spec.version, "judge_model": judge_model,
             "dev": _card(reviewed, reviewed.split("dev"), seed=seed),
             "test": _card(reviewed, reviewed.split("test"), seed=seed),
             "length_bias": length_bias([r.judge_value for r in reviewed.rows], [r.human_value for r in reviewed.rows],
                                        lengths, seed),
             "self_consistency": reviewed.self_consistency}
+
+
+def _lengths(rows: list[AlignRow]) -> list[int]:
+    """Each row's answer length in characters (its response, else all its fields), as the length bias reads it."""
+    return [len(str(r.values.get("response") or " ".join(str(v) for v in r.values.values() if v))) for r in rows]
 
 
 def propose_rules(judging: _Judging, reviewed: _Reviewed, proposer: JudgeConfig | None = None) -> list[dict]:
@@ -415,3 +419,66 @@ def _judge_of(reviewed: _Reviewed, judge: JudgeConfig | dict | None) -> JudgeCon
 def _kappa_or(card: dict[str, Any]) -> float:
     k = card.get("kappa", [None])[0]
     return -math.inf if k is None else float(k)
+
+
+def align_baseline(store: Store, run_id: str, metric: str, *, seed: int = 0,
+                   runs: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """The current judge's baseline card alone, with no judge call and no use of the test split (the dashboard's
+    Align tab shows it before any candidate is built). Reviewed rows not yet dealt are dealt now, as :func:`align`
+    would deal them.
+
+    Returns:
+        ``run_id``, ``runs``, ``metric``, ``seed``, ``splits`` (rows per split), ``baseline`` (as :func:`align`'s),
+        ``test_uses`` (decisions the test split has been used for so far) and ``current_template``.
+    Raises:
+        UsageError: no such run or judge metric, conversations.
+    """
+    reviewed = _Reviewed(store, run_id, metric, seed, tuple(runs))
+    judge = reviewed.run_spec.judge
+    return {"run_id": run_id, "runs": [p.run_id for p in reviewed.parts], "metric": metric, "seed": seed,
+            "splits": {s: len(reviewed.split(s)) for s in ("train", "dev", "test")},
+            "baseline": baseline(reviewed, judge.model if judge else None, seed),
+            "test_uses": store.test_split_uses(metric), "current_template": template_text(reviewed.template)}
+
+
+def _selected_template(reviewed: _Reviewed, alignment: dict[str, Any]) -> Template:
+    """The gated candidate of ``alignment`` as the Template the gate judged with (the same text, so the same cache
+    keys: the rows dev and test judged are not asked again), rebuilt on the run's current template."""
+    chosen = next(c for c in alignment["candidates"] if c["method"] == alignment["selected"])
+    current = reviewed.template
+    cand = chosen["template"]
+    # with_section puts the section after the system text, or (no system text) before the user text
+    if current.system is not None:
+        text = current.system
+        head, tail = f"[system]\n{text}\n\n", f"\n[user]\n{current.user}"
+        section = cand[len(head):len(cand) - len(tail)] if cand.startswith(head) and cand.endswith(tail) else None
+    else:
+        text = current.user
+        section = cand[:-len(text) - 2] if cand.endswith("\n\n" + text) else None
+    t = None if section is None else with_section(current, section, chosen["method"])
+    if t is None or template_text(t) != cand:
+        raise UsageError("the run's template is not the one this alignment was made on; align again")
+    return t
+
+
+def promoted_rates(store: Store, alignment: dict[str, Any], judge: JudgeConfig | dict | None = None, *,
+                   api_key: str | None = None) -> dict[str, Any]:
+    """After :func:`promote`: the run's corrected rate with the gated candidate judging every row, beside the
+    current judge's, on the same reviews (:func:`rates_with`: replies already cached are not asked again), and the
+    length bias measured again with the candidate (``length_bias``, as the baseline card's).
+
+    Args:
+        alignment: what :func:`align` returned (its gate said "better").
+        judge: the judge the alignment used (default: the run's own); ``api_key`` its key.
+    """
+    reviewed = _Reviewed(store, alignment["run_id"], alignment["metric"], alignment["seed"],
+                         tuple(alignment.get("runs", ())))
+    judging = _Judging(store, alignment["run_id"], _judge_of(reviewed, judge), api_key)
+    template, seed = _selected_template(reviewed, alignment), alignment["seed"]
+    out = rates_with(judging, reviewed, template, seed)
+    # the length bias again, with the promoted judge's values on the reviewed rows (all in the cache by now)
+    got = judging.values(template, reviewed.spec, [(r.ident, r.values) for r in reviewed.rows])
+    kept = [r for r in reviewed.rows if got.get(r.ident) is not None]
+    out["length_bias"] = length_bias([float(snap(reviewed.spec, got[r.ident])) for r in kept],
+                                     [r.human_value for r in kept], _lengths(kept), seed)
+    return out

@@ -121,7 +121,9 @@ def gate_sentence(g: dict[str, Any]) -> str:
     """The gate's verdict in one plain sentence, with the numbers it rests on."""
     rows = g["test_rows"]
     ci = f"[{_f(g['delta_ci95_low'])}, {_f(g['delta_ci95_high'])}]"
-    what = (f"κ against your reviewers changed by {_f(g['delta'])} (95% interval {ci}) on {rows} held-out test rows; "
+    # (not "κ ...": capitalised below, a leading κ became a Greek capital K)
+    what = (f"Cohen's κ against your reviewers changed by {_f(g['delta'])} (95% interval {ci}) on {rows} held-out "
+            f"test rows; "
             f"the two judges differ on {g['disagreements']} of them (McNemar p = {g['mcnemar_p']:.3g})")
     if g["verdict"] == "better":
         return f"Better: the candidate agrees with your reviewers more than the current judge. {what[0].upper()}{what[1:]}."
