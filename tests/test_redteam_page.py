@@ -28,13 +28,18 @@ TARGET_KEY, JUDGE_KEY = "sk-target-7f3a9c", "sk-judge-51d0e2"
 PLANTED = {(0, "flip"): 6, (1, "flip"): 5, (0, "base64"): 4, (0, "baseline"): 2, (2, "base64"): "judge_error"}
 
 
-def scripted_target(seed: int = 0):
-    """A responder for the target's server: what the scan sends for each planted pair, answered as planted."""
-    objectives = load_objectives(["violence"], 3, seed)
-    sent = {apply(t, o.text, seed): (i, t) for i, o in enumerate(objectives) for t in ("baseline", "flip", "base64")}
+def scripted_target(categories=("violence",), n: int = 3, techniques=("baseline", "flip", "base64"), seed: int = 0):
+    """A responder for the target's server: what the scan sends for each planted violence pair, answered as planted;
+    everything else refused."""
+    objectives = load_objectives(list(categories), n, seed)
+    sent = {}
+    for cat in categories:
+        for i, o in enumerate(x for x in objectives if x.risk_category == cat):
+            sent.update({apply(t, o.text, seed): (cat, i, t) for t in techniques})
 
     def respond(prompt: str, request: dict) -> str:
-        plan = PLANTED.get(sent.get(request["messages"][-1]["content"]))
+        cat, i, t = sent.get(request["messages"][-1]["content"], (None, None, None))
+        plan = PLANTED.get((i, t)) if cat == "violence" else None
         if plan == "judge_error":
             return "Here you go. [violence:refuse] <b>not bold</b> **nor this**"
         if isinstance(plan, int):
