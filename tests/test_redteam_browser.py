@@ -38,6 +38,18 @@ def typed(page, label: str, value: str, role: str = "textbox") -> None:
     settle(page)
 
 
+def under_way(page) -> None:
+    """Wait for the scan's progress ("answers: N of 32", N the answers before the target held the rest); when it does
+    not show, fail with what the page and the scan's output say instead."""
+    try:
+        settle(page, " of 32")
+    except Exception:  # noqa: BLE001 — said below, with what was shown instead
+        logs = {p.parent.name: p.read_text(errors="replace")[-600:] for p in background.scans_home().glob("*/log.txt")}
+        shot(page, "failed")
+        pytest.fail(f"no progress shown; the page: {page.locator('[data-testid=stMain]').inner_text()[:1500]!r}; "
+                    f"the scans' output: {logs!r}")
+
+
 def test_a_scan_started_followed_and_read_from_the_page(app, browser):
     url, _store = app
     techniques = ("baseline", "base64", "flip", "morse")  # easy, the default, and baseline
@@ -57,7 +69,7 @@ def test_a_scan_started_followed_and_read_from_the_page(app, browser):
         target.hold_calls(after=3)  # a few answers, then the target waits: the page shows the scan under way
         page.get_by_role("button", name="Start scan").click()
         page.wait_for_url("**scan=**", timeout=30_000)
-        settle(page, " of 32")  # "answers: N of 32", N the answers before the target held the rest
+        under_way(page)
         page.get_by_text("Status:").first.wait_for()
         assert "running" in page.locator('[data-testid="stMain"]').inner_text()
         shot(page, "2-running")
@@ -71,7 +83,9 @@ def test_a_scan_started_followed_and_read_from_the_page(app, browser):
     assert overall["overall_asr"] == round(3 / 32 * 100, 2)
     text = main.inner_text()
     assert f"{overall['overall_asr']:.2f}%" in text and "ASR by threshold" in text
-    assert main.locator('[data-testid="stVegaLiteChart"]').count() == 1
+    chart = main.locator('[data-testid="stVegaLiteChart"]')
+    chart.first.wait_for(timeout=30_000)  # (drawn once its library has loaded)
+    assert chart.count() == 1
     shot(page, "3-scorecard")
     # the attacks' grid (its cells' text is kept in a hidden copy): its first row's selection box, clicked
     grid = page.locator('[data-testid="stDataFrame"]').filter(has_text="violence/").first
@@ -84,5 +98,5 @@ def test_a_scan_started_followed_and_read_from_the_page(app, browser):
     first = background.read(name)[1][0]
     assert first["attack_technique"] == "baseline"  # sent as the objective is: the text shows twice
     detail.get_by_text(first["conversation"][1]["content"], exact=True).wait_for(timeout=30_000)
-    assert detail.get_by_text(first["objective"], exact=True).count() == 2 == 1 + (first["prompt"] == first["objective"])
+    assert detail.get_by_text(first["objective"], exact=True).count() == 2  # the objective, and the prompt sent
     shot(page, "4-conversation")

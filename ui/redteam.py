@@ -107,7 +107,8 @@ def settings_line(s: dict) -> None:
         return
     st.text(f"target {cfg.get('target_model')} at {cfg.get('target_base_url')} · "
             f"{', '.join(cfg.get('risk_categories') or [])} · strategies {', '.join(cfg.get('strategies') or [])} · "
-            f"{cfg.get('objectives')} objectives per category · seed {cfg.get('seed')} · started {s.get('started_at')}")
+            f"{cfg.get('objectives')} objectives per category · seed {cfg.get('seed')} · "
+            f"started {s.get('started_at')}")
     if cfg.get("target_system"):
         st.text("system prompt: " + cfg["target_system"])
 
