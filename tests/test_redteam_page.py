@@ -77,6 +77,12 @@ def test_a_scan_started_as_the_page_does_runs_the_cli_with_keys_only_in_its_envi
     assert background.scans() == [name]
 
 
+def test_scans_go_under_the_home_as_an_absolute_path_whatever_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVAL_HOME", "relative-home")  # the scan's process starts in the project's folder, not here
+    assert background.scans_home() == tmp_path / "relative-home" / "redteam"
+
+
 def test_a_scan_refused_before_it_starts_says_why_and_leaves_no_folder(home_store):
     req = request("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     req.strategies = ["tense"]

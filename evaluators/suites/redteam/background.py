@@ -38,8 +38,9 @@ EXIT_NO_VERDICT = 5  # cli.redteam: the scan ended, but no attack got a verdict
 
 
 def scans_home() -> Path:
-    """Where the dashboard's scans are: ``redteam/`` under the store's home (``EVAL_HOME``, else ~/.evaldash)."""
-    return Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "redteam"
+    """Where the dashboard's scans are: ``redteam/`` under the store's home (``EVAL_HOME``, else ~/.evaldash), as an
+    absolute path: the scan runs from the project's folder, so a relative ``--out`` would land elsewhere."""
+    return (Path(os.environ.get("EVAL_HOME") or Path.home() / ".evaldash") / "redteam").resolve()
 
 
 @dataclass
