@@ -83,6 +83,26 @@ def test_scans_go_under_the_home_as_an_absolute_path_whatever_the_working_folder
     assert background.scans_home() == tmp_path / "relative-home" / "redteam"
 
 
+def test_a_scan_just_started_reads_as_running(tmp_path):
+    """Right after its start a process's command line reads empty for a moment (its exec not done): the scan is
+    running, not stopped (the page, reading "stopped", drew no progress and stopped following it)."""
+    import socket
+    import subprocess
+    import sys
+
+    out = tmp_path / "scan"
+    out.mkdir()
+    for _ in range(20):
+        p = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "redteam", str(out)],
+                             stdin=subprocess.PIPE)
+        (out / "pid").write_text(f"{p.pid} {socket.gethostname()}\n")
+        try:
+            assert background._alive(out) is True
+        finally:
+            p.communicate(b"")
+        assert background._alive(out) is False  # reaped: gone
+
+
 def test_a_scan_refused_before_it_starts_says_why_and_leaves_no_folder(home_store):
     req = request("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
     req.strategies = ["tense"]

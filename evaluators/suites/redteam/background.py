@@ -154,11 +154,17 @@ def _alive(out: Path) -> bool | None:
         return None
     if host != socket.gethostname() or not Path("/proc/self/cmdline").exists():
         return None
-    try:  # a reused pid is another process: it must be this scan's (a zombie has no cmdline)
-        cmd = Path(f"/proc/{int(pid)}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
+    try:
+        proc = Path(f"/proc/{int(pid)}")
+        fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()  # (state, parent, ...) after "(name)"
+        cmd = (proc / "cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
         return False
-    return b"redteam" in cmd and str(out).encode() in cmd
+    if fields[0] == "Z":  # ended, not yet reaped
+        return False
+    if cmd == [b""]:  # just started: its command line reads empty until its exec is done (a kernel thread's too)
+        return fields[1] != "2"
+    return b"redteam" in cmd and str(out).encode() in cmd  # a reused pid is another process: it must be this scan's
 
 
 def progress(log: str) -> list[tuple[str, int, int]]:
