@@ -24,6 +24,7 @@ PAGES = [("pages/home.py", "Home", ":material/home:", "home"),
          ("pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
          ("pages/safety.py", "Risk and safety", ":material/health_and_safety:", "safety"),
          ("pages/attacks.py", "Jailbreak attacks", ":material/shield:", "attacks"),
+         ("pages/redteam.py", "Red team", ":material/security:", "redteam"),
          ("pages/leaderboard.py", "WildBench leaderboard", ":material/leaderboard:", "leaderboard"),
          ("pages/pairwise.py", "Pairwise inspector", ":material/balance:", "pairwise"),
          ("pages/monitoring.py", "Monitoring", ":material/monitor_heart:", "monitoring")]

@@ -218,7 +218,7 @@ SECTION_REFERENCES = {"Reading a run", "Reviewing a run", "Where each target sta
 def readme_names() -> set[str]:
     """Every "quoted" or **bold** name where the docs tell a reader what to click: the README's "Five things to try
     first", the dashboard's pages (The dashboard with Reading a run, Reviewing a run, Sign-in), Risk and safety's
-    "In the dashboard", WildBench's "Dashboard."; leaving out code, the bold lead of a list item or a paragraph
+    and Red teaming's "In the dashboard", WildBench's "Dashboard."; leaving out code, the bold lead of a list item or a paragraph
     ("**Home** (`/`) —", "**Named judges.**") and inline code."""
     import re
 
@@ -235,6 +235,7 @@ def readme_names() -> set[str]:
     parts = [section(read("README.md"), "## Five things to try first", r"^## "),
              read("docs/dashboard.md"), read("docs/review.md"), read("docs/sign-in.md"),
              section(read("docs/safety.md"), "## In the dashboard", r"^##? "),
+             section(read("docs/redteam.md"), "## In the dashboard", r"^##? "),
              section(read("docs/wildbench.md"), "**Dashboard.**", r"^\s*$")]
     names = set()
     for part in parts:

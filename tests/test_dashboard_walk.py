@@ -21,7 +21,7 @@ pytestmark = needs_chromium
 # (url path, the page's title): every page opens under its own address; the home page is "/"
 PAGES = [("", "evaldash"), ("runs", "Runs"), ("datasets", "Datasets"), ("new", "New evaluation"),
          ("results", "Results"), ("compare", "Compare runs"), ("safety", "Risk and safety"),
-         ("attacks", "Jailbreak attacks"), ("leaderboard", "WildBench leaderboard"), ("pairwise", "Pairwise inspector")]
+         ("attacks", "Jailbreak attacks"), ("redteam", "Red team"), ("leaderboard", "WildBench leaderboard"), ("pairwise", "Pairwise inspector")]
 
 
 @pytest.fixture

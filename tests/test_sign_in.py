@@ -76,7 +76,7 @@ def routed_as_on_a_server(monkeypatch):
 def test_signed_out_every_address_and_deep_link_shows_only_the_sign_in_form(home_store, judge_server, password_on,
                                                                             routed_as_on_a_server):
     pages = app_pages()
-    assert len(pages) == 13  # app.py's navigation (a page added there is tested here; update the count)
+    assert len(pages) == 14  # app.py's navigation (a page added there is tested here; update the count)
     # every page file is in it: Streamlit's legacy mode would serve a pages/ file that app.py does not route
     assert {file for file, _ in pages} == {f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     deep, hidden = _runs_to_hide(home_store, judge_server)
@@ -241,7 +241,7 @@ def test_with_a_password_every_address_shows_only_the_form_and_a_deep_link_opens
     deep, hidden = _runs_to_hide(store, judge_server)
     store.engine.dispose()
     paths = [f"/{path}" for _, path in app_pages()]
-    assert len(paths) == 13  # app.py's navigation, as in the AppTest above
+    assert len(paths) == 14  # app.py's navigation, as in the AppTest above
     requests: list[str] = []
     digest = hashlib.sha256(PASSWORD.encode()).hexdigest()
     dash = Dashboard(home, tmp_path / "server-logs", recorder, EVAL_DASHBOARD_PASSWORD_SHA256=digest)
