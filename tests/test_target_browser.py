@@ -10,6 +10,7 @@ import pytest
 from tests.browser import needs_chromium, screenshot, served, settle
 from tests.conftest import ROOT, wait_for_run
 from tests.judge_server import JudgeServer
+from tests.procs import wait_until
 
 SHOTS = ROOT / "artifacts" / "screenshots"
 pytestmark = [needs_chromium, pytest.mark.usefixtures("queue_worker")]  # PostgreSQL: the run goes to the queue
@@ -34,7 +35,9 @@ def test_a_new_user_has_a_model_answer_uploaded_questions_then_reads_the_judged_
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
         settle(page, "Questions only: this file has no answers to judge yet")
         page.get_by_role("button", name="Save dataset").click()
-        settle(page)
+        # the page settles before the save lands: the store itself is waited for
+        wait_until(lambda: any(d["name"] == "capitals.jsonl" for d in store.list_datasets()), timeout=60,
+                   what="the questions saved as a dataset")
         [saved] = [d for d in store.list_datasets() if d["name"] == "capitals.jsonl"]
         page.goto(f"{url}/new?dataset={saved['id']}")
         settle(page, "This dataset has questions only")
