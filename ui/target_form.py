@@ -82,7 +82,7 @@ def generate(dataset_id: str, choice: TargetChoice, cost: dict) -> tuple[str, di
         return None
     if usage.failed:
         i, why = next(iter(sorted(usage.failed.items())))
-        st.error(w.literal(f"The target did not answer {usage.failed and len(usage.failed)} of {len(records)} "
+        st.error(w.literal(f"The target did not answer {len(usage.failed)} of {len(records)} "
                            f"questions (first: row {i + 1}: {_hidden(why, choice.api_key)}). The answers it gave are "
                            "kept: start again to ask only the others."))
         return None

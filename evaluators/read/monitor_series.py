@@ -12,7 +12,7 @@ from sqlalchemy import case, func, literal, select
 from evaluators.core.registry import get_metric
 from evaluators.core.scales import reports_defects
 from evaluators.core.stats import wilson
-from evaluators.read.monitor_traffic import Slice
+from evaluators.read.monitor_traffic import Slice, window_start
 from evaluators.store.monitor_rules import MonitorDecisionRow, MonitorRuleRow
 from evaluators.store.schema import ResultRow
 from evaluators.store.traces import MonitorTraceRow
@@ -176,14 +176,11 @@ def series_chart(series: dict[str, Any], title: str) -> dict:
     """A Vega-Lite chart of :func:`rate_series`: the rate per window as a line over its 95% interval's band, the
     number judged under every point, a window under min n drawn hollow; a window with none judged leaves a gap, and a
     change of the rule breaks the line at a dashed mark saying what changed."""
-    import datetime as dt
-
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     values, segment = [], 0
     for p in series["points"]:
         # windows with none judged end a stretch of line, and so does a change of the rule: the next starts anew
         segment += p["n"] == 0 or bool(p.get("changes"))
-        values.append({"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+        values.append({"start": window_start(p["start_ns"]),
                        "rate": p["rate"], "low": p["low"], "high": p["high"], "n": p["n"], "few": p["few"],
                        "segment": segment, "change": "; ".join(p.get("changes") or ()) or None})
     x = {"field": "start", "type": "temporal", "title": "window (UTC)"}

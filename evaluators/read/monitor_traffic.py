@@ -118,13 +118,17 @@ def around_deploy(found: list[dict[str, Any]], version: str, until_ns: int) -> t
     return (at - span, at), (at, at + span)
 
 
+def window_start(start_ns: int) -> str:
+    """A window's start (ns since the epoch) as the charts' ISO time, UTC (exact to the microsecond)."""
+    import datetime as dt
+
+    return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=start_ns // 1000)).isoformat()
+
+
 def traffic_chart(points: list[dict[str, Any]], title: str) -> dict:
     """A Vega-Lite chart of :func:`traffic_series`: traces per window as bars (judged ones darker, with a rule),
     each bar a point a click picks (the selection ``pick``, by ``start_ns``: the page opens that window's traces)."""
-    import datetime as dt
-
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-    values = [{"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+    values = [{"start": window_start(p["start_ns"]),
                "start_ns": p["start_ns"], "traces": p["traces"], "errors": p["errors"],
                "judged": (p.get("decisions") or {}).get("judged")} for p in points]
     x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
@@ -147,10 +151,7 @@ def traffic_chart(points: list[dict[str, Any]], title: str) -> dict:
 def usage_chart(points: list[dict[str, Any]]) -> dict:
     """Mean latency (ms) and mean tokens a trace per window, one line each on its own axis; a window with no trace
     leaves a gap."""
-    import datetime as dt
-
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-    values = [{"start": (epoch + dt.timedelta(microseconds=p["start_ns"] // 1000)).isoformat(),
+    values = [{"start": window_start(p["start_ns"]),
                "latency_ms": p["latency_ms"], "tokens_mean": p["tokens_mean"]} for p in points]
     x = {"field": "start", "type": "temporal", "title": "window (UTC)"}
 
