@@ -227,3 +227,16 @@ def test_every_deterministic_strategy_runs_end_to_end_and_the_line_says_what_was
     assert techniques == {*STRATEGIES, "base64_rot13"} and len(res.attacks) == 2 * len(techniques)
     assert sorted(received) == sorted(a["prompt"] for a in res.attacks)  # each prompt as sent, byte for byte
     assert all(a["error"] is None and a["attack_success"] is False for a in res.attacks)
+
+
+def test_the_scorecard_names_the_run_that_judged_each_category(servers, home_store, tmp_path):
+    """The scorecard's ``runs``: each category's verdicts are a run of the store (reviewed on the Review page),
+    whose rows are that category's answered attacks, in order."""
+    from evaluators.read.results import open_results
+
+    result = run_scan(servers, home_store, tmp_path)
+    assert set(result.scorecard["runs"]) == set(OBJECTIVES)
+    for cat, rid in result.scorecard["runs"].items():
+        answered = [a["id"] for a in result.attacks if a["risk_category"] == cat and len(a["conversation"]) == 2]
+        res = open_results(home_store, rid)
+        assert [res.dataset.records[i].get("id") for i in range(len(res.dataset))] == answered

@@ -553,6 +553,7 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
                           str(objectives_file) if objectives_file else None, seed)
     card["usage"] = usage(answered, judged, card["risk_category_summary"][0]["overall_successful_attacks"])
+    card["runs"] = dict(runs)  # the judge's runs in the store (a category's verdicts reviewed on the Review page)
     harmless_lines = refusal_lines(benign)
     names = [t.name for t in techniques]
     card.update({"over_refusal": over_refusal_cells(harmless_lines, cats, names)} if over_refusal else {},
