@@ -11,19 +11,16 @@
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from evaluators.core.errors import UsageError
 from evaluators.core.scales import consensus, human_pass, ordinal, scale, snap
-from evaluators.judge.client import JudgeClient, JudgeError
 from evaluators.judge.config import JudgeConfig
-from evaluators.judge.ratelimit import RateLimiter
 from evaluators.judge.templates import Template
 from evaluators.read.repeats import repeat_agreement
 from evaluators.read.view import open_view
@@ -33,7 +30,8 @@ from evaluators.review.align_candidates import (METHODS, AlignRow, Candidate, bu
                                                 template_text, with_section)
 from evaluators.review.align_rates import corrected_rates
 from evaluators.review.align_stats import gate, length_bias, split_card
-from evaluators.run.planning import _Task, cache_key, iter_tasks
+from evaluators.run.judging import CachedJudge
+from evaluators.run.planning import _Task, iter_tasks
 from evaluators.run.spec import RunSpec, resolve_templates
 from evaluators.store.store import Store
 
@@ -121,73 +119,9 @@ class _Reviewed:
         return [f for f in self.spec.fields if f in self.template.placeholders] or sorted(self.template.placeholders)
 
 
-def _value(spec: Any, text: str) -> float | None:
-    """A reply's primary value, or None when it cannot be used (the runner would record an error)."""
-    try:
-        value = spec.parse_reply(text).outputs.get(spec.primary)
-    except Exception:  # noqa: BLE001 — an unusable reply leaves the row out, as the runner's error would
-        return None
-    return None if value is None else float(value)
-
-
-class _Judging:
-    """Calls through the judge client, each reply kept in (and first looked up in) the store's judge cache."""
-
-    def __init__(self, store: Store, run_id: str, judge: JudgeConfig, api_key: str | None):
-        self.store, self.run_id, self.judge, self.api_key = store, run_id, judge, api_key
-        self.calls = 0
-        self.errors: list[str] = []  # failed calls' reasons
-
-    async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
-                   extra: dict | None, hit: Any, usable: Callable[[str], bool]) -> str | None:
-        if hit is not None and usable(hit.reply):
-            return hit.reply
-        async with sem:
-            try:
-                reply = await client.complete(messages, extra=extra)
-            except JudgeError as e:
-                self.errors.append(str(e))
-                return None
-        self.calls += 1
-        if not usable(reply.text):  # as the runner: only a reply that can be used is cached, so a retry asks again
-            return None
-        self.store.write_results(self.run_id, [], cache=[dict(
-            key=key, model=self.judge.model, reply=reply.text, prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens, latency_ms=reply.latency_ms)])
-        return reply.text
-
-    def ask_many(self, jobs: list[tuple[str, list[dict], dict | None]],
-                 usable: Callable[[str], bool] = lambda _: True) -> list[str | None]:
-        """Replies to (cache key, messages, request parameters) jobs, in order; None where a call failed or its
-        reply is not ``usable`` (then not cached either)."""
-        hits = self.store.cache_get_many(sorted({j[0] for j in jobs}))
-
-        async def go() -> list[str | None]:
-            # paced as a run is: the judge's 429s and rate-limit headers, and the --rpm / --tpm budgets
-            client = JudgeClient(self.judge, self.api_key, limiter=RateLimiter(self.judge.concurrency, self.judge.rpm,
-                                                                          self.judge.tpm))
-            sem = asyncio.Semaphore(self.judge.concurrency)
-            try:
-                return await asyncio.gather(*(self._ask(client, sem, *j, hits.get(j[0]), usable) for j in jobs))
-            finally:
-                await client.aclose()
-        before = len(self.errors)
-        out = asyncio.run(go())
-        if jobs and all(x is None for x in out) and len(self.errors) > before:  # not one answer: say why, stop
-            raise UsageError(f"the judge answered none of {len(jobs)} calls: {self.errors[before]}")
-        return out
-
-    def values(self, template: Template, spec: Any, rows: list[tuple[Any, dict]]) -> dict[Any, float | None]:
-        """Key -> the value ``template`` gets on each (key, the row's fields); None where the call or its reply
-        failed."""
-        jobs = []
-        for _, values in rows:
-            messages = template.render(values)
-            jobs.append((cache_key(template, messages, self.judge), messages, template.request_params() or None))
-        out: dict[Any, float | None] = {}
-        for (i, _), text in zip(rows, self.ask_many(jobs, lambda text: _value(spec, text) is not None)):
-            out[i] = None if text is None else _value(spec, text)
-        return out
+class _Judging(CachedJudge):
+    """The judge's calls for an alignment: cached calls (:class:`~evaluators.run.judging.CachedJudge`), and a
+    candidate's pass/fail verdicts on reviewed rows."""
 
     def verdicts(self, template: Template, reviewed: _Reviewed, rows: list[AlignRow]) -> dict[tuple, int | None]:
         """(run, row) -> pass (1) or fail (0) of ``template`` on each row; None where the call or its reply failed."""

@@ -120,25 +120,41 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
     With ``price`` (a :class:`evaluators.judge.prices.Price`) the calls' cost is summed; with ``budget`` too (USD)
     a call that could take it past the budget is not sent (calls in flight counted at their estimate: the
     prompt's characters / 4 and the whole ``max_tokens``), and its row is in ``failed`` saying so."""
+    requests = [target.messages({f: rec.get(c) for f, c in mapping.items()}) for rec in records]
+    replies, usage = ask_requests(store, requests, target, api_key, on_progress, price, budget)
+    for rec, reply in zip(records, replies):
+        if reply is not None:
+            rec["response"] = reply
+    return usage
+
+
+def request_key(messages: list[dict], target: Target) -> str:
+    """The call cache's key of one request to ``target``: the messages and what decides the answer."""
+    blob = json.dumps([messages, target.identity(), "target"], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def ask_requests(store, requests: list[list[dict]], target: Target, api_key: str | None = None,
+                 on_progress: Callable[[int, int], None] | None = None, price: Any = None,
+                 budget: float | None = None) -> tuple[list[str | None], TargetUsage]:
+    """The target's reply to each request (chat messages, sent as they are), each asked once: found in the store's
+    call cache, else asked (``target.config.concurrency`` at once) and kept as it arrives. A request the target
+    could not answer has None and its error in ``usage.failed`` (``price``, ``budget``: as :func:`answer_rows`)."""
     from evaluators.judge.client import JudgeClient, JudgeError
 
-    identity = target.identity()
-    asks = []
-    for rec in records:
-        msgs = target.messages({f: rec.get(c) for f, c in mapping.items()})
-        blob = json.dumps([msgs, identity, "target"], sort_keys=True, ensure_ascii=False)
-        asks.append((msgs, hashlib.sha256(blob.encode()).hexdigest()))
-    hits = store.cache_get_many([k for _, k in asks])
+    keys = [request_key(msgs, target) for msgs in requests]
+    hits = store.cache_get_many(list(dict.fromkeys(keys)))
     usage = TargetUsage(usd=0.0 if price is not None else None)
+    replies: list[str | None] = [None] * len(requests)
     in_flight = [0.0]
     todo = []
-    for i, (msgs, key) in enumerate(asks):
+    for i, (msgs, key) in enumerate(zip(requests, keys)):
         if key in hits:
-            records[i]["response"] = hits[key].reply
+            replies[i] = hits[key].reply
             usage.cached += 1
         else:
             todo.append((i, msgs, key))
-    total, done = len(records), [usage.cached]
+    total, done = len(requests), [usage.cached]
 
     async def run() -> None:
         client = JudgeClient(target.config, api_key or "unused")
@@ -161,7 +177,7 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
                     return
                 finally:
                     in_flight[0] -= est
-            records[i]["response"] = reply.text
+            replies[i] = reply.text
             if price is not None:
                 usage.usd += price.cost(reply.prompt_tokens or 0, reply.completion_tokens or 0)
             usage.calls += 1
@@ -183,7 +199,7 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
 
     if todo:
         run_to_end(run())  # (also from inside a running event loop: a notebook, the dashboard)
-    return usage
+    return replies, usage
 
 
 def call_rows(records: list[dict], fn: Callable[..., Any], where: str = "the target") -> None:
