@@ -29,9 +29,6 @@ they are refused by name.
 """
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.suites.redteam import strategies as S
+from evaluators.suites.redteam.asking import Answered, ask_target
 from evaluators.suites.redteam.attacker import MODEL_STRATEGIES, base, system_for, technique_name
 from evaluators.suites.redteam.objectives import RISK_CATEGORIES, Objective, load_objectives
 from evaluators.suites.redteam.refusal import HARMLESS, TEMPLATE as REFUSAL, UNDERSTOOD
@@ -152,99 +150,19 @@ def build_attacks(objectives: Sequence[Objective], strategies: Sequence[Strategy
 
 
 # ------------------------------------------------------------------ answers
-@dataclass
-class Answered:
-    """What asking the target did: calls made, answers found in the cache, errors (attack index -> text)."""
-
-    calls: int = 0
-    cached: int = 0
-    errors: dict[int, str] = field(default_factory=dict)
-    prompt_tokens: int = 0  # (as an endpoint reports them; a callable reports none)
-    completion_tokens: int = 0
-
-
-def _callable_identity(fn: Callable, name: str | None) -> dict[str, Any]:
-    """A callable's part of the cache key: the name given, else where it is defined (module and qualified name)."""
-    return {"callable": name or f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"}
-
-
-async def _reply_of(fn: Callable, messages: list[dict]) -> str:
-    """``fn``'s answer to ``messages`` (a plain function runs in a thread of its own): text, or the SDK callback's
-    shape (async, returning ``{"messages": [..., {"role": "assistant", "content": ...}]}``)."""
-    got = await (fn(messages) if inspect.iscoroutinefunction(fn) else asyncio.to_thread(fn, messages))
-    if inspect.isawaitable(got):
-        got = await got
-    if isinstance(got, Mapping) and isinstance(got.get("messages"), list) and got["messages"]:
-        last = got["messages"][-1]
-        got = last.get("content") if isinstance(last, Mapping) else last
-    if not isinstance(got, str):
-        raise TypeError(f"the target returned {type(got).__name__}, not text (or the SDK's {{'messages': [...]}})")
-    return got
-
-
-def _ask_callable(store, attacks: list[dict], fn: Callable, name: str | None, concurrency: int = 8,
-                  on_progress: Callable[[int, int], None] | None = None) -> Answered:
-    """Each prompt as ``[{"role": "user", ...}]`` to ``fn``, once, ``concurrency`` at a time: each answer is
-    cached as it comes back."""
-    identity, done = _callable_identity(fn, name), Answered()
-    keys = []
-    for a in attacks:  # (only attacks with a prompt are handed here)
-        blob = json.dumps([[{"role": "user", "content": a["prompt"]}], identity, "target"], sort_keys=True,
-                          ensure_ascii=False)
-        keys.append(hashlib.sha256(blob.encode()).hexdigest())
-    hits = store.cache_get_many(keys)
-    for a, key in zip(attacks, keys):
-        if key in hits:
-            a["answer"], done.cached = hits[key].reply, done.cached + 1
-
-    async def ask(i: int, sem: asyncio.Semaphore) -> None:
-        async with sem:
-            try:
-                reply = await _reply_of(fn, [{"role": "user", "content": attacks[i]["prompt"]}])
-            except Exception as e:  # noqa: BLE001 — the user's code failed on this attack: its error, not the scan's
-                done.errors[i] = f"the target failed: {type(e).__name__}: {e}"
-                return
-        attacks[i]["answer"] = reply
-        done.calls += 1
-        await asyncio.to_thread(store.write_results, "", [], [dict(key=keys[i], model=identity["callable"],
-                                                                   reply=reply)])
-        if on_progress:
-            on_progress(done.cached + done.calls, len(attacks))
-
-    async def run() -> None:
-        sem = asyncio.Semaphore(max(1, concurrency))
-        await asyncio.gather(*(ask(i, sem) for i, key in enumerate(keys) if key not in hits))
-
-    run_to_end(run())
-    return done
-
-
 def answer_attacks(store, attacks: list[dict], target: Any, api_key: str | None = None,
                    target_name: str | None = None, on_progress: Callable[[int, int], None] | None = None,
                    concurrency: int = 8) -> Answered:
-    """Put the target's answer to each attack in its ``answer`` (in place), each asked once (the store's cache).
-
-    Args:
-        target: a :class:`~evaluators.run.target.Target`, or a callable ``f(messages) -> str`` (or, as the SDK's
-            callback, an async one returning ``{"messages": [...]}``: the last message's content is the answer).
-        target_name: a callable's name in the cache key (default: its module and qualified name).
-        on_progress: called with (answers so far, attacks to answer) as the answers arrive.
-        concurrency: a callable's calls at once (an endpoint's: its configuration's).
-    """
-    sendable = [i for i, a in enumerate(attacks) if a["prompt"] is not None]
-    if callable(target):
-        got = _ask_callable(store, [attacks[i] for i in sendable], target, target_name, concurrency, on_progress)
-        return Answered(got.calls, got.cached, {sendable[i]: e for i, e in got.errors.items()})
-    from evaluators.run.target import answer_rows
-
-    records = [{"query": attacks[i]["prompt"]} for i in sendable]
-    usage = answer_rows(store, records, {"query": "query"}, target, api_key, on_progress)
-    for i, rec in zip(sendable, records):
-        if "response" in rec:
-            attacks[i]["answer"] = rec["response"]
-    return Answered(usage.calls, usage.cached,
-                    {sendable[i]: f"the target failed: {e}" for i, e in usage.failed.items()},
-                    usage.prompt_tokens, usage.completion_tokens)
+    """Put the target's answer to each single-turn attack with a prompt in its ``answer`` (in place), each asked
+    once (the store's cache; :func:`evaluators.suites.redteam.asking.ask_target` says what ``target`` may be)."""
+    sendable = [i for i, a in enumerate(attacks) if a["prompt"] is not None and "timeline" not in a]
+    replies, got = ask_target(store, [[{"role": "user", "content": attacks[i]["prompt"]}] for i in sendable], target,
+                              api_key, target_name, on_progress, concurrency)
+    for i, reply in zip(sendable, replies):
+        if reply is not None:
+            attacks[i]["answer"] = reply
+    got.errors = {sendable[i]: e for i, e in got.errors.items()}
+    return got
 
 
 # ------------------------------------------------------------------ verdicts
