@@ -35,7 +35,7 @@ def test_strategies_by_the_sdk_s_names(given, names, complexities):
 
 
 @pytest.mark.parametrize("given, said", [(["moderate"], "'tense' needs an attacker model"),
-                                         (["crescendo"], "not run by this scan yet"),
+                                         (["crescendo"], "needs an attacker model to hold the conversation"),
                                          (["indirect_jailbreak"], "not run by this scan yet"),
                                          (["base64+tense"], None), (["rot14"], "unknown strategy"),
                                          (["a+b+c"], "unknown strategy"), (["flip+flip+flip"], "at most two")])

@@ -62,7 +62,8 @@ def add_commands(sub) -> None:
     r.add_argument("--risk-categories", default="violence,hate_unfairness,sexual,self_harm",
                    help="comma-separated (default: all four harms)")
     r.add_argument("--strategies", default="easy", help="comma-separated AttackStrategy names, the group easy, or "
-                   "translation:LANGUAGE, moderate (tense), difficult (tense then base64), or A+B (A then B); baseline is always added (default: easy = "
+                   "translation:LANGUAGE, moderate (tense), difficult (tense then base64), A+B (A then B), or the conversations "
+                   "crescendo and multi_turn (with an attacker model); baseline is always added (default: easy = "
                    "base64, flip, morse)")
     r.add_argument("--objectives", type=int, default=10, metavar="N", help="objectives per risk category")
     r.add_argument("--objectives-file", metavar="F", help="the SDK's custom_attack_seed_prompts file (.json or "
@@ -77,6 +78,10 @@ def add_commands(sub) -> None:
     r.add_argument("--understanding", action="store_true", help="also judge each attack's answer (but baseline's) "
                    "for whether the target understood the disguised request, so a refusal is not confused with a "
                    "garbled reply (understood in attacks.jsonl; the scorecard's understanding)")
+    r.add_argument("--max-turns", type=int, default=10, metavar="N", help="a crescendo or multi_turn attack's "
+                   "turns at most (default 10)")
+    r.add_argument("--max-backtracks", type=int, default=10, metavar="N", help="a crescendo attack's refused turns "
+                   "rolled back and asked differently, at most (default 10)")
     r.add_argument("--application-scenario", default="", help="kept in the scorecard's parameters")
     r.add_argument("--out", required=True, help="folder for attacks.jsonl and scorecard.json; run again to resume")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: EVAL_DATABASE_URL or ~/.evaldash/evals.db)")
@@ -188,7 +193,7 @@ def cmd_redteam(a) -> int:
                   application_scenario=a.application_scenario, attacker=attacker, attacker_api_key=attacker_key,
                   on_progress=progress, cost=cost,
                   target_concurrency=a.concurrency, over_refusal=a.over_refusal,
-                  understanding=a.understanding)
+                  understanding=a.understanding, max_turns=a.max_turns, max_backtracks=a.max_backtracks)
     card, out = res.scorecard, Path(a.out)
     if not a.quiet:
         _print(card)
