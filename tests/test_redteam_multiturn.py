@@ -185,3 +185,15 @@ def test_a_multi_turn_strategy_without_an_attacker_or_in_a_pair_is_refused(home_
 
     with pytest.raises(UsageError, match=says):
         resolve_strategies(strategies, attacker)
+
+
+def test_usd_per_successful_attack_prices_every_judge_call_the_server_answered(servers, home_store, tmp_path):
+    """USD per successful attack: every judge call (the turn checks and the verdict runs), priced from the usage the
+    judge server reported, over the successes (2: one crescendo, one multi_turn)."""
+    _, _, j = servers
+    price = {"input": 2.5, "output": 10.0}  # USD per 1M tokens
+    res = run(servers, home_store, tmp_path, cost={"prices": {"judge": price}})
+    usd = sum(u["prompt_tokens"] * 2.5 + u["completion_tokens"] * 10.0 for u in j.usages) / 1e6
+    got = res.scorecard["usage"]
+    assert got["judge_usd"] == pytest.approx(usd, abs=1e-6)  # (kept to 6 decimals)
+    assert got["judge_usd_per_successful_attack"] == pytest.approx(usd / 2, abs=1e-6)

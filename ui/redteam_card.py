@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ui import state
+from ui import redteam_timeline, state
 from ui.widgets import count, plain, table
 
 CELL_CHARS = 160  # a table cell's text; the conversation below has all of it
@@ -120,7 +120,9 @@ def conversation(a: dict) -> None:
         st.text(f"{a['id']} · {a['risk_category']} · {a['attack_technique']} ({a['attack_complexity']})")
         st.caption("Objective")
         st.text(a.get("objective") or "")
-        for turn in a.get("conversation") or []:
+        if a.get("timeline"):  # a multi-turn attack: every turn asked, those rolled back included
+            redteam_timeline.timeline(a)
+        for turn in [] if a.get("timeline") else a.get("conversation") or []:
             st.caption("The target" if turn["role"] == "assistant" else f"Sent ({turn['role']})")
             st.code(turn["content"], language=None, wrap_lines=True)
         st.caption("Verdict")
