@@ -8,7 +8,7 @@ Stages, each resumable on its own:
    :func:`evaluators.suites.redteam.strategies.apply` with the scan's seed: the same seed, objectives and
    strategies give the same prompts, byte for byte.
 2. Answers (:func:`answer_attacks`): each prompt sent once to the target, an OpenAI-compatible
-   :class:`~evaluators.run.target.Target` (through :func:`evaluators.run.target.answer_rows`) or a Python callable
+   :class:`~evaluators.run.target.Target` (through :func:`evaluators.run.target.ask_requests`) or a Python callable
    ``f(messages) -> str`` (as the SDK's callback). Either way the answer is kept in the store's call cache as it
    arrives, under the request and the target's identity, so a scan killed half-way sends only what it had not
    sent, and the same scan again sends nothing.
@@ -24,8 +24,9 @@ success nor a failure, counted apart and never in a rate (the SDK once counted s
 
 ``tense`` (hence the groups ``moderate`` = tense and ``difficult`` = tense then base64) and ``translation:LANGUAGE``
 are written by an attacker model (:mod:`evaluators.suites.redteam.attacker`), its rewrites cached like answers.
-``indirect_jailbreak`` and the multi-turn strategies (``crescendo``, ``multi_turn``) are not in this engine yet:
-they are refused by name.
+The multi-turn strategies ``crescendo`` and ``multi_turn`` are conversations the attacker model holds with the
+target (:mod:`evaluators.suites.redteam.multiturn`), between stages 2 and 3; their verdict is their last kept
+turn's. ``indirect_jailbreak`` is not in this engine yet: it is refused by name.
 """
 from __future__ import annotations
 
