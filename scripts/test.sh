@@ -9,6 +9,15 @@ bash scripts/setup.sh --dev
 # The documentation site, with MkDocs' strict checks (a broken link or anchor fails it): about 2 s. Never --quiet,
 # which hides the warnings --strict counts.
 .venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/evals-docs-$$" && rm -rf "${TMPDIR:-/tmp}/evals-docs-$$"
+# PyRIT (the converters the SDK's attack strategies map to) in a throwaway virtualenv of its own (never ours), for
+# tests/test_redteam_pyrit.py: about 50 s once, in the background beside the SDK's install below. Without PyPI
+# those tests skip and say so.
+pyrit_pid=""
+if ! bench/.pyrit-venv/bin/python -c "import pyrit.converter" 2>/dev/null; then
+  { { .venv/bin/python -m venv --clear bench/.pyrit-venv && bench/.pyrit-venv/bin/python -m pip install -q "pyrit==1.1.*"; } \
+    || { echo "could not install PyRIT into bench/.pyrit-venv: its comparison tests will skip"; rm -rf bench/.pyrit-venv; }; } &
+  pyrit_pid=$!
+fi
 # The Azure AI Evaluation SDK in a throwaway virtualenv (never in ours), for the tests that compare the requests
 # its own .prompty evaluators send with ours (tests/test_sdk_prompty.py); about 40 s once. Without PyPI those
 # tests skip and say so.
@@ -16,6 +25,7 @@ if [ ! -x bench/.sdk-venv/bin/python ]; then
   { .venv/bin/python -m venv --clear bench/.sdk-venv && bench/.sdk-venv/bin/python -m pip install -q "azure-ai-evaluation==1.18.*"; } \
     || { echo "could not install the Azure SDK into bench/.sdk-venv: its comparison tests will skip"; rm -rf bench/.sdk-venv; }
 fi
+[ -z "$pyrit_pid" ] || wait "$pyrit_pid" || true
 PYTEST=(.venv/bin/python -m pytest -q --dist loadfile --no-loadscope-reorder)  # longest files first (tests/conftest.py)
 # With arguments: one pass, two workers (each takes whole test files, so a module's dashboard server starts
 # once); e.g. `bash scripts/test.sh -n 0 tests/test_store.py`, or `--store postgresql` for the PostgreSQL pass.

@@ -502,9 +502,8 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         :class:`ScanResult`.
     """
     from evaluators.store.store import Store
-    from evaluators.suites.redteam.scorecard import scorecard as make_scorecard
-
     from evaluators.judge.config import JudgeConfig
+    from evaluators.suites.redteam.scorecard import scorecard as make_scorecard
 
     if isinstance(target, JudgeConfig):  # the model itself, asked as it is
         from evaluators.run.target import Target

@@ -4,7 +4,7 @@ Names are the Azure AI Evaluation SDK's ``AttackStrategy`` values, so a scan's c
 transform does what the converter the SDK maps it to (PyRIT's) does, written here in our own code:
 
 - encodings: ``base64`` (UTF-8), ``binary`` (each character's code point in 16 bits, space-separated), ``url``
-  (percent-encoding), ``morse`` (ITU; words split by "/", a character with no code becomes ``........``),
+  (percent-encoding), ``morse`` (ITU and extended letters; a space is "/", a character with no code ``........``),
   ``rot13``, ``caesar`` (letters and digits shifted by 1, as the SDK sets it), ``atbash`` (letters and digits
   reversed);
 - spellings: ``flip`` (the text reversed), ``character_space`` (a space between characters, ASCII punctuation
@@ -34,15 +34,19 @@ from typing import Callable
 from evaluators.suites.safety import JAILBREAKS
 
 # ------------------------------------------------------------------ encodings
-MORSE = {
+MORSE = {  # the ITU letters, digits and signs PyRIT's converter knows, its extended letters, and "/" for a space
     "A": ".-", "B": "-...", "C": "-.-.", "D": "-..", "E": ".", "F": "..-.", "G": "--.", "H": "....", "I": "..",
     "J": ".---", "K": "-.-", "L": ".-..", "M": "--", "N": "-.", "O": "---", "P": ".--.", "Q": "--.-", "R": ".-.",
     "S": "...", "T": "-", "U": "..-", "V": "...-", "W": ".--", "X": "-..-", "Y": "-.--", "Z": "--..",
     "0": "-----", "1": ".----", "2": "..---", "3": "...--", "4": "....-", "5": ".....", "6": "-....",
     "7": "--...", "8": "---..", "9": "----.",
     ".": ".-.-.-", ",": "--..--", "?": "..--..", "'": ".----.", "!": "-.-.--", "/": "-..-.", "(": "-.--.",
-    ")": "-.--.-", "&": ".-...", ":": "---...", ";": "-.-.-.", "=": "-...-", "+": ".-.-.", "-": "-....-",
-    "_": "..--.-", '"': ".-..-.", "$": "...-..-", "@": ".--.-.",
+    ")": "-.--.-", "&": ".-...", ":": "---...", "=": "-...-", "+": ".-.-.", "-": "-....-", '"': ".-..-.",
+    "@": ".--.-.", "%": "------..-.-----", " ": "/",
+    "À": ".--.-", "Å": ".--.-", "Ä": ".-.-", "Ą": ".-.-", "Æ": ".-.-", "Ć": "-.-..", "Ĉ": "-.-..", "Ç": "-.-..",
+    "Ĥ": "----", "Š": "----", "Đ": "..-..", "É": "..-..", "Ę": "..-..", "Ð": "..--.", "È": ".-..-", "Ł": ".-..-",
+    "Ĝ": "--.-.", "Ĵ": ".---.", "Ń": "--.--", "Ñ": "--.--", "Ó": "---.", "Ö": "---.", "Ø": "---.",
+    "Ś": "...-...", "Ŝ": "...-.", "Þ": ".--..", "Ü": "..--", "Ŭ": "..--", "Ź": "--..-.", "Ż": "--..-",
 }
 MORSE_ERROR = "........"  # ITU's "error" signal: a character with no code
 
@@ -52,8 +56,11 @@ def to_base64(text: str, rng: random.Random | None = None) -> str:
 
 
 def to_binary(text: str, rng: random.Random | None = None) -> str:
-    """Each character's code point in 16 bits (PyRIT's default width); wider ones in as many bits as they need."""
-    return " ".join(format(ord(c), "016b") for c in text)
+    """Each character's code point in 16 bits (PyRIT's default width), a word's characters joined by a space and
+    the words (split at each space, as PyRIT's word-level converters do) by a space's code between spaces. A
+    character above U+FFFF, which PyRIT's converter refuses, takes as many bits as it needs."""
+    space = format(ord(" "), "016b")
+    return f" {space} ".join(" ".join(format(ord(c), "016b") for c in w) for w in text.split(" "))
 
 
 def to_url(text: str, rng: random.Random | None = None) -> str:
@@ -61,8 +68,10 @@ def to_url(text: str, rng: random.Random | None = None) -> str:
 
 
 def to_morse(text: str, rng: random.Random | None = None) -> str:
-    words = text.split()
-    return " / ".join(" ".join(MORSE.get(c.upper(), MORSE_ERROR) for c in w) for w in words)
+    """The text's lines, stripped, on one line; upper-cased; each character's code (a space's is "/"), space
+    separated; a character with no code is ITU's error signal."""
+    flat = " ".join(line.strip() for line in text.splitlines())
+    return " ".join(MORSE.get(c, MORSE_ERROR) for c in flat.upper())
 
 
 def to_rot13(text: str, rng: random.Random | None = None) -> str:
@@ -92,7 +101,7 @@ def flip(text: str, rng: random.Random | None = None) -> str:
     return text[::-1]
 
 
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_PUNCTUATION = str.maketrans("", "", string.punctuation.replace("\\", ""))  # (as PyRIT's: a backslash stays)
 
 
 def character_space(text: str, rng: random.Random | None = None) -> str:
