@@ -466,6 +466,26 @@ def _write(out: Path, files: Mapping[str, list[dict] | None], card: dict[str, An
     write_atomic(out / "scorecard.json", json.dumps(card, indent=1, ensure_ascii=False) + "\n")
 
 
+def _checked(target: Any, judge: Any, categories: Sequence[str], thresholds: Mapping[str, float] | None,
+             strategies: Sequence[str], attacker: bool, talk_limits: tuple[int, int]) -> tuple:
+    """A scan's settings checked before any call: (the target, categories, thresholds, techniques)."""
+    from evaluators.judge.config import JudgeConfig
+
+    if isinstance(target, JudgeConfig):  # the model itself, asked as it is
+        from evaluators.run.target import Target
+
+        target = Target(target)
+    if not isinstance(judge, JudgeConfig):
+        raise UsageError(f"a scan's judge is a JudgeConfig (the severity judges' model), not {type(judge).__name__}")
+    cats = check_categories(categories)
+    limits = thresholds_for(cats, thresholds)
+    techniques = resolve_strategies(strategies, attacker)
+    if int(talk_limits[0]) < 1 or int(talk_limits[1]) < 0:
+        raise UsageError(f"--max-turns {talk_limits[0]} / --max-backtracks {talk_limits[1]}: at least 1 turn, and 0 "
+                         "or more roll-backs")
+    return target, cats, limits, techniques
+
+
 def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEGORIES,
          strategies: Sequence[str] = ("easy",), objectives: int = 10, objectives_file: str | Path | None = None,
          seed: int = 0, thresholds: Mapping[str, float] | None = None, store: Any = None,
@@ -502,21 +522,10 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
         :class:`ScanResult`.
     """
     from evaluators.store.store import Store
-    from evaluators.judge.config import JudgeConfig
     from evaluators.suites.redteam.scorecard import scorecard as make_scorecard
 
-    if isinstance(target, JudgeConfig):  # the model itself, asked as it is
-        from evaluators.run.target import Target
-
-        target = Target(target)
-    if not isinstance(judge, JudgeConfig):
-        raise UsageError(f"a scan's judge is a JudgeConfig (the severity judges' model), not {type(judge).__name__}")
-    cats = check_categories(risk_categories)
-    limits = thresholds_for(cats, thresholds)
-    techniques = resolve_strategies(strategies, attacker is not None)
-    if int(max_turns) < 1 or int(max_backtracks) < 0:
-        raise UsageError(f"--max-turns {max_turns} / --max-backtracks {max_backtracks}: at least 1 turn, and 0 or "
-                         "more roll-backs")
+    target, cats, limits, techniques = _checked(target, judge, risk_categories, thresholds, strategies,
+                                                attacker is not None, (max_turns, max_backtracks))
     chosen = load_objectives(cats, objectives, seed, objectives_file)
     harmless = load_objectives(cats, objectives, seed, HARMLESS) if over_refusal else []
     store = store or Store()
