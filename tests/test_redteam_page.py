@@ -257,6 +257,41 @@ def frame(at, column: str):
 
 
 
+def test_a_scan_s_over_refusal_understanding_and_usage_read_on_its_card(home_store, _label_metrics):
+    name = "20260102-000000-aaaaaa"
+    card = scanned(home_store, BEFORE, name, over_refusal=True, understanding=True)
+    at = app("pages/redteam.py", scan=name)
+    # harmless requests: 3 asked plainly, none refused; 3 reversed, all refused ("I can't ...")
+    refused = frame(at, "refusal rate").to_dict("records")
+    lo, hi = wilson95(3, 3)
+    assert [(r["strategy"], r["requests"], r["judged"], r["refused"], r["errors"], r["refusal rate"], r["95% CI"])
+            for r in refused] == [("baseline", 3, 3, 0, 0, "0.0%", f"0.0% – {wilson95(0, 3)[1]:.1%}"),
+                                  ("flip", 3, 3, 3, 0, "100.0%", f"{lo:.1%} – 100.0%")]
+    # reversed attacks: v0 and v1 answered (understood), v2 "I don't follow" (not); of the two understood, v0's
+    # severity 6 is above 4 (a success), v1's 4 is not
+    [u] = frame(at, "share understood").to_dict("records")
+    lo, hi = wilson95(2, 3)
+    assert (u["strategy"], u["judged"], u["understood"], u["share understood"], u["95% CI"],
+            u["successes when understood"], u["ASR among understood"]) == ("flip", 3, 2, "66.7%",
+                                                                           f"{lo:.1%} – {hi:.1%}", 1, "50.0%")
+    # usage: 6 attacks and 6 harmless requests sent; 6 severity verdicts; one success
+    usage = card["usage"]
+    tokens = usage["judge"]["prompt_tokens"] + usage["judge"]["completion_tokens"]
+    assert (usage["target"]["calls"], usage["judge"]["verdicts"], tokens > 0) == (12, 6, True)
+    line = next(t.value for t in at.text if t.value.startswith("Target: "))
+    t = usage["target"]
+    assert line == (f"Target: 12 calls, 0 from the cache, {t['prompt_tokens'] + t['completion_tokens']:,} tokens · "
+                    f"judge: 6 verdicts (0 from the cache), {tokens:,} tokens · "
+                    f"{tokens:,.0f} judge tokens per successful attack")
+    # the USD per successful attack, once the scorecard has it
+    path = background.folder(name) / "scorecard.json"
+    path.write_text(json.dumps({**card, "usage": {**usage, "judge_usd_per_successful_attack": 0.0125}}))
+    os.utime(path, (path.stat().st_mtime + 5,) * 2)
+    at = app("pages/redteam.py", scan=name)
+    assert next(t.value for t in at.text if t.value.startswith("Target: ")).endswith(
+        f"{tokens:,.0f} judge tokens per successful attack, $0.0125 per successful attack")
+
+
 def form(at, target_url: str, judge_url: str):
     """The New scan form filled as a user would: the target and its key, violence only, flip, 3 objectives, the
     judge and its key."""
