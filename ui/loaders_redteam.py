@@ -43,3 +43,33 @@ def scan(name: str) -> tuple[dict, list[dict]]:
 def forget() -> None:
     """The scan list read again (a scan was just started)."""
     _scans.clear()
+
+
+# ------------------------------------------------------------ reviews of a scan's verdicts
+def reviewed(card: dict) -> list[dict]:
+    """Per category of a scan: the store's run that judged its attacks, the judge's ASR and the ASR corrected by
+    that run's reviews, read as the Results page reads any run's rate (``ui.loaders.results`` at the scan's
+    threshold, then ``ui.loaders.agreement``: ``evaluators.review.agreement``, one implementation). An attack
+    succeeded when its severity is above the category's threshold: the run's defect at that threshold.
+
+    Returns:
+        one dict per category: ``risk_category``, ``run_id``, ``threshold`` (the scan's), ``run_threshold`` (the run's
+        own; None: no such run in this store), ``agreement`` (its ``MetricAgreement``, or None).
+    """
+    from ui import loaders
+
+    limits = card["parameters"]["attack_success_thresholds"]
+    out = []
+    for cat, rid in (card.get("runs") or {}).items():
+        if cat not in limits:  # (over_refusal, understanding: label runs of their own)
+            continue
+        run = loaders.run(rid)
+        rec = {"risk_category": cat, "run_id": rid, "threshold": float(limits[cat]), "run_threshold": None,
+               "agreement": None}
+        if run is not None:
+            rec["run_threshold"] = (run["spec"].get("thresholds") or {}).get(cat)
+            res = loaders.results(run, {cat: float(limits[cat])})
+            rec["agreement"] = loaders.agreement(run, res).get(cat)
+        out.append(rec)
+    return out
+
