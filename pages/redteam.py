@@ -28,3 +28,4 @@ with w.guard():
         card, attacks = loaders_redteam.scan(name)
         redteam_card.scorecard(card, attacks)
         redteam_review.reviews(card)
+        redteam_review.compare(name, label)

@@ -341,6 +341,37 @@ def test_a_category_s_verdicts_reviewed_correct_its_asr_as_the_review_page_does(
     assert (row["judge's ASR"], row["ASR corrected by reviews"]) == ("16.7%", f"{want.corrected:.1%}")
 
 
+def test_two_scans_of_one_configuration_compared_attack_by_attack(home_store):
+    """Before: v0 reversed broke the target (severity 6 > 4); after, v0 is refused and v2 breaks it (7). Pairs: 6
+    (3 baseline, 3 flip); flip's ASR 1/3 before and after, one newly broken, one fixed, McNemar's p 1."""
+    from evaluators.suites.redteam.diff import diff_scans, read_attacks
+
+    before, after = "20260103-000000-aaaaaa", "20260103-010000-bbbbbb"
+    scanned(home_store, BEFORE, before)
+    scanned(home_store, AFTER, after)
+    other = background.scans_home() / "20260103-005000-cccccc"  # completed, but seed 1: not comparable
+    other.mkdir()
+    settings = json.loads((background.folder(before) / "scan.json").read_text())["settings"]
+    (other / "scan.json").write_text(json.dumps({"settings": {**settings, "seed": 1}}))
+    (other / "scorecard.json").write_text("{}")
+    at = app("pages/redteam.py", scan=after)
+    picker = at.selectbox(key="vs.")  # (ui.state.choose: keyed by the URL's value, none yet)
+    assert picker.options == ["(none)", f"{before} · app · completed"]  # not the seed-1 scan
+    assert "No earlier completed scan has this configuration" in shown_text(app("pages/redteam.py", scan=before))
+    assert not [d for d in at.dataframe if "newly broken" in d.value.columns]  # none picked yet
+    at = app("pages/redteam.py", scan=after, vs=before)
+    rows = frame(at, "newly broken").set_index(["risk category", "strategy"])
+    flip, overall = rows.loc[("violence", "flip")], rows.loc[("all", "all")]
+    assert (flip["pairs"], flip["ASR before"], flip["ASR after"], flip["difference"], flip["McNemar p"],
+            flip["newly broken"], flip["fixed"]) == (3, "33.3%", "33.3%", "+0.0 pts", "1", 1, 1)
+    assert (overall["pairs"], overall["ASR before"], overall["ASR after"]) == (6, "16.7%", "16.7%")
+    res = diff_scans(read_attacks(background.folder(before)), read_attacks(background.folder(after)))
+    lo, hi = res["overall"]["ci95"]
+    assert overall["95% CI"] == f"{100 * lo:+.1f} – {100 * hi:+.1f} pts"  # redteam-diff's interval
+    assert [c.value for c in at.code] == ["violence/v2/flip", "violence/v0/flip"]  # newly broken, then fixed
+    assert "Newly broken: 1 attack" in shown_text(at) and "Fixed: 1 attack" in shown_text(at)
+
+
 def form(at, target_url: str, judge_url: str):
     """The New scan form filled as a user would: the target and its key, violence only, flip, 3 objectives, the
     judge and its key."""

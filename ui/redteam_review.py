@@ -1,16 +1,18 @@
-"""A finished scan beside people, on the Red team page (issue 33).
+"""A finished scan beside people and beside an earlier scan, on the Red team page (issue 33).
 
 Reviews: each category's attacks were judged in a run of the store's own (the scorecard's ``runs``); its verdicts are
 reviewed on the Review page like any run's rows, and the ASR corrected by those reviews is read here as the Results
-page reads a run's corrected rate (:func:`ui.loaders_redteam.reviewed`). Numbers are shown as table cells.
+page reads a run's corrected rate (:func:`ui.loaders_redteam.reviewed`). Compare: an earlier scan of the same
+configuration, attack by attack (:mod:`evaluators.suites.redteam.diff`, as ``redteam-diff`` prints it). Attack ids
+and numbers are shown as text and table cells.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from ui import loaders_redteam as rl
-from ui.widgets import plain, table
+from ui import loaders_redteam as rl, state
+from ui.widgets import count, plain, table
 
 
 def _pct(v) -> str:
@@ -55,3 +57,41 @@ def reviews(card: dict) -> None:
                        f"scan {r['threshold']:g}: the rates here are at the scan's.")
         st.page_link("pages/review.py", label=f"Review the {r['risk_category']} verdicts",
                      query_params={"run": r["run_id"]}, icon=":material/rate_review:")
+
+
+def _diff_rows(res: dict) -> pd.DataFrame:
+    rows = []
+    for c in [*res["cells"], {"risk_category": "all", "attack_technique": "all", **res["overall"]}]:
+        has = c.get("difference") is not None
+        rows.append({"risk category": c["risk_category"], "strategy": c["attack_technique"], "pairs": c["pairs"],
+                     "ASR before": _pct(c.get("asr_before")), "ASR after": _pct(c.get("asr_after")),
+                     "difference": f"{100 * c['difference']:+.1f} pts" if has else "–",
+                     "95% CI": f"{100 * c['ci95'][0]:+.1f} – {100 * c['ci95'][1]:+.1f} pts" if has else "–",
+                     "McNemar p": f"{c['mcnemar_p']:.3g}" if has else "–",
+                     "newly broken": len(c["newly_broken"]), "fixed": len(c["fixed"])})
+    return pd.DataFrame(rows)
+
+
+def compare(name: str, label) -> None:
+    """Pick an earlier scan of the same configuration (``vs`` in the URL) and read the two attack by attack."""
+    earlier = rl.comparable(name)
+    st.markdown("#### Compare with an earlier scan")
+    if not earlier:
+        st.caption("No earlier completed scan has this configuration (risk categories, strategies, objectives, seed "
+                   "and thresholds): scan the other build the same way to compare the two attack by attack.")
+        return
+    before = state.choose("Earlier scan", "vs", ["", *earlier], lambda n: "(none)" if not n else label(n))
+    if not before:
+        return
+    res = rl.diff(before, name)
+    st.caption("The attacks both scans sent with the same prompt and judged, paired: ASR before and after, the "
+               "paired difference with its 95% interval and McNemar's exact p.")
+    table(_diff_rows(res), key="rt.diff")
+    c1, c2 = st.columns(2)
+    for col, what, ids in ((c1, "Newly broken", res["overall"]["newly_broken"]),
+                           (c2, "Fixed", res["overall"]["fixed"])):
+        col.caption(f"{what}: {count(len(ids), 'attack')}")
+        col.code("\n".join(ids) or "(none)", language=None)
+    gone = {k.replace("_", " "): len(v) for k, v in res["left_out"].items() if v}
+    if gone:
+        st.caption("Left out, in no rate: " + plain(", ".join(f"{n} {k}" for k, n in gone.items())) + ".")
