@@ -159,6 +159,8 @@ def test_a_scan_whose_process_died_says_so_with_its_output(home_store):
     text = shown_text(at)
     assert "stopped (its process is gone)" in text
     assert "error: the target said **no** <b>x</b>" in at.code[0].value  # the output as written, as text
+    assert "Something went wrong" not in text and "cannot be resumed from the page" in text  # (no scan.json)
+    assert not [b for b in at.button if b.key == "rt.resume"]
     at = app("pages/redteam.py", allow_errors=True, scan="20260101-000000-000000")
     assert "Scan not found" in shown_text(at)
     assert Path(out).is_dir()

@@ -114,8 +114,8 @@ def _options(categories: list[str]) -> dict:
     price = c1.text_input("Judge price (USD per 1M tokens)", key="rt.price", placeholder="input,cached,output",
                           help="e.g. 0.15,0.075,0.6; else prices.toml's entry for the judge model").strip() or None
     budget = c2.number_input("Budget (USD)", min_value=0.0, value=None, key="rt.budget",
-                             help="judging stops before the scan's judge calls would cost more; Resume with a "
-                                  "higher budget judges the rest")
+                             help="judging stops before the scan's judge calls would cost more: the attacks left "
+                                  "unjudged have no verdict (in no rate); needs the judge's price")
     return dict(thresholds=thresholds, over_refusal=over,
                 understanding=understood, price=price, budget=budget or None)
 
@@ -198,6 +198,10 @@ def status(name: str) -> dict:
 def resume(name: str) -> None:
     """A failed or stopped scan's Resume button: its command again into its folder, answered from the store's cache
     where it can be. Keys typed when it started were never kept: they are asked for again here."""
+    if not background.resumable(name):
+        st.caption("This scan cannot be resumed from the page: its folder does not say how it was started (no "
+                   "scan.json). Run its command again with the same --out.")
+        return
     typed = background.keys_typed(name)
     req = background.request_of(name)
     st.caption("Resume starts the same scan again into the same folder: what the target and the judge already "

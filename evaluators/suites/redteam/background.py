@@ -232,6 +232,12 @@ def request_of(name: str) -> ScanRequest:
     return ScanRequest(**{k: v for k, v in settings.items() if k in ScanRequest.__dataclass_fields__})
 
 
+def resumable(name: str) -> bool:
+    """Whether the scan can be started again as it was: it failed or stopped, and its folder says how it was
+    started (``scan.json``, written by :func:`start`)."""
+    return state(name)["status"] in ("failed", "stopped") and (folder(name) / "scan.json").is_file()
+
+
 def keys_typed(name: str) -> dict[str, bool]:
     """Which keys the scan's command took from its environment as typed on the page ("target", "judge",
     "attacker"): a resumed scan needs them typed again."""
@@ -248,9 +254,9 @@ def resume(name: str, store_url: str, target_key: str | None = None, judge_key: 
     Raises:
         UsageError: the scan is running or has completed; EvalError: the process could not start.
     """
-    now = state(name)["status"]
-    if now not in ("failed", "stopped"):
-        raise UsageError(f"scan {name} is {now}: only a failed or stopped scan is resumed")
+    if not resumable(name):
+        raise UsageError(f"scan {name} is {state(name)['status']}: only a failed or stopped scan that the page "
+                         "started is resumed")
     out = folder(name)
     req = request_of(name)
     req.check()
