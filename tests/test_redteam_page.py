@@ -439,6 +439,9 @@ def test_a_scan_started_from_the_form_with_a_file_thresholds_switches_and_a_budg
     assert [(a["severity"], a["attack_success"]) for a in attacks if a["attack_technique"] == "flip"] == [
         (6, True), (4, False), (0, False)]
     assert "over_refusal" in card and "understanding" in card
+    at = app("pages/redteam.py", scan=name)  # how it was started, said under its status
+    assert ("objectives from objectives.jsonl · thresholds violence 4 · over-refusal · understanding · "
+            "judge price 1,0.5,2 · budget $5") in [t.value for t in at.text]
     written = "".join(p.read_text() for p in folder.iterdir() if p.suffix in (".json", ".txt"))
     assert TARGET_KEY not in written and JUDGE_KEY not in written
 

@@ -8,6 +8,7 @@ What the user typed (a URL, a model, a system prompt) and what the scan wrote (i
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import streamlit as st
 
@@ -162,6 +163,13 @@ def settings_line(s: dict) -> None:
             f"{', '.join(cfg.get('risk_categories') or [])} · strategies {', '.join(cfg.get('strategies') or [])} · "
             f"{cfg.get('objectives')} objectives per category · seed {cfg.get('seed')} · "
             f"started {s.get('started_at')}")
+    more = [f"objectives from {Path(cfg['objectives_file']).name}" if cfg.get("objectives_file") else "",
+            "thresholds " + ", ".join(f"{c} {t:g}" for c, t in cfg["thresholds"].items()) if cfg.get("thresholds") else "",
+            "over-refusal" if cfg.get("over_refusal") else "", "understanding" if cfg.get("understanding") else "",
+            f"judge price {cfg['price']}" if cfg.get("price") else "",
+            f"budget ${cfg['budget']:g}" if cfg.get("budget") is not None else ""]
+    if any(more):
+        st.text(" · ".join(m for m in more if m))
     if cfg.get("target_system"):
         st.text("system prompt: " + cfg["target_system"])
 
