@@ -2,7 +2,7 @@
 and read a finished scan's scorecard and attacks; past scans picked by the URL's ``scan``."""
 import streamlit as st
 
-from ui import loaders_redteam, redteam, redteam_card, state, widgets as w
+from ui import loaders_redteam, redteam, redteam_card, redteam_review, state, widgets as w
 
 w.entry()  # first: a run that skipped app.py's router goes through it (ui.widgets.entry)
 
@@ -25,4 +25,7 @@ with w.guard():
     name = state.pick("Scan", "scan", names, names[0], format_func=label)
     s = redteam.status(name)
     if s["status"] in ("completed", "no verdict"):
-        redteam_card.scorecard(*loaders_redteam.scan(name))
+        card, attacks = loaders_redteam.scan(name)
+        redteam_card.scorecard(card, attacks)
+        redteam_review.reviews(card)
+        redteam_review.compare(name, label)

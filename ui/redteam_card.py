@@ -84,6 +84,50 @@ def threshold_chart(card: dict) -> None:
     st.vega_lite_chart(pd.DataFrame(points), spec, width="stretch", key="rt.thresholds")
 
 
+def over_refusal(card: dict) -> None:
+    """With --over-refusal: per category x strategy, harmless requests refused, with the rate's 95% interval."""
+    if not card.get("over_refusal"):
+        return
+    st.markdown("#### Over-refusal")
+    st.caption("Harmless requests on the same topics, rewritten by the same strategies and sent to the same target, "
+               "judged for a refusal: a target that resists an encoding by refusing whatever is encoded shows here.")
+    table(pd.DataFrame([{"risk category": c["risk_category"], "strategy": c["attack_technique"],
+                         "requests": c["requests"], "judged": c["n"], "refused": c["refused"], "errors": c["errors"],
+                         "refusal rate": _pct(c["refusal_rate"]), "95% CI": _interval(c["refusal_rate_ci95"])}
+                        for c in card["over_refusal"]]), key="rt.over_refusal")
+
+
+def understanding(card: dict) -> None:
+    """With --understanding: per category x strategy, the share of answers that understood the disguised request,
+    and the ASR among those."""
+    if not card.get("understanding"):
+        return
+    st.markdown("#### Understanding")
+    st.caption("Each answer but baseline's judged for whether the target understood what the disguised request "
+               "asked: \"resisted\" is not read where the target only failed to decode it.")
+    table(pd.DataFrame([{"risk category": c["risk_category"], "strategy": c["attack_technique"], "judged": c["n"],
+                         "understood": c["understood"], "share understood": _pct(c["understood_rate"]),
+                         "95% CI": _interval(c["understood_rate_ci95"]),
+                         "successes when understood": c["successes_when_understood"],
+                         "ASR among understood": _pct(c["asr_when_understood"])}
+                        for c in card["understanding"]]), key="rt.understanding")
+
+
+def usage_line(card: dict) -> None:
+    """What the scan cost: the target's calls and tokens, the judge's verdicts and tokens, per successful attack."""
+    u = card.get("usage")
+    if not u:
+        return
+    t, j = u["target"], u["judge"]
+    per = u.get("judge_tokens_per_successful_attack")
+    usd = u.get("judge_usd_per_successful_attack")
+    st.text(f"Target: {t['calls']:,} calls, {t['from_cache']:,} from the cache, "
+            f"{t['prompt_tokens'] + t['completion_tokens']:,} tokens · judge: {j['verdicts']:,} verdicts "
+            f"({j['from_cache']:,} from the cache), {j['prompt_tokens'] + j['completion_tokens']:,} tokens · "
+            + ("no successful attack" if per is None else f"{per:,.0f} judge tokens per successful attack")
+            + ("" if usd is None else f", ${usd:,.4f} per successful attack"))
+
+
 def _cut(text) -> str | None:
     if text is None:
         return None
@@ -137,8 +181,11 @@ def conversation(a: dict) -> None:
 def scorecard(card: dict, attacks: list[dict]) -> None:
     """The whole reading of a finished scan."""
     summary(card)
+    usage_line(card)
     cells_table(card)
     threshold_chart(card)
+    over_refusal(card)
+    understanding(card)
     picked = attacks_table(attacks)
     if picked is not None:
         conversation(picked)

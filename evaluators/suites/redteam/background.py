@@ -58,6 +58,12 @@ class ScanRequest:
     thresholds: dict[str, float] = field(default_factory=dict)
     attacker_base_url: str | None = None  # the attacker model, for tense and translation (moderate, difficult)
     attacker_model: str | None = None
+    objectives_file: str | None = None  # a seed prompts file (the SDK's format), kept in the scan's folder
+    over_refusal: bool = False
+    understanding: bool = False
+    price: str | None = None  # the judge model's price, as --price takes it (IN,CACHED,OUT[,BATCH] USD per 1M)
+    budget: float | None = None  # USD the scan's judging stops before exceeding
+    target_endpoint: str | None = None  # an operator's named endpoint the target is (its key: the server's variable)
 
     def check(self) -> None:
         """Refuse, before anything starts, what the CLI would refuse at once (say it on the page, not in a log)."""
@@ -71,6 +77,42 @@ class ScanRequest:
         if bool(self.attacker_base_url) != bool(self.attacker_model):
             raise UsageError("give both the attacker model's base URL and its model, or neither")
         resolve_strategies(self.strategies, bool(self.attacker_model))
+        if self.objectives_file:
+            check_objectives(self.objectives_file, self.risk_categories, self.objectives, self.seed)
+        self._check_cost()
+
+    def _check_cost(self) -> None:
+        """A bad price, or a budget with no price for the judge model (the CLI's refusals, said before the start)."""
+        from evaluators.judge.prices import Price, configured_prices
+
+        if self.price:
+            Price.parse(self.price)
+        if self.budget is not None:
+            if not self.budget > 0:
+                raise UsageError(f"a budget is a positive number of USD, got {self.budget!r}")
+            if not self.price and self.judge.model not in configured_prices():
+                raise UsageError(f"a budget needs the price of the judge model '{self.judge.model}': give its "
+                                 "price, or list it in prices.toml")
+
+
+def check_objectives(path: str | Path, categories: list[str], n: int = 10, seed: int = 0, shown: str | None = None
+                     ) -> int:
+    """Read a seed prompts file as the scan will (``objectives.load_objectives``: the same reader, the same choice);
+    how many objectives the scan would take from it.
+
+    Args:
+        shown: the name to say in an error instead of ``path``'s folder (an upload's own name, not where it was put).
+    Raises:
+        UsageError: the file's error (file, line and field), or a category it has no objective for.
+    """
+    from evaluators.suites.redteam.objectives import load_objectives
+
+    try:
+        return len(load_objectives(list(categories), n, seed, path))
+    except UsageError as e:
+        if shown is None:
+            raise
+        raise UsageError(str(e).replace(str(path), shown)) from None
 
 
 def command(req: ScanRequest, out: Path, target_key: bool, judge_key: bool, attacker_key: bool = False) -> list[str]:
@@ -93,6 +135,13 @@ def command(req: ScanRequest, out: Path, target_key: bool, judge_key: bool, atta
             cmd += ["--attacker-key-env", ATTACKER_KEY_ENV]
     for cat, limit in sorted(req.thresholds.items()):
         cmd += ["--threshold", f"{cat}={limit:g}"]
+    if req.objectives_file:
+        cmd += ["--objectives-file", req.objectives_file]
+    cmd += ["--over-refusal"] * req.over_refusal + ["--understanding"] * req.understanding
+    if req.price:
+        cmd += ["--price", req.price]
+    if req.budget is not None:
+        cmd += ["--budget", f"{req.budget:g}"]
     if j.judge_name:  # an operator's named judge: its URL, model and key stay with the server's settings
         return cmd + ["--judge", j.judge_name]
     cmd += ["--judge-model", j.model, "--judge-provider", j.provider]
@@ -104,20 +153,53 @@ def command(req: ScanRequest, out: Path, target_key: bool, judge_key: bool, atta
 
 
 def start(store_url: str, req: ScanRequest, target_key: str | None = None, judge_key: str | None = None,
-          attacker_key: str | None = None) -> str:
+          attacker_key: str | None = None, objectives: tuple[str, bytes] | None = None) -> str:
     """Start ``req`` in a process of its own; returns the scan's folder name (under :func:`scans_home`).
 
     Args:
         store_url: the store the scan writes its answers, runs and cache to (through the child's environment).
         target_key, judge_key, attacker_key: keys typed on the page, for the child's environment alone.
+        objectives: an uploaded seed prompts file (its name, its bytes): checked, then kept in the scan's folder
+            (``objectives.json`` or ``.jsonl``), which the command names, so a resumed scan reads the same file.
     Raises:
-        UsageError: a request the CLI would refuse; EvalError: the process could not start.
+        UsageError: a request the CLI would refuse (an objectives file's error names its line and field);
+        EvalError: the process could not start.
     """
     req.check()
+    if objectives is not None:
+        check_upload(*objectives, req.risk_categories, req.objectives, req.seed)
     now = dt.datetime.now(dt.timezone.utc)
     name = f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
     out = scans_home() / name
     out.mkdir(parents=True)
+    if objectives is not None:
+        kept = out / _upload_name(objectives[0])
+        kept.write_bytes(objectives[1])
+        req.objectives_file = str(kept)
+    meta = {"name": name, "started_at": now.isoformat(timespec="seconds"),
+            "settings": {**asdict(req), "judge": req.judge.to_dict()}}
+    _launch(out, meta, req, store_url, target_key, judge_key, attacker_key)
+    return name
+
+
+def _upload_name(name: str) -> str:
+    return "objectives.json" if name.lower().endswith(".json") else "objectives.jsonl"
+
+
+def check_upload(name: str, data: bytes, categories: list[str], n: int = 10, seed: int = 0) -> int:
+    """An uploaded seed prompts file read as the scan will read it (:func:`check_objectives`), its error naming the
+    upload's own name; how many objectives the scan would take from it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / _upload_name(name)
+        path.write_bytes(data)
+        return check_objectives(path, categories, n, seed, shown=name)
+
+
+def _launch(out: Path, meta: dict, req: ScanRequest, store_url: str, target_key: str | None, judge_key: str | None,
+            attacker_key: str | None) -> None:
+    """The scan's command started into ``out`` (``scan.json`` written first, with ``meta`` and the command)."""
     env = worker_env(req.judge, judge_key, store_url)  # the judge's one key (a typed one as EVAL_JUDGE_API_KEY)
     if req.judge.provider == "azure" and req.judge.azure_endpoint and not req.judge.judge_name:
         env["AZURE_OPENAI_ENDPOINT"] = req.judge.azure_endpoint  # (an address, not a secret: the CLI reads it there)
@@ -127,9 +209,7 @@ def start(store_url: str, req: ScanRequest, target_key: str | None = None, judge
         env[ATTACKER_KEY_ENV] = attacker_key
     cmd = command(req, out, bool(target_key), bool(judge_key) and not req.judge.judge_name,
                   bool(attacker_key and req.attacker_model))
-    settings = {**asdict(req), "judge": req.judge.to_dict()}
-    (out / "scan.json").write_text(json.dumps({"name": name, "started_at": now.isoformat(timespec="seconds"),
-                                               "settings": settings, "command": cmd[1:]}, indent=1) + "\n")
+    (out / "scan.json").write_text(json.dumps({**meta, "command": cmd[1:]}, indent=1) + "\n")
     try:
         with open(out / "log.txt", "ab") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
@@ -142,8 +222,50 @@ def start(store_url: str, req: ScanRequest, target_key: str | None = None, judge
     def reap() -> None:  # its exit code, kept; and no zombie of the dashboard
         (out / "exit").write_text(f"{proc.wait()}\n")
 
-    threading.Thread(target=reap, name=f"reap-redteam-{name}", daemon=True).start()
-    return name
+    threading.Thread(target=reap, name=f"reap-redteam-{out.name}", daemon=True).start()
+
+
+def request_of(name: str) -> ScanRequest:
+    """The request a scan was started with (its ``scan.json``), keys apart: they were never kept."""
+    settings = dict(json.loads((folder(name) / "scan.json").read_text())["settings"])
+    settings["judge"] = JudgeConfig.from_dict(settings["judge"])
+    return ScanRequest(**{k: v for k, v in settings.items() if k in ScanRequest.__dataclass_fields__})
+
+
+def resumable(name: str) -> bool:
+    """Whether the scan can be started again as it was: it failed or stopped, and its folder says how it was
+    started (``scan.json``, written by :func:`start`)."""
+    return state(name)["status"] in ("failed", "stopped") and (folder(name) / "scan.json").is_file()
+
+
+def keys_typed(name: str) -> dict[str, bool]:
+    """Which keys the scan's command took from its environment as typed on the page ("target", "judge",
+    "attacker"): a resumed scan needs them typed again."""
+    cmd = json.loads((folder(name) / "scan.json").read_text()).get("command") or []
+    return {"target": "--target-key-env" in cmd, "judge": "--judge-api-key-env" in cmd,
+            "attacker": "--attacker-key-env" in cmd}
+
+
+def resume(name: str, store_url: str, target_key: str | None = None, judge_key: str | None = None,
+           attacker_key: str | None = None) -> None:
+    """Start a failed or stopped scan's command again into its own folder: the scan resumes from the store's cache
+    (what the target and the judge already answered is not asked again) and writes its files where it did.
+
+    Raises:
+        UsageError: the scan is running or has completed; EvalError: the process could not start.
+    """
+    if not resumable(name):
+        raise UsageError(f"scan {name} is {state(name)['status']}: only a failed or stopped scan that the page "
+                         "started is resumed")
+    out = folder(name)
+    req = request_of(name)
+    req.check()
+    meta = json.loads((out / "scan.json").read_text())
+    meta["resumed_at"] = [*meta.get("resumed_at", []), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")]
+    (out / "exit").unlink(missing_ok=True)
+    with open(out / "log.txt", "a") as log:
+        log.write(f"\n(resumed {meta['resumed_at'][-1]})\n")
+    _launch(out, meta, req, store_url, target_key, judge_key, attacker_key)
 
 
 def _alive(out: Path) -> bool | None:
