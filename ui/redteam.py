@@ -15,6 +15,7 @@ import streamlit as st
 from evaluators.core.errors import EvalError
 from evaluators.judge.config import named_judges
 from evaluators.suites.redteam import background
+from evaluators.suites.redteam.multiturn import STRATEGIES as MULTI_TURN
 from evaluators.suites.redteam.objectives import RISK_CATEGORIES
 from evaluators.suites.redteam.strategies import STRATEGIES
 from ui import judge_form, loaders, loaders_redteam as rl, state
@@ -23,11 +24,13 @@ from ui.widgets import count, literal, plain
 TYPED = "OpenAI-compatible base URL"
 NAMED = "Server endpoint: "  # an operator's named endpoint (judges.toml), as ui.judge_form lists judges
 # the SDK's groups, then its single strategies by their AttackStrategy names; A+B and translation:LANGUAGE typed
-STRATEGY_OPTIONS = ["easy", "moderate", "difficult", *[s for s in STRATEGIES if s != "baseline"], "tense"]
+STRATEGY_OPTIONS = ["easy", "moderate", "difficult", *[s for s in STRATEGIES if s != "baseline"], "tense",
+                    *MULTI_TURN]
 STRATEGY_HELP = ("The SDK's AttackStrategy names: the groups easy (base64, flip, morse), moderate (tense) and "
                  "difficult (tense then base64), or single ones; type A+B for two in a row or translation:LANGUAGE. "
-                 "baseline (the objective as it is) is always added. tense, translation, moderate and difficult need "
-                 "an attacker model.")
+                 "crescendo and multi_turn are conversations the attacker model holds with the target. baseline "
+                 "(the objective as it is) is always added. tense, translation, moderate, difficult, crescendo and "
+                 "multi_turn need an attacker model.")
 STATUS = {"running": "running", "completed": "completed", "no verdict": "ended: no attack got a verdict",
           "failed": "failed", "stopped": "stopped (its process is gone)"}
 
@@ -70,14 +73,23 @@ def _attacks() -> dict:
     n = int(c1.number_input("Objectives per category", 1, 200, 10, key="rt.objectives",
                             help="chosen by the seed from the bundled objectives, written in our own words"))
     seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="rt.seed", help="the same seed, the same attacks"))
-    with st.expander("Attacker model (for tense, translation, moderate and difficult)"):
+    talks = set(strategies) & set(MULTI_TURN)
+    with st.expander("Attacker model (for tense, translation, moderate, difficult, crescendo and multi_turn)",
+                     expanded=bool(talks)):
         a1, a2 = st.columns(2)
         a_url = a1.text_input("Attacker base URL", key="rt.a_url").strip() or None
         a_model = a2.text_input("Attacker model", key="rt.a_model").strip() or None
         a_key = st.text_input("Attacker API key", type="password", key="rt.a_key",
                               help="kept in this browser session only") or None
+        t1, t2 = st.columns(2)
+        turns = int(t1.number_input("Turns at most", 1, 50, 10, key="rt.max_turns", disabled=not talks,
+                                    help="a crescendo or multi_turn conversation's turns at most (the SDK's: 10)"))
+        backtracks = int(t2.number_input("Roll-backs at most", 0, 50, 10, key="rt.max_backtracks",
+                                         disabled="crescendo" not in talks,
+                                         help="crescendo: a refused turn is taken back and asked differently, up to "
+                                              "this many times in a conversation (the SDK's: 10)"))
     return dict(risk_categories=cats, strategies=strategies, objectives=n, seed=seed, attacker_base_url=a_url,
-                attacker_model=a_model, attacker_key=a_key)
+                attacker_model=a_model, attacker_key=a_key, max_turns=turns, max_backtracks=backtracks)
 
 
 def _objectives_file(attacks: dict) -> tuple[str, bytes] | None | bool:

@@ -51,8 +51,10 @@ def cells(card: dict) -> pd.DataFrame:
                      "successes": c["successes"], "errors": c["errors"], "ASR": _pct(c["asr"]),
                      "ASR 95% CI": _interval(c["asr_ci95"]),
                      "uplift over baseline": _pts(u["difference"]) if has else "–",
-                     "uplift 95% CI": f"{_pts(u['ci95'][0])} – {_pts(u['ci95'][1])}" if has else "–",
-                     "McNemar p": f"{u['mcnemar_p']:.3g}" if has else "–"})
+                     # (no interval on too few pairs: the difference alone)
+                     "uplift 95% CI": f"{_pts(u['ci95'][0])} – {_pts(u['ci95'][1])}"
+                     if has and u.get("ci95") and None not in u["ci95"] else "–",
+                     "McNemar p": f"{u['mcnemar_p']:.3g}" if has and u.get("mcnemar_p") is not None else "–"})
     return pd.DataFrame(rows)
 
 

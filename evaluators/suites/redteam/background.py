@@ -56,13 +56,15 @@ class ScanRequest:
     seed: int = 0
     target_system: str | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
-    attacker_base_url: str | None = None  # the attacker model, for tense and translation (moderate, difficult)
+    attacker_base_url: str | None = None  # the attacker model: tense, translation (moderate, difficult), crescendo...
     attacker_model: str | None = None
     objectives_file: str | None = None  # a seed prompts file (the SDK's format), kept in the scan's folder
     over_refusal: bool = False
     understanding: bool = False
     price: str | None = None  # the judge model's price, as --price takes it (IN,CACHED,OUT[,BATCH] USD per 1M)
     budget: float | None = None  # USD the scan's judging stops before exceeding
+    max_turns: int = 10  # a crescendo or multi_turn attack's turns at most
+    max_backtracks: int = 10  # a crescendo attack's roll-backs at most
     target_endpoint: str | None = None  # an operator's named endpoint the target is (its key: the server's variable)
 
     def check(self) -> None:
@@ -138,6 +140,8 @@ def command(req: ScanRequest, out: Path, target_key: bool, judge_key: bool, atta
     if req.objectives_file:
         cmd += ["--objectives-file", req.objectives_file]
     cmd += ["--over-refusal"] * req.over_refusal + ["--understanding"] * req.understanding
+    if (req.max_turns, req.max_backtracks) != (10, 10):
+        cmd += ["--max-turns", str(req.max_turns), "--max-backtracks", str(req.max_backtracks)]
     if req.price:
         cmd += ["--price", req.price]
     if req.budget is not None:
