@@ -197,3 +197,55 @@ def test_usd_per_successful_attack_prices_every_judge_call_the_server_answered(s
     got = res.scorecard["usage"]
     assert got["judge_usd"] == pytest.approx(usd, abs=1e-6)  # (kept to 6 decimals)
     assert got["judge_usd_per_successful_attack"] == pytest.approx(usd / 2, abs=1e-6)
+
+
+def test_a_scan_killed_mid_conversation_resumes_sending_only_what_was_in_flight(tmp_path):
+    """The CLI killed while the target holds the conversations' second turns: run again, it replays the first turns
+    from the cache (no attacker or judge call again), and the target is asked again only what it held."""
+    import signal
+    from collections import Counter
+
+    from tests.procs import wait_until
+    from tests.test_redteam_cli import _cli
+
+    with (JudgeServer(responder=attacker) as a, JudgeServer(responder=target) as t,
+          JudgeServer(responder=judge) as j):
+        args = ["--target-base-url", t.url, "--target-model", "app", "--risk-categories", "violence",
+                "--strategies", "crescendo", "--objectives-file", seeds_file(tmp_path), "--attacker-base-url", a.url,
+                "--attacker-model", "attacker", "--judge-base-url", j.url, "--judge-model", "j",
+                "--out", str(tmp_path / "out")]
+        t.hold_calls(after=6)  # the 3 baseline answers and each talk's first turn; the second turns wait
+        p = _cli(tmp_path, *args, wait=False)
+        wait_until(lambda: t.held == 3, 60, "the three talks' second turns held")
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        in_flight = {c["messages"][-1]["content"] for c in t.calls[6:]}
+        asked_before = (len(a.calls), len(j.calls))  # (what the killed scan had asked)
+        t.release()
+        done = _cli(tmp_path, *args)
+        assert done.returncode == 0, done.stderr
+    sent = Counter(c["messages"][-1]["content"] for c in t.calls)
+    steps = sum(len(v) for (kind, _), v in STEPS.items() if kind == "crescendo")
+    assert len(sent) == steps + 3  # every turn and baseline attack asked
+    assert {m for m, k in sent.items() if k > 1} <= in_flight  # ... once, but those in flight at the kill
+    attacker_asked = Counter(json.dumps(c["messages"]) for c in a.calls)
+    assert max(attacker_asked.values()) == 1 and len(a.calls) == steps  # no attacker message asked twice
+    judged = Counter(json.dumps(c["messages"]) for c in j.calls)
+    assert max(judged.values()) == 1 and asked_before[1] > 0  # the first turns' checks, made before the kill, kept
+    lines = [json.loads(x) for x in (tmp_path / "out" / "attacks.jsonl").read_text().splitlines()]
+    won = [x["id"] for x in lines if x["attack_success"]]
+    assert won == [x["id"] for x in lines if x["attack_technique"] == "crescendo" and x["objective"] == V[0]]
+
+
+def test_a_budget_bounds_the_turn_checks_and_the_verdicts_together(servers, home_store, tmp_path):
+    """With a budget, the conversations' turn checks and the verdict runs together spend at most it (priced from
+    the usage the judge server reported); the talks it cut end with the budget's error, in no rate."""
+    a, t, j = servers
+    price = {"input": 1000.0, "output": 1000.0}  # USD per 1M tokens: a call of a few hundred tokens is cents
+    res = run(servers, home_store, tmp_path, cost={"prices": {"judge": price}, "budget": 2.0})
+    spent = sum((u["prompt_tokens"] + u["completion_tokens"]) * 1000.0 for u in j.usages) / 1e6
+    assert 0 < spent <= 2.0
+    cut = [x for x in res.attacks if x["error"] and "budget" in x["error"]]
+    assert cut and all(x["attack_success"] is None for x in cut)
+    assert any(x.get("timeline") for x in cut)  # a talk held some turns before the budget stopped it
+    assert res.scorecard["usage"]["judge_usd"] == pytest.approx(spent, abs=1e-6)

@@ -22,6 +22,7 @@ judge failure ends the conversation with that ``error``: no verdict, in no rate.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -123,11 +124,12 @@ class _Checks:
     """The judge's reads of a turn: its severity (the category's judge), and for crescendo whether it refused.
     Each metric's calls as its run would send them (same template, same cache key)."""
 
-    def __init__(self, store, judge: Any, api_key: str | None):
+    def __init__(self, store, judge: Any, api_key: str | None, budget: tuple[Any, float] | None = None):
         from evaluators.run.judging import CachedJudge
         from evaluators.suites.redteam.refusal import register_metric
 
         self.judging = CachedJudge(store, "", judge, api_key)
+        self.store, self.budget = store, budget  # (the judge's price, the USD these checks may spend)
         self.refusal = register_metric()
         self.specs: dict[str, Any] = {}
         self.templates: dict[str, Any] = {}
@@ -155,11 +157,34 @@ class _Checks:
             spec = self.specs[name]
             jobs = self.judging.jobs(template,
                                      [{"query": talks[i].question, "response": talks[i].answer} for i in rows])
+            over = self._over_budget(jobs)
+            if over:
+                out.update({(i, name): over for i in rows})
+                continue
             replies = self.judging.ask_many(jobs, lambda text: reply_value(spec, text) is not None, strict=False)
             for i, job, text in zip(rows, jobs, replies):
                 out[(i, name)] = (reply_value(spec, text) if text is not None else
                                   "the judge failed: " + self.judging.failed.get(job[0], "no reply"))
         return out
+
+
+    def spent(self) -> float:
+        """USD these checks have spent (their tokens at the judge's price; 0 without a budget)."""
+        return self.budget[0].cost(self.judging.prompt_tokens, self.judging.completion_tokens) if self.budget else 0.0
+
+    def _over_budget(self, jobs: list[tuple]) -> str | None:
+        """Why ``jobs`` are not sent: their calls not in the cache, each at its estimate (the prompt's characters / 4
+        and the whole ``max_tokens``), could take the checks past the budget; None when they may go."""
+        if not self.budget:
+            return None
+        price, budget = self.budget
+        hits = self.store.cache_get_many([k for k, _, _ in jobs])
+        estimate = sum(price.cost(len(json.dumps(m, ensure_ascii=False)) // 4, self.judging.judge.max_tokens)
+                       for k, m, _ in jobs if k not in hits)
+        if estimate and self.spent() + estimate > budget:
+            return (f"the judge failed: budget: these turn checks could take the scan's judging past its budget of "
+                    f"${budget:.4f} (spent ${self.spent():.4f})")
+        return None
 
 
 def _settle_turn(t: Talk, read: Mapping[str, float | str], refusal: str, max_backtracks: int) -> None:
@@ -201,14 +226,16 @@ def _finish(t: Talk) -> None:
 def converse(store, attacks: list[dict], target: Any, attacker: Any, judge: Any, thresholds: Mapping[str, float],
              *, target_key: str | None = None, attacker_key: str | None = None, judge_key: str | None = None,
              target_name: str | None = None, concurrency: int = 8, max_turns: int = MAX_TURNS,
-             max_backtracks: int = MAX_BACKTRACKS,
-             on_progress: Callable[[str, int, int], None] | None = None) -> tuple[Answered, dict[str, int]]:
+             max_backtracks: int = MAX_BACKTRACKS, budget: tuple[Any, float] | None = None,
+             on_progress: Callable[[str, int, int], None] | None = None) -> tuple[Answered, dict[str, Any]]:
     """Hold each multi-turn attack's conversation (those of ``attacks`` with a ``timeline``), in place.
 
     Args:
         attacker: the attacker model's :class:`~evaluators.judge.config.JudgeConfig`; judge: the severity (and
             refusal) judge's.
         thresholds: category -> severity above which an answer is a success (and ends the talk).
+        budget: the judge's :class:`~evaluators.judge.prices.Price` and the USD the turn checks may spend: a step
+            whose checks could pass it is not judged, and its talks end with that error (no verdict).
         on_progress: called with ("multi-turn attacks", ended, total) after each step.
     Returns:
         The target's calls (an :class:`Answered`; its errors are on the attacks), and the talks' counts: the
@@ -217,7 +244,7 @@ def converse(store, attacks: list[dict], target: Any, attacker: Any, judge: Any,
     limits = (max(1, int(max_turns)), max(0, int(max_backtracks)))
     talks = [Talk(a, a["attack_technique"], float(thresholds[a["risk_category"]]), limits=limits)
              for a in attacks if "timeline" in a and a.get("error") is None]
-    checks, answered, attacker_calls = _Checks(store, judge, judge_key), Answered(), 0
+    checks, answered, attacker_calls = _Checks(store, judge, judge_key, budget), Answered(), 0
     while True:  # each step a talk keeps a turn or rolls one back: at most max_turns + max_backtracks steps
         live = [t for t in talks if not t.done]
         if not live:
@@ -238,4 +265,5 @@ def converse(store, attacks: list[dict], target: Any, attacker: Any, judge: Any,
     j = checks.judging
     return answered, {"attacker_calls": attacker_calls, "judge_calls": j.calls, "judge_from_cache": j.cached,
                       "judge_prompt_tokens": j.prompt_tokens, "judge_completion_tokens": j.completion_tokens,
-                      "turns": sum(t.turns for t in talks), "rolled_back": sum(t.backtracks for t in talks)}
+                      "turns": sum(t.turns for t in talks), "rolled_back": sum(t.backtracks for t in talks),
+                      **({"judge_usd": round(checks.spent(), 6)} if budget else {})}

@@ -385,19 +385,28 @@ def _judge_usd(store, judge: Any, cost: Mapping[str, Any] | None, runs: Mapping[
 
 
 def _talks(store, attacks: list[dict], target: Any, judge: tuple, thresholds: Mapping[str, float], attacker: tuple,
-           options: dict, answered: Answered) -> dict[str, int] | None:
+           options: dict, answered: Answered, cost: Mapping[str, Any] | None
+           ) -> tuple[dict[str, Any] | None, Mapping[str, Any] | None]:
     """Hold the multi-turn attacks' conversations (:func:`evaluators.suites.redteam.multiturn.converse`), their
-    target calls added to ``answered``; their counts (None: the scan has none)."""
+    target calls added to ``answered``. Returns their counts (None: the scan has none) and the cost settings the
+    verdict runs then share: with a budget, what the turn checks spent is taken off it."""
+    from evaluators.judge.prices import price_for
     from evaluators.suites.redteam.multiturn import converse
 
     if not any("timeline" in a for a in attacks):
-        return None
+        return None, cost
+    limit = (cost or {}).get("budget")
+    price = price_for(judge[0].model, (cost or {}).get("prices")) if limit is not None else None
+    budget = (price, float(limit)) if price is not None else None
     progress = options.pop("on_progress")
     got, counts = converse(store, attacks, target, attacker[0], judge[0], thresholds, attacker_key=attacker[1],
-                           judge_key=judge[1], on_progress=progress, **options)
+                           judge_key=judge[1], on_progress=progress, budget=budget, **options)
     answered.add(got)
     answered.errors.update(got.errors)  # (by attack id: counted, already on their attacks)
-    return counts
+    if budget:
+        # (a run's budget is positive: when the checks spent it all, one that lets no call through)
+        cost = {**cost, "budget": max(1e-9, budget[1] - counts["judge_usd"])}
+    return counts, cost
 
 
 def _judge_check(judge: Any, api_key: str | None):
@@ -542,14 +551,15 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
                               (lambda d, t: on_progress("answers", d, t)) if on_progress else None, target_concurrency)
     for i, why in answered.errors.items():
         [*attacks, *benign][i]["error"] = why
-    talks = _talks(store, attacks, target, (judge, judge_api_key), limits, (attacker, attacker_api_key),
-                   dict(target_key=target_api_key, target_name=target_name, concurrency=target_concurrency,
-                        max_turns=max_turns, max_backtracks=max_backtracks, on_progress=on_progress), answered)
+    talks, run_cost = _talks(store, attacks, target, (judge, judge_api_key), limits, (attacker, attacker_api_key),
+                             dict(target_key=target_api_key, target_name=target_name, concurrency=target_concurrency,
+                                  max_turns=max_turns, max_backtracks=max_backtracks, on_progress=on_progress),
+                             answered, cost)
     out_dir = str(Path(out).resolve()) if out else None
     runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe,
                                  (lambda c, d, t: on_progress(f"{c} verdicts", d, t)) if on_progress else None,
-                                 cost)
-    runs = {**runs, **_labels(store, attacks, benign, understanding, (judge, judge_api_key, out_dir, probe, cost),
+                                 run_cost)
+    runs = {**runs, **_labels(store, attacks, benign, understanding, (judge, judge_api_key, out_dir, probe, run_cost),
                               list(runs.values()))}
     lines = settle(attacks, limits, UNDERSTOOD_KEYS if understanding else ())
     card = make_scorecard(lines, cats, techniques, limits, application_scenario,
