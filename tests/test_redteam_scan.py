@@ -240,3 +240,12 @@ def test_the_scorecard_names_the_run_that_judged_each_category(servers, home_sto
         answered = [a["id"] for a in result.attacks if a["risk_category"] == cat and len(a["conversation"]) == 2]
         res = open_results(home_store, rid)
         assert [res.dataset.records[i].get("id") for i in range(len(res.dataset))] == answered
+
+
+def test_the_python_surface_is_evaluators_redteam():
+    """``from evaluators.redteam import scan`` (the issue's name) is the scan itself, beside ``evaluators.scan``."""
+    import evaluators
+    from evaluators import redteam
+
+    assert redteam.scan is scan is evaluators.scan
+    assert redteam.apply("base64", "hi") == "aGk="  # (base64 of "hi", by hand)
