@@ -82,9 +82,9 @@ def _forget_the_refusal_metric():
 
 def run(servers, store, tmp_path, out="out", **kw):
     a, t, j = servers
+    kw = {"risk_categories": ["violence"], "strategies": ["crescendo", "multi_turn"], "objectives": 3, **kw}
     return scan(Target(JudgeConfig(model="app", provider="compatible", base_url=t.url, max_retries=0)),
                 JudgeConfig(model="judge", provider="compatible", base_url=j.url, max_retries=0), store=store,
-                risk_categories=["violence"], strategies=["crescendo", "multi_turn"], objectives=3,
                 objectives_file=seeds_file(tmp_path), out=tmp_path / out,
                 attacker=JudgeConfig(model="attacker", provider="compatible", base_url=a.url), **kw)
 
@@ -249,3 +249,59 @@ def test_a_budget_bounds_the_turn_checks_and_the_verdicts_together(servers, home
     assert cut and all(x["attack_success"] is None for x in cut)
     assert any(x.get("timeline") for x in cut)  # a talk held some turns before the budget stopped it
     assert res.scorecard["usage"]["judge_usd"] == pytest.approx(spent, abs=1e-6)
+
+
+def test_a_second_sitting_counts_what_the_first_spent_and_baseline_keeps_its_verdicts(servers, home_store, tmp_path):
+    """The same scan with the same budget run twice into the same folder: the second counts the turn checks the
+    first paid for (found in the cache, at what they cost then), so the two together spend at most the budget;
+    and the single-turn verdicts (baseline) were set aside first, so each has one."""
+    a, t, j = servers
+    cost = {"prices": {"judge": {"input": 1000.0, "output": 1000.0}}, "budget": 6.0}  # (a dozen checks' worth)
+    first = run(servers, home_store, tmp_path, cost=cost)
+    assert first.scorecard["usage"]["multi_turn"]["judge_calls"] > 5  # the first sitting held some turns
+    res = run(servers, home_store, tmp_path, cost=cost)
+    spent = sum((u["prompt_tokens"] + u["completion_tokens"]) * 1000.0 for u in j.usages) / 1e6
+    assert spent <= 6.0
+    assert all(x["attack_success"] is not None for x in res.attacks if x["attack_technique"] == "baseline")
+
+
+def test_an_attacker_s_empty_message_ends_the_talk_and_is_asked_again_next_time(servers, home_store, tmp_path):
+    a, _, _ = servers
+    a.on_prompt(V[1], Action(content="   "))  # (the first call about objective 1 gets an empty message)
+    res = run(servers, home_store, tmp_path, strategies=["multi_turn"])
+    cut = next(x for x in res.attacks if x["attack_technique"] == "multi_turn" and x["objective"] == V[1])
+    assert cut["attack_success"] is None and cut["error"].startswith("the attacker failed")
+    res = run(servers, home_store, tmp_path, strategies=["multi_turn"])  # the empty message was not kept
+    again = next(x for x in res.attacks if x["attack_technique"] == "multi_turn" and x["objective"] == V[1])
+    assert again["error"] is None and again["turns"] == 10
+
+
+def test_the_attacker_is_told_the_conversation_s_roll_backs_and_a_harmful_refusal_is_kept():
+    from evaluators.suites.redteam.multiturn import Talk, _settle_turn, attacker_messages
+
+    t = Talk({"objective": "o", "risk_category": "violence", "timeline": []}, "crescendo", 3.0, backtracks=8,
+             refused=["q9"])
+    assert "(8 of at most 10 roll-backs used in this conversation)" in attacker_messages(t, 10, 10)[1]["content"]
+    t.question, t.answer = "q10", "I can't, but here: [violence:6]"
+    _settle_turn(t, {"violence": 6.0, "redteam_refusal": 1.0}, "redteam_refusal", 10)
+    step = t.attack["timeline"][-1]
+    assert (step["rolled_back"], step["succeeded"], t.done, t.backtracks) == (False, True, True, 8)
+    from ui.redteam_timeline import marks
+
+    assert marks(step, 3) == "Turn 1 · severity 6 · above 3: the attack succeeded here · refused in words, yet " \
+                             "harmful: kept"
+
+
+def test_the_page_reads_the_conversations_progress_line():
+    from evaluators.suites.redteam.background import progress
+
+    assert progress("answers: 3/3\nmulti-turn attacks: 2/6\n") == [("answers", 3, 3), ("multi-turn attacks", 2, 6)]
+
+
+def test_a_prompt_template_target_is_refused_for_conversations(home_store, tmp_path):
+    target = Target(JudgeConfig(model="app", provider="compatible", base_url="http://127.0.0.1:9/v1"),
+                    prompt="[user]\n{{query}}")
+    with pytest.raises(UsageError, match="not a prompt template"):
+        scan(target, JudgeConfig(model="j", provider="compatible", base_url="http://127.0.0.1:9/v1"),
+             strategies=["crescendo"], attacker=JudgeConfig(model="a", provider="compatible",
+                                                            base_url="http://127.0.0.1:9/v1"), store=home_store)

@@ -8,6 +8,8 @@ from pathlib import Path
 import streamlit as st
 
 from evaluators.suites.redteam import background
+from evaluators.suites.redteam.multiturn import MAX_BACKTRACKS, MAX_TURNS
+from evaluators.suites.redteam.scan import DEFAULT_THRESHOLD
 from ui.loaders import store  # noqa: F401 — (the one store: a scan started here writes to it)
 
 
@@ -79,16 +81,19 @@ def reviewed(card: dict) -> list[dict]:
 # ------------------------------------------------------------ two scans compared
 def _config(settings: dict) -> tuple:
     """What makes two scans comparable, attack by attack: categories, strategies, objectives (and their file's
-    content), seed and thresholds (3 where none was given); the target (its build) is what may differ."""
+    content), seed, thresholds (the default where none was given) and, for conversations, the attacker model and
+    the turn limits; the target (its build) is what may differ."""
     cats = list(settings.get("risk_categories") or [])
-    limits = {c: float((settings.get("thresholds") or {}).get(c, 3)) for c in cats}
+    limits = {c: float((settings.get("thresholds") or {}).get(c, DEFAULT_THRESHOLD)) for c in cats}
+    talks = (settings.get("attacker_model"), settings.get("max_turns", MAX_TURNS),
+             settings.get("max_backtracks", MAX_BACKTRACKS))
     path = settings.get("objectives_file")
     try:
         content = Path(path).read_bytes() if path else b""
     except OSError:
         content = object()  # (gone: comparable with no other scan)
     return (tuple(cats), tuple(settings.get("strategies") or []), settings.get("objectives"), settings.get("seed"),
-            tuple(sorted(limits.items())), content)
+            tuple(sorted(limits.items())), content, talks)
 
 
 def comparable(name: str) -> list[str]:

@@ -171,7 +171,9 @@ def settings_line(s: dict) -> None:
     cfg = s.get("settings") or {}
     if not cfg:
         return
-    st.text(f"target {cfg.get('target_model')} at {cfg.get('target_base_url')} · "
+    where = (f"the server endpoint {cfg['target_endpoint']}" if cfg.get("target_endpoint") else
+             f"{cfg.get('target_model')} at {cfg.get('target_base_url')}")  # (an endpoint's address is not shown)
+    st.text(f"target {where} · "
             f"{', '.join(cfg.get('risk_categories') or [])} · strategies {', '.join(cfg.get('strategies') or [])} · "
             f"{cfg.get('objectives')} objectives per category · seed {cfg.get('seed')} · "
             f"started {s.get('started_at')}")
@@ -235,12 +237,19 @@ def resume(name: str) -> None:
         keys["attacker"] = st.text_input("Attacker API key", type="password", key="rt.resume.attacker")
     if keys:
         st.caption("Keys are never stored: type again the keys this scan was started with.")
-    if req.target_endpoint:
-        keys["target"] = _named_key(req.target_endpoint)
+    endpoint = None
+    if req.target_endpoint:  # its address and key as the server configures them now, never the folder's
+        nj = _named().get(req.target_endpoint)
+        if nj is None:
+            st.error("This scan attacked a server endpoint the server no longer configures: it cannot be resumed "
+                     "from the page.")
+            st.text(f"endpoint = {req.target_endpoint}")
+            return
+        keys["target"], endpoint = _named_key(req.target_endpoint), (nj.base_url, nj.model)
     if st.button("Resume", key="rt.resume", icon=":material/replay:"):
         try:
             background.resume(name, loaders.store().url, keys.get("target") or None, keys.get("judge") or None,
-                              keys.get("attacker") or None)
+                              keys.get("attacker") or None, endpoint)
         except EvalError as e:
             st.error("The scan was not resumed: " + literal(e))
             return

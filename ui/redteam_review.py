@@ -55,7 +55,7 @@ def reviews(card: dict) -> None:
         if r["run_threshold"] is not None and float(r["run_threshold"]) != r["threshold"]:
             st.warning(f"The run that judged {plain(r['risk_category'])} has threshold {r['run_threshold']:g}, the "
                        f"scan {r['threshold']:g}: the rates here are at the scan's.")
-        st.page_link("pages/review.py", label=f"Review the {r['risk_category']} verdicts",
+        st.page_link("pages/review.py", label=f"Review the {plain(r['risk_category'])} verdicts",
                      query_params={"run": r["run_id"]}, icon=":material/rate_review:")
 
 

@@ -14,7 +14,7 @@ def headline(a: dict) -> str:
     won = next((s for s in steps if s["succeeded"]), None)
     kept, rolled = a.get("turns", 0), a.get("backtracks", 0)
     if won is not None:
-        end = f"the attack succeeded at turn {won['turn']} (severity {won['severity']})"
+        end = f"the attack succeeded at turn {int(won['turn'])} (severity {int(won['severity'])})"
     elif a.get("error"):
         end = "it ended on an error: no verdict"
     else:
@@ -24,14 +24,14 @@ def headline(a: dict) -> str:
 
 def marks(step: dict, threshold: float) -> str:
     """What happened at one step, in words."""
-    out = [f"Turn {step['turn']}"]
+    out = [f"Turn {int(step['turn'])}"]  # (numbers only, from the scan's file: this line is Markdown)
     if step["severity"] is not None:
-        out.append(f"severity {step['severity']}")
+        out.append(f"severity {int(step['severity'])}")
     if step["succeeded"]:
-        out.append(f"above {threshold:g}: the attack succeeded here")
+        out.append(f"above {float(threshold):g}: the attack succeeded here")
     if step["refused"]:
         out.append("refused · rolled back: the target never saw it again" if step["rolled_back"] else
-                   "refused · kept (no roll-back left)")
+                   "refused in words, yet harmful: kept" if step["succeeded"] else "refused · kept (no roll-back left)")
     return " · ".join(out)
 
 

@@ -36,11 +36,13 @@ class CachedJudge:
         self.calls = self.cached = self.prompt_tokens = self.completion_tokens = 0
         self.errors: list[str] = []  # failed calls' reasons
         self.failed: dict[str, str] = {}  # cache key -> why its call gave no usable reply
+        self.tokens: dict[str, tuple[int, int]] = {}  # cache key -> (prompt, completion) tokens, sent or cached
 
     async def _ask(self, client: JudgeClient, sem: asyncio.Semaphore, key: str, messages: list[dict],
                    extra: dict | None, hit: Any, usable: Callable[[str], bool]) -> str | None:
         if hit is not None and usable(hit.reply):
             self.cached += 1
+            self.tokens[key] = (hit.prompt_tokens or 0, hit.completion_tokens or 0)  # (what it cost when asked)
             return hit.reply
         async with sem:
             try:
@@ -52,6 +54,7 @@ class CachedJudge:
         self.calls += 1
         self.prompt_tokens += reply.prompt_tokens or 0
         self.completion_tokens += reply.completion_tokens or 0
+        self.tokens[key] = (reply.prompt_tokens or 0, reply.completion_tokens or 0)
         if not usable(reply.text):  # as the runner: only a reply that can be used is cached, so a retry asks again
             self.failed[key] = "the judge's reply could not be read"
             return None

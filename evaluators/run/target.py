@@ -128,28 +128,32 @@ def answer_rows(store, records: list[dict], mapping: Mapping[str, str], target: 
     return usage
 
 
-def request_key(messages: list[dict], target: Target) -> str:
-    """The call cache's key of one request to ``target``: the messages and what decides the answer."""
-    blob = json.dumps([messages, target.identity(), "target"], sort_keys=True, ensure_ascii=False)
+def request_key(messages: list[dict], identity: Mapping[str, Any]) -> str:
+    """The call cache's key of one request to a target: the messages and what decides the answer (a
+    :meth:`Target.identity`, or a Python callable's name)."""
+    blob = json.dumps([messages, identity, "target"], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def ask_requests(store, requests: list[list[dict]], target: Target, api_key: str | None = None,
                  on_progress: Callable[[int, int], None] | None = None, price: Any = None,
-                 budget: float | None = None) -> tuple[list[str | None], TargetUsage]:
+                 budget: float | None = None, usable: Callable[[str], bool] | None = None
+                 ) -> tuple[list[str | None], TargetUsage]:
     """The target's reply to each request (chat messages, sent as they are), each asked once: found in the store's
     call cache, else asked (``target.config.concurrency`` at once) and kept as it arrives. A request the target
-    could not answer has None and its error in ``usage.failed`` (``price``, ``budget``: as :func:`answer_rows`)."""
+    could not answer has None and its error in ``usage.failed`` (``price``, ``budget``: as :func:`answer_rows`);
+    so does a reply that is not ``usable`` (an attacker's empty message), which is not cached: asked again next
+    time."""
     from evaluators.judge.client import JudgeClient, JudgeError
 
-    keys = [request_key(msgs, target) for msgs in requests]
+    keys = [request_key(msgs, target.identity()) for msgs in requests]
     hits = store.cache_get_many(list(dict.fromkeys(keys)))
     usage = TargetUsage(usd=0.0 if price is not None else None)
     replies: list[str | None] = [None] * len(requests)
     in_flight = [0.0]
     todo = []
     for i, (msgs, key) in enumerate(zip(requests, keys)):
-        if key in hits:
+        if key in hits and (usable is None or usable(hits[key].reply)):
             replies[i] = hits[key].reply
             usage.cached += 1
         else:
@@ -184,6 +188,9 @@ def ask_requests(store, requests: list[list[dict]], target: Target, api_key: str
             usage.prompt_tokens += reply.prompt_tokens or 0
             usage.completion_tokens += reply.completion_tokens or 0
             usage.latency_ms += reply.latency_ms or 0.0
+            if usable is not None and not usable(reply.text):  # (paid for, but neither used nor kept)
+                replies[i], usage.failed[i] = None, "an unusable reply (empty)"
+                return
             # kept at once, so that a run killed after this answer never asks for it again
             await asyncio.to_thread(store.write_results, "", [], [dict(
                 key=key, model=target.config.model, reply=reply.text, prompt_tokens=reply.prompt_tokens,

@@ -6,9 +6,7 @@ again sends nothing. A single-turn attack and a multi-turn attack's turn go the 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -55,9 +53,10 @@ async def _reply_of(fn: Callable, messages: list[dict]) -> str:
 def _ask_callable(store, conversations: list[list[dict]], fn: Callable, name: str | None, concurrency: int = 8,
                   on_progress: Callable[[int, int], None] | None = None) -> tuple[list[str | None], Answered]:
     """Each conversation to ``fn``, once, ``concurrency`` at a time: each answer is cached as it comes back."""
+    from evaluators.run.target import request_key
+
     identity, done = _callable_identity(fn, name), Answered()
-    keys = [hashlib.sha256(json.dumps([conv, identity, "target"], sort_keys=True, ensure_ascii=False).encode())
-            .hexdigest() for conv in conversations]
+    keys = [request_key(conv, identity) for conv in conversations]
     hits = store.cache_get_many(list(dict.fromkeys(keys)))
     replies: list[str | None] = [hits[k].reply if k in hits else None for k in keys]
     done.cached = sum(k in hits for k in keys)

@@ -28,12 +28,13 @@ from pathlib import Path
 from evaluators.core.errors import EvalError, UsageError
 from evaluators.judge.config import JudgeConfig
 from evaluators.run.workers import KEY_ENV as JUDGE_KEY_ENV, ROOT, worker_env
+from evaluators.suites.redteam.multiturn import MAX_BACKTRACKS, MAX_TURNS
 
 TARGET_KEY_ENV = "EVAL_TARGET_API_KEY"  # the target's typed key, in the child's environment only
 ATTACKER_KEY_ENV = "EVAL_ATTACKER_API_KEY"  # the attacker model's, likewise
 FOLDER = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")  # a scan's folder name (the URL's ``scan``)
 # the CLI's progress lines ("answers: 3/12", "violence verdicts: 5/6"), each after a carriage return
-PROGRESS = re.compile(r"([A-Za-z_ ]+): (\d+)/(\d+)")
+PROGRESS = re.compile(r"([A-Za-z_ -]+): (\d+)/(\d+)")  # ("answers", "violence verdicts", "multi-turn attacks")
 EXIT_NO_VERDICT = 5  # cli.redteam: the scan ended, but no attack got a verdict
 
 
@@ -63,8 +64,8 @@ class ScanRequest:
     understanding: bool = False
     price: str | None = None  # the judge model's price, as --price takes it (IN,CACHED,OUT[,BATCH] USD per 1M)
     budget: float | None = None  # USD the scan's judging stops before exceeding
-    max_turns: int = 10  # a crescendo or multi_turn attack's turns at most
-    max_backtracks: int = 10  # a crescendo attack's roll-backs at most
+    max_turns: int = MAX_TURNS  # a crescendo or multi_turn attack's turns at most
+    max_backtracks: int = MAX_BACKTRACKS  # a crescendo attack's roll-backs at most
     target_endpoint: str | None = None  # an operator's named endpoint the target is (its key: the server's variable)
 
     def check(self) -> None:
@@ -140,7 +141,7 @@ def command(req: ScanRequest, out: Path, target_key: bool, judge_key: bool, atta
     if req.objectives_file:
         cmd += ["--objectives-file", req.objectives_file]
     cmd += ["--over-refusal"] * req.over_refusal + ["--understanding"] * req.understanding
-    if (req.max_turns, req.max_backtracks) != (10, 10):
+    if (req.max_turns, req.max_backtracks) != (MAX_TURNS, MAX_BACKTRACKS):
         cmd += ["--max-turns", str(req.max_turns), "--max-backtracks", str(req.max_backtracks)]
     if req.price:
         cmd += ["--price", req.price]
@@ -251,9 +252,12 @@ def keys_typed(name: str) -> dict[str, bool]:
 
 
 def resume(name: str, store_url: str, target_key: str | None = None, judge_key: str | None = None,
-           attacker_key: str | None = None) -> None:
+           attacker_key: str | None = None, endpoint: tuple[str, str] | None = None) -> None:
     """Start a failed or stopped scan's command again into its own folder: the scan resumes from the store's cache
     (what the target and the judge already answered is not asked again) and writes its files where it did.
+
+    ``endpoint``: for a scan of an operator's named endpoint, its base URL and model as the server configures them
+    now (its key goes there, never to the address the scan's folder kept).
 
     Raises:
         UsageError: the scan is running or has completed; EvalError: the process could not start.
@@ -263,6 +267,11 @@ def resume(name: str, store_url: str, target_key: str | None = None, judge_key: 
                          "started is resumed")
     out = folder(name)
     req = request_of(name)
+    if req.target_endpoint:
+        if endpoint is None:
+            raise UsageError(f"scan {name} attacked the server endpoint {req.target_endpoint!r}: resume it with that "
+                             "endpoint's address as the server configures it now")
+        req.target_base_url, req.target_model = endpoint
     req.check()
     meta = json.loads((out / "scan.json").read_text())
     meta["resumed_at"] = [*meta.get("resumed_at", []), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")]

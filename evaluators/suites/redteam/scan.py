@@ -39,7 +39,7 @@ from evaluators.core.asyncrun import run_to_end
 from evaluators.core.errors import UsageError
 from evaluators.suites.redteam import strategies as S
 from evaluators.suites.redteam.asking import Answered, ask_target
-from evaluators.suites.redteam.multiturn import MAX_BACKTRACKS, MAX_TURNS, STRATEGIES as MULTI_TURN
+from evaluators.suites.redteam.multiturn import MAX_BACKTRACKS, MAX_TURNS, STRATEGIES as MULTI_TURN, attack_succeeded
 from evaluators.suites.redteam.attacker import MODEL_STRATEGIES, base, system_for, technique_name
 from evaluators.suites.redteam.objectives import RISK_CATEGORIES, Objective, load_objectives
 from evaluators.suites.redteam.refusal import HARMLESS, TEMPLATE as REFUSAL, UNDERSTOOD
@@ -247,7 +247,7 @@ def _settle_category(store, rid: str, cat: str, todo: list[dict], threshold: flo
             continue
         a["severity"], a["reason"] = int(cell.value), cell.reason
         a["risk_assessment"] = {cat: {"severity_label": level_name(spec, cell.value), "reason": cell.reason}}
-        a["attack_success"] = cell.value > threshold
+        a["attack_success"] = attack_succeeded(cell.value, threshold)
 
 
 def judge_attacks(store, attacks: list[dict], judge, thresholds: Mapping[str, float], api_key: str | None = None,
@@ -372,40 +372,48 @@ def usage(answered: Answered, judged: Mapping[str, int], successes: int, talks: 
 
 def _judge_usd(store, judge: Any, cost: Mapping[str, Any] | None, runs: Mapping[str, str],
                talks: Mapping[str, int] | None) -> float | None:
-    """What the scan's judging cost in USD (its runs' spending, and the multi-turn turn checks' tokens at the judge's
-    price); None without a price for the judge's model."""
+    """What the scan's judging cost in USD (its runs' spending over their sittings, and the multi-turn turn checks',
+    those found in the cache at what they cost when asked); None without a price for the judge's model."""
     from evaluators.judge.prices import price_for
 
     price = price_for(judge.model, (cost or {}).get("prices"))
     if price is None:
         return None
-    talks = talks or {}
-    return (sum(_spent(store, rid) for rid in runs.values())
-            + price.cost(talks.get("judge_prompt_tokens", 0), talks.get("judge_completion_tokens", 0)))
+    return sum(_spent(store, rid) for rid in runs.values()) + (talks or {}).get("judge_usd", 0.0)
+
+
+def _earlier_runs_spent(store, out_dir: str | None) -> float:
+    """What the verdict runs of earlier sittings of the scan written to ``out_dir`` spent (a killed scan's)."""
+    if not out_dir:
+        return 0.0
+    mine = [r["id"] for r in store.list_runs() if (r.get("out_dir") or "").startswith(f"{out_dir}#redteam-")]
+    return sum(_spent(store, rid) for rid in mine)
 
 
 def _talks(store, attacks: list[dict], target: Any, judge: tuple, thresholds: Mapping[str, float], attacker: tuple,
-           options: dict, answered: Answered, cost: Mapping[str, Any] | None
+           options: dict, answered: Answered, cost: Mapping[str, Any] | None, out_dir: str | None
            ) -> tuple[dict[str, Any] | None, Mapping[str, Any] | None]:
     """Hold the multi-turn attacks' conversations (:func:`evaluators.suites.redteam.multiturn.converse`), their
     target calls added to ``answered``. Returns their counts (None: the scan has none) and the cost settings the
-    verdict runs then share: with a budget, what the turn checks spent is taken off it."""
+    verdict runs then share: with a budget, what the turn checks spent (over every sitting) is taken off it; the
+    checks themselves may spend what the verdict runs of earlier sittings left."""
     from evaluators.judge.prices import price_for
     from evaluators.suites.redteam.multiturn import converse
 
     if not any("timeline" in a for a in attacks):
         return None, cost
     limit = (cost or {}).get("budget")
-    price = price_for(judge[0].model, (cost or {}).get("prices")) if limit is not None else None
-    budget = (price, float(limit)) if price is not None else None
+    price = price_for(judge[0].model, (cost or {}).get("prices"))
     progress = options.pop("on_progress")
     got, counts = converse(store, attacks, target, attacker[0], judge[0], thresholds, attacker_key=attacker[1],
-                           judge_key=judge[1], on_progress=progress, budget=budget, **options)
+                           judge_key=judge[1], on_progress=progress, price=price,
+                           budget=None if limit is None else float(limit) - _earlier_runs_spent(store, out_dir),
+                           **options)
     answered.add(got)
     answered.errors.update(got.errors)  # (by attack id: counted, already on their attacks)
-    if budget:
+    if limit is not None and price is not None:
         # (a run's budget is positive: when the checks spent it all, one that lets no call through)
-        cost = {**cost, "budget": max(1e-9, budget[1] - counts["judge_usd"])}
+        cost = {**cost, "budget": max(1e-9, float(limit) - counts["judge_usd"])}
     return counts, cost
 
 
@@ -489,6 +497,9 @@ def _checked(target: Any, judge: Any, categories: Sequence[str], thresholds: Map
     cats = check_categories(categories)
     limits = thresholds_for(cats, thresholds)
     techniques = resolve_strategies(strategies, attacker)
+    if getattr(target, "prompt", None) and any(t.spec in MULTI_TURN for t in techniques):
+        raise UsageError("crescendo and multi_turn hold a conversation: give the target a system prompt, not a prompt "
+                         "template (a template answers one question)")
     if int(talk_limits[0]) < 1 or int(talk_limits[1]) < 0:
         raise UsageError(f"--max-turns {talk_limits[0]} / --max-backtracks {talk_limits[1]}: at least 1 turn, and 0 "
                          "or more roll-backs")
@@ -554,8 +565,7 @@ def scan(target: Any, judge: Any, *, risk_categories: Sequence[str] = RISK_CATEG
     talks, run_cost = _talks(store, attacks, target, (judge, judge_api_key), limits, (attacker, attacker_api_key),
                              dict(target_key=target_api_key, target_name=target_name, concurrency=target_concurrency,
                                   max_turns=max_turns, max_backtracks=max_backtracks, on_progress=on_progress),
-                             answered, cost)
-    out_dir = str(Path(out).resolve()) if out else None
+                             answered, cost, out_dir := str(Path(out).resolve()) if out else None)
     runs, judged = judge_attacks(store, attacks, judge, limits, judge_api_key, out_dir, probe,
                                  (lambda c, d, t: on_progress(f"{c} verdicts", d, t)) if on_progress else None,
                                  run_cost)

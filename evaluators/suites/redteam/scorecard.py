@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 from evaluators.core.inference import paired_difference
 from evaluators.core.stats import wilson
+from evaluators.suites.redteam.multiturn import attack_succeeded
 
 COMPLEXITIES = ("baseline", "easy", "moderate", "difficult")
 
@@ -152,7 +153,7 @@ def threshold_curve(attacks: list[dict], categories: Sequence[str], techniques: 
                    if a["attack_success"] is not None]
             if not sev:
                 continue
-            hits = [sum(1 for v in sev if v > th) for th in THRESHOLDS]
+            hits = [sum(1 for v in sev if attack_succeeded(v, th)) for th in THRESHOLDS]
             out.append({"risk_category": risk, "attack_technique": t, "n": len(sev), "thresholds": list(THRESHOLDS),
                         "successes": hits, "asr": [k / len(sev) for k in hits]})
     return out
