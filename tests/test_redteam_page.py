@@ -477,3 +477,46 @@ def test_a_failed_scan_resumes_into_its_folder_with_its_keys_typed_again_asking_
     assert card["risk_category_summary"][0]["overall_successful_attacks"] == 3  # as planted (see above)
     written = "".join(p.read_text() for p in folder.iterdir() if p.name != "attacks.jsonl")
     assert TARGET_KEY not in written and JUDGE_KEY not in written
+
+
+def test_resuming_a_scan_of_a_server_endpoint_sends_its_key_only_where_the_server_points_now(home_store, tmp_path,
+                                                                                           monkeypatch):
+    """A scan of an operator's named endpoint, killed; the operator then moves the endpoint to another address.
+    Resume sends the endpoint's key to the new address, never to the one the scan's folder kept; an endpoint the
+    server no longer configures is not resumed at all."""
+    import signal
+
+    judges = tmp_path / "judges.toml"
+    monkeypatch.setenv("EVAL_JUDGES", str(judges))
+    monkeypatch.setenv("TEAM_APP_KEY", TARGET_KEY)
+
+    def configure(url: str) -> None:
+        judges.write_text(f'[team-app]\nprovider = "compatible"\nbase_url = "{url}"\nmodel = "app"\n'
+                          'key_env = "TEAM_APP_KEY"\n')
+
+    with JudgeServer(responder=scripted_target(), require_key=TARGET_KEY) as old, \
+            JudgeServer(responder=scripted_target(), require_key=TARGET_KEY) as new, \
+            JudgeServer(responder=safety_responder, require_key=JUDGE_KEY) as judge:
+        configure(old.url)
+        old.hold_calls(after=0)  # (every answer waits: the scan is killed before any)
+        req = request(old.url, judge.url)
+        req.target_endpoint = "team-app"
+        name = background.start(home_store.url, req, TARGET_KEY, JUDGE_KEY)
+        folder = background.folder(name)
+        wait_until(lambda: old.held == 8, 60, "the old address asked (8 at once, its concurrency)")
+        os.killpg(int((folder / "pid").read_text().split()[0]), signal.SIGKILL)
+        wait_until(lambda: background.state(name)["status"] == "failed", 30, "the killed scan to read failed")
+        asked_old = len(old.requests)
+        old.release()
+        configure(new.url)  # the operator moved the endpoint
+        at = app("pages/redteam.py", allow_errors=True, scan=name)
+        at.text_input(key="rt.resume.judge").input(JUDGE_KEY)
+        at.button(key="rt.resume").click().run()
+        s = finished(name)
+        assert s["status"] == "completed", s["log"]
+        assert len(old.requests) == asked_old and len(new.calls) == 9  # every answer from the new address
+        judges.write_text("")  # the endpoint is gone: not resumed, said
+        (folder / "exit").write_text("1")  # (read as failed again)
+        at = app("pages/redteam.py", allow_errors=True, scan=name)
+        assert "the server no longer configures" in shown_text(at)
+        assert not [b for b in at.button if b.key == "rt.resume"]
