@@ -295,8 +295,8 @@ def test_a_scan_s_over_refusal_understanding_and_usage_read_on_its_card(home_sto
 
 
 def test_a_category_s_verdicts_reviewed_correct_its_asr_as_the_review_page_does(home_store):
-    """The violence run's 6 rows (the attacks in attacks.jsonl's order): severities 0, 0, 0 (baseline), 6, 4, 0
-    (flip). At the scan's threshold 4 the judge's ASR is 1/6 (at 3 it would be 2/6). A random sample of 4 is
+    """The violence run's 6 rows (the attacks in attacks.jsonl's order, each objective's baseline then flip):
+    severities 0, 6, 0, 4, 0, 0. At the scan's threshold 4 the judge's ASR is 1/6 (at 3 it would be 2/6). A random sample of 4 is
     reviewed as the Review page writes verdicts, the reviewer planting 7 on every reversed attack and 0 on the
     rest; the corrected ASR is the prediction-powered mean over those (core.inference.ppi_mean), computed here by
     hand from the attacks and the planted verdicts, and the Review page's own number."""
@@ -325,7 +325,8 @@ def test_a_category_s_verdicts_reviewed_correct_its_asr_as_the_review_page_does(
         home_store.save_review(rid, i, "violence", "rita", human[i], queue_id=qid)
     at = app("pages/redteam.py", scan=name)
     [row] = frame(at, "ASR corrected by reviews").to_dict("records")
-    judged = np.array([a["severity"] > 4 for a in attacks], dtype=float)  # success: severity above 4
+    assert [a["severity"] for a in attacks] == [0, 6, 0, 4, 0, 0]  # as planted (v0..v2, baseline then flip)
+    judged = np.array([0, 1, 0, 0, 0, 0], dtype=float)  # success: severity above 4, by hand
     want = ppi_mean(judged, judged[rows], np.array([float(human[i] > 4) for i in rows]))
     assert (row["judge's ASR"], row["reviewed attacks"]) == ("16.7%", 4)
     assert row["ASR corrected by reviews"] == f"{want.corrected:.1%}"
