@@ -333,3 +333,18 @@ def test_the_judge_can_be_asked_through_the_batch_api(home_store, tmp_path, monk
                    cost={"batch": True})
         assert not judge.requests and judge.batch_api.requests == 6  # no chat call, not even a check
     assert [a["severity"] for a in res.attacks] == [5, 7, 0, 0, 0, 0]  # (tests.test_redteam_scan's planted flips)
+
+
+def test_a_broken_attacks_file_is_named_with_its_line(tmp_path):
+    from evaluators.suites.redteam.diff import read_attacks
+
+    f = tmp_path / "attacks.jsonl"
+    good = {"id": "a", "risk_category": "violence", "attack_technique": "flip", "prompt": "p", "attack_success": True}
+    for lines, said in ([json.dumps(good), "[1]"], "line 2 is not a JSON object"), \
+                       ([json.dumps(good), "", "{not json"], "line 3 is not JSON"), \
+                       ([json.dumps({k: v for k, v in good.items() if k != "prompt"})], "line 1 has no field prompt"):
+        f.write_text("\n".join(lines) + "\n")
+        with pytest.raises(UsageError, match=said):
+            read_attacks(tmp_path)
+    f.write_text(json.dumps(good) + "\n\n")
+    assert read_attacks(f) == [good]

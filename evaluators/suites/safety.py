@@ -303,17 +303,9 @@ def read_run_dir(path: str | Path) -> list[dict]:
     f = p / "rows.jsonl" if p.is_dir() else p
     if not f.exists():
         raise UsageError(f"{p}: no rows.jsonl (give a folder that `python -m evaluators run --out` wrote)")
-    rows = []
-    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as e:
-            raise UsageError(f"{f}: line {n} is not JSON ({e})") from None
-        if not isinstance(obj, dict):
-            raise UsageError(f"{f}: line {n} is not a JSON object")
-        rows.append(obj)
+    from evaluators.core.jsonlines import json_objects
+
+    rows = [obj for _, obj in json_objects(f)]
     if not rows:
         raise UsageError(f"{f}: no rows")
     return rows

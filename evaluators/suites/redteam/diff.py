@@ -8,11 +8,11 @@ apart and never in a rate.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from evaluators.core.errors import UsageError
+from evaluators.core.jsonlines import json_objects
 from evaluators.core.inference import paired_difference
 
 
@@ -21,19 +21,13 @@ def read_attacks(path: str | Path) -> list[dict]:
     p = Path(path)
     f = p / "attacks.jsonl" if p.is_dir() else p
     try:
-        text = f.read_text(encoding="utf-8")
+        lines = json_objects(f)
     except OSError as e:
         raise UsageError(f"{f}: cannot read it ({e.strerror or e}); give a folder `redteam --out` wrote") from None
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as e:
-            raise UsageError(f"{f}: line {n} is not JSON ({e})") from None
+    for n, rec in lines:
         missing = [k for k in ("id", "risk_category", "attack_technique", "prompt", "attack_success")
-                   if not isinstance(rec, dict) or k not in rec]
+                   if k not in rec]
         if missing:
             raise UsageError(f"{f}: line {n} has no field {missing[0]} (is it a scan's attacks.jsonl?)")
         out.append(rec)
