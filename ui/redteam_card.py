@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from ui import redteam_timeline, state
-from ui.widgets import count, plain, table
+from ui import redteam_timeline
+from ui.widgets import count, plain, table, url_picked_table
 
 CELL_CHARS = 160  # a table cell's text; the conversation below has all of it
 VERDICT = {True: "success", False: "resisted", None: "no verdict"}
@@ -144,14 +144,7 @@ def attacks_table(attacks: list[dict]) -> dict | None:
     frame = pd.DataFrame([{"attack": a["id"], "risk category": a["risk_category"], "strategy": a["attack_technique"],
                            "severity": a["severity"], "verdict": VERDICT[a["attack_success"]],
                            "prompt": _cut(a["prompt"]), "error": _cut(a["error"])} for a in attacks])
-    chosen = state.read("attack")
-    event = table(frame, key="rt.attacks", widths={"prompt": "large"}, on_select="rerun",
-                  selection_mode="single-row",
-                  selection_default={"selection": {"rows": [ids.index(chosen)]}} if chosen in ids else None)
-    k = state.selected(event, len(ids))
-    if k is not None and ids[k] != chosen:
-        chosen = ids[k]
-        state.write("attack", chosen)
+    chosen = url_picked_table(frame, ids, "attack", key="rt.attacks", widths={"prompt": "large"})
     if chosen is not None and chosen not in ids:
         st.error("Attack not found: the link names one this scan does not have.")
         st.text(f"attack = {chosen}")  # the link's value, as text

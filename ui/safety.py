@@ -7,7 +7,7 @@ import streamlit as st
 from evaluators.core.kinds.severity import LEVELS
 from evaluators.read import charts_safety
 from ui import state
-from ui.widgets import count, metric_cards, name_of, rate_card, table
+from ui.widgets import count, metric_cards, name_of, rate_card, table, url_picked_table
 
 
 
@@ -86,14 +86,8 @@ def rows_table(rows: list[dict]) -> dict | None:
     shown = [{k: v for k, v in r.items() if not k.endswith(" reason")} for r in rows]
     widths = {"query": "medium", "response": "large"}
     numbers = [r["#"] for r in rows]
-    chosen = state.read("srow", None, int)
-    event = table(pd.DataFrame(shown), key=f"safety.rows.{numbers[:1]}", widths=widths, on_select="rerun",
-                  selection_mode="single-row",
-                  selection_default={"selection": {"rows": [numbers.index(chosen)]}} if chosen in numbers else None)
-    k = state.selected(event, len(rows))
-    if k is not None and numbers[k] != chosen:
-        chosen = numbers[k]
-        state.write("srow", chosen)
+    chosen = url_picked_table(pd.DataFrame(shown), numbers, "srow", int, key=f"safety.rows.{numbers[:1]}",
+                              widths=widths)
     return rows[numbers.index(chosen)] if chosen in numbers else None
 
 

@@ -159,6 +159,21 @@ def table(frame, formats: dict[str, str] | None = None, key: str | None = None,
     return st.dataframe(frame, column_config=config, key=key, **{"hide_index": True, **kwargs})
 
 
+def url_picked_table(frame, values: list, param: str, parse=str, key: str | None = None,
+                     widths: dict[str, str] | None = None):
+    """:func:`table` whose one selected row follows the URL's ``param`` (a link selects it; a click writes it):
+    ``values`` are the rows' values for it, in order. Returns the selected value (None: none), which may be one
+    the table lacks when a link names it (the caller says so)."""
+    chosen = state.read(param, None, parse)
+    event = table(frame, key=key, widths=widths, on_select="rerun", selection_mode="single-row",
+                  selection_default={"selection": {"rows": [values.index(chosen)]}} if chosen in values else None)
+    k = state.selected(event, len(values))
+    if k is not None and values[k] != chosen:
+        chosen = values[k]
+        state.write(param, chosen)
+    return chosen
+
+
 KEPT = "kept.judge."  # session state holding New evaluation's judge settings for the browser session (ui.judge_form)
 
 
