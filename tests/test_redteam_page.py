@@ -517,6 +517,7 @@ def test_resuming_a_scan_of_a_server_endpoint_sends_its_key_only_where_the_serve
         assert s["status"] == "completed", s["log"]
         assert len(old.requests) == asked_old and len(new.calls) == 9  # every answer from the new address
         judges.write_text("")  # the endpoint is gone: not resumed, said
+        wait_until(lambda: (folder / "exit").exists(), 30, "the resumed scan's exit code kept")  # (then ours)
         (folder / "exit").write_text("1")  # (read as failed again)
         at = app("pages/redteam.py", allow_errors=True, scan=name)
         assert "the server no longer configures" in shown_text(at)

@@ -74,8 +74,7 @@ def _attacks() -> dict:
                             help="chosen by the seed from the bundled objectives, written in our own words"))
     seed = int(c2.number_input("Seed", 0, 2**31 - 1, 0, key="rt.seed", help="the same seed, the same attacks"))
     talks = set(strategies) & set(MULTI_TURN)
-    with st.expander("Attacker model (for tense, translation, moderate, difficult, crescendo and multi_turn)",
-                     expanded=bool(talks)):
+    with st.expander("Attacker model (for tense, translation, moderate, difficult, crescendo and multi_turn)"):
         a1, a2 = st.columns(2)
         a_url = a1.text_input("Attacker base URL", key="rt.a_url").strip() or None
         a_model = a2.text_input("Attacker model", key="rt.a_model").strip() or None
