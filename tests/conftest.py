@@ -355,6 +355,17 @@ def fresh_caches():
 
 
 @pytest.fixture
+def forget_custom_metrics():
+    """The metrics a test registered from files or code (a user's metric, a scan's label judges) gone after it:
+    the registry is the process's, and a later test in the same worker listing every metric must not meet them."""
+    from evaluators.core import registry
+
+    yield
+    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
+        registry._REGISTRY.pop(name)
+
+
+@pytest.fixture
 def home_store(tmp_path, _isolated_home) -> Store:
     """The dashboard's store (EVAL_HOME is set per test above; in the PostgreSQL pass, its EVAL_DATABASE_URL)."""
     return default_store(tmp_path / "evalhome")

@@ -15,23 +15,17 @@ import pytest
 from evaluators import align, evaluate
 from evaluators.core.errors import UsageError
 from evaluators.review.align import promote
-from evaluators.core import registry
 from evaluators.review.align_candidates import AlignRow, choose_examples, disagreements, shapers, train_only
 from evaluators.review.align_stats import gate, length_bias, split_card
 from tests import align_world as w
 from tests.conftest import ROOT, env_for_subprocess
 from tests.judge_server import JudgeServer
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")
+
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn gives the reference kappas")
 scipy_stats = pytest.importorskip("scipy.stats", reason="SciPy gives the reference regression slope")
 contingency = pytest.importorskip("statsmodels.stats.contingency_tables", reason="statsmodels gives McNemar's p")
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
 
 
 @pytest.fixture

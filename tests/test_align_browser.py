@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.core import registry
 from tests import align_world as w
 from tests.browser import needs_chromium, screenshot, settle, start_dashboard, stop
 from tests.conftest import ROOT
@@ -21,7 +20,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 
 
 @pytest.fixture
-def aligned_world(home_store, tmp_path, monkeypatch):
+def aligned_world(home_store, tmp_path, monkeypatch, forget_custom_metrics):
     """The world judged and reviewed in the dashboard's store, the scripted judge still serving (the dashboard
     asks it for the candidates), and the dashboard on that store."""
     with JudgeServer(responder=w.responder) as server:
@@ -32,8 +31,6 @@ def aligned_world(home_store, tmp_path, monkeypatch):
             yield url, home_store, server
         finally:
             stop(proc)
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
 
 
 def test_align_walk_from_baseline_to_promotion(aligned_world, browser):

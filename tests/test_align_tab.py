@@ -5,21 +5,13 @@ from __future__ import annotations
 import pytest
 
 from evaluators import evaluate
-from evaluators.core import registry
 from evaluators.review.align import align, align_baseline, promoted_rates
 from tests import align_world as w
 from tests.apptest import app, shown_text
 from tests.judge_server import JudgeServer
 from ui.align_tab import bias_line, card_rows, num, pct, pvalue, with_ci
 
-pytestmark = pytest.mark.usefixtures("fresh_caches")
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
+pytestmark = pytest.mark.usefixtures("fresh_caches", "forget_custom_metrics")
 
 
 @pytest.fixture

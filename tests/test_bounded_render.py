@@ -19,6 +19,8 @@ from tests.apptest import app, shown_text
 from tests.conftest import ROOT, env_for_subprocess
 from tests.procs import wait_until
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")
+
 NESTED_SILENT = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"  # time bound
 NESTED = ("{% for i in range(100000) %}{% for j in range(100000) %}" + "x" * 100  # the size bound, as it goes
           + "{% endfor %}{% endfor %}")
@@ -30,13 +32,6 @@ WHY = {"loop_time": "ran past its 1 s of CPU time", "loop_size": f"passed {MAX_C
 BODIES = {"loop_time": NESTED_SILENT, "loop_size": NESTED, "big_string": BIG_STRING, "big_list": BIG_LIST}
 ROWS = [{"query": "Am I covered?", "response": "Yes, under policy P-1234."},
         {"query": "Can I cancel?", "response": "Within 14 days."}]
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
 
 
 def prompty(name: str, body: str) -> str:

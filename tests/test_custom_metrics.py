@@ -16,6 +16,8 @@ from evaluators.core.errors import UsageError
 from evaluators.metrics.custom import load_metric_file, register_entry_points, register_metric_files
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")
+
 EXAMPLES = ROOT / "examples" / "metrics"
 ROWS = [
     {"query": "Am I covered for water damage?", "response": "Yes. Under policy P-1234 you are covered.",
@@ -23,14 +25,6 @@ ROWS = [
     {"query": "Can I cancel?", "response": "You can cancel any time within 14 days",
      "ground_truth": "Yes, within 14 days.", "policy_id": "P-77"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    """Each test starts and ends with the built-ins only (the registry is the process's)."""
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
 
 
 def _judge(server) -> dict:

@@ -12,24 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.core import registry
 from evaluators.core.errors import UsageError
 from evaluators.core.replies import ReplyError
 from evaluators.metrics.custom import load_metric_file, specs_from_text
 from evaluators.metrics.custom.common import MAX_DEFINITION_BYTES, MAX_MATCHED_CHARS
 from tests.conftest import ROOT, env_for_subprocess
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")
+
 # 9 levels of 9 aliases each: 9**9 = 387 million strings once expanded (the 479 bytes, 41 s, 5.4 GB),
 # under keys a Prompty file may have; the request parameters (model.parameters.stop) are written out as JSON
 BOMB = ("metadata:\n" + "".join(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" if i else "  l0: &l0 [lol]\n"
                                  for i in range(9)) + "model:\n  parameters:\n    stop: *l8\n")
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
 
 
 def bounded_child(code: str, timeout: float = 60) -> subprocess.CompletedProcess:

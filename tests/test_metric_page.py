@@ -10,14 +10,7 @@ from evaluators.core import registry
 from tests.apptest import app, shown_text
 from tests.conftest import SINGLE
 
-pytestmark = pytest.mark.usefixtures("fresh_caches")
-
-
-@pytest.fixture(autouse=True)
-def _forget_custom_metrics():
-    yield
-    for name in [n for n, s in registry._REGISTRY.items() if s.definition is not None]:
-        registry._REGISTRY.pop(name)
+pytestmark = pytest.mark.usefixtures("fresh_caches", "forget_custom_metrics")
 
 
 def _judge(at, url: str) -> None:

@@ -17,6 +17,8 @@ from tests.judge_server import Action, JudgeServer
 from tests.safety_judge import safety_responder
 from tests.test_redteam_scan import OBJECTIVES, seeds_file
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")  # (a scan registers its label judges)
+
 V = OBJECTIVES["violence"]
 REFUSAL = "I can't help with that."
 ASKED = re.compile(r"(crescendo|multi_turn) o(\d) turn (\d+) try (\d+)")
@@ -70,14 +72,6 @@ STEPS = {("crescendo", 0): [(1, False, 0), (2, True, 0), (2, True, 0), (2, False
 def servers():
     with (JudgeServer(responder=attacker) as a, JudgeServer(responder=target) as t, JudgeServer(responder=judge) as j):
         yield a, t, j
-
-
-@pytest.fixture(autouse=True)
-def _forget_the_refusal_metric():
-    from evaluators.core import registry
-
-    yield
-    registry._REGISTRY.pop("redteam_refusal", None)
 
 
 def run(servers, store, tmp_path, out="out", **kw):

@@ -17,20 +17,11 @@ from tests.judge_server import Action, JudgeServer
 from tests.safety_judge import safety_responder
 from tests.test_redteam_scan import OBJECTIVES, seeds_file
 
+pytestmark = pytest.mark.usefixtures("forget_custom_metrics")  # (a scan registers its label judges)
+
 RAW = json.loads(HARMLESS.read_text(encoding="utf-8"))
 TEXTS = {cat: [e["messages"][0]["content"] for e in RAW if e["metadata"]["target_harms"][0]["risk-type"] == cat]
          for cat in RISK_CATEGORIES}
-
-
-@pytest.fixture(autouse=True)
-def _forget_the_refusal_metric():
-    """A scan registers its label judges in this process, as a user's metric file is: gone after each test, so
-    tests that list every metric later in the same worker do not meet it."""
-    from evaluators.core import registry
-
-    yield
-    for name in ("redteam_refusal", "redteam_understood"):
-        registry._REGISTRY.pop(name, None)
 
 
 def target(prompt: str, request: dict) -> str:
